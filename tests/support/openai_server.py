@@ -1,0 +1,879 @@
+"""A real, stdlib-only OpenAI-compatible chat-completions server for tests.
+
+The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
+
+* ``GET  /health``               -> 200 ``{"status": "ok"}``
+* ``GET  /v1/models``            -> the registered model names (OpenAI list shape)
+* ``GET  /v1/models/{id}``       -> one model, or 404
+* ``POST /v1/chat/completions``  -> a chat completion (JSON, or SSE when ``"stream": true``)
+
+Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
+text. Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
+the sentence of the haystack that best matches the question) and :func:`make_judge_responder`
+(a deterministic LLM judge answering ``{"reasoning": ..., "rating": N}``).
+
+Faults can be injected per model with :class:`FaultPlan` (seeded, deterministic in request
+order). Every chat request is recorded as a :class:`RecordedRequest`.
+
+The server is bounded so a test can never run away: after ``max_requests`` requests it answers
+503, and a watchdog shuts it down after ``max_seconds``.
+
+Manual use::
+
+    python -m tests.support.openai_server --port 0 --model needle-finder
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import random
+import re
+import socket
+import string
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import urlsplit
+
+__all__ = [
+    'FAULT_KINDS',
+    'JUDGE_FIELDS',
+    'FaultPlan',
+    'OpenAICompatServer',
+    'RecordedRequest',
+    'Responder',
+    'make_judge_responder',
+    'message_text',
+    'needle_finder',
+    'overlap_grader',
+    'parse_judge_prompt',
+]
+
+HOST = '127.0.0.1'
+
+Responder = Callable[[list[dict]], str]
+
+#: Fault names, in the order their rates are stacked when one is drawn.
+FAULT_KINDS: tuple[str, ...] = ('http_500', 'http_429', 'hang', 'drop', 'malformed_json', 'empty_content', 'length')
+
+#: Placeholders of ``evalscope_niah.judge.JUDGE_USER_TEMPLATE`` that the judge responder extracts.
+JUDGE_FIELDS: tuple[str, ...] = ('question', 'reference', 'answer')
+
+_MAX_BODY_BYTES = 64 * 1024 * 1024
+_STREAM_PIECE_CHARS = 16
+
+
+# --------------------------------------------------------------------------------------------
+# Fault plans and recording
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """Faults to inject into one model's chat requests.
+
+    Each rate is a probability in [0, 1]; the rates must sum to at most 1. For every request
+    to the model one number is drawn from the model's ``random.Random`` (seeded from the
+    server's ``seed`` and the model name), and the rates are stacked in :data:`FAULT_KINDS`
+    order to pick at most one fault. The k-th request to a model therefore always gets the
+    same fault for the same seed, whatever other models receive.
+
+    ``fail_first_n`` makes the first N requests to the model fail with HTTP 500 whatever the
+    draw (the draw is still made, so later requests are unaffected).
+    """
+
+    http_500: float = 0.0
+    http_429: float = 0.0
+    hang: float = 0.0
+    drop: float = 0.0
+    malformed_json: float = 0.0
+    empty_content: float = 0.0
+    length: float = 0.0
+    fail_first_n: int = 0
+    retry_after_seconds: float = 1
+    hang_seconds: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in FAULT_KINDS:
+            rate = getattr(self, name)
+            if not 0.0 <= rate <= 1.0:
+                raise ValueError(f'FaultPlan.{name} must be in [0, 1], got {rate!r}')
+        total = sum(getattr(self, name) for name in FAULT_KINDS)
+        if total > 1.0 + 1e-9:
+            raise ValueError(f'FaultPlan rates must sum to at most 1, got {total!r}')
+        if self.fail_first_n < 0:
+            raise ValueError('FaultPlan.fail_first_n must be >= 0')
+        if self.retry_after_seconds < 0:
+            raise ValueError('FaultPlan.retry_after_seconds must be >= 0')
+        if self.hang_seconds < 0:
+            raise ValueError('FaultPlan.hang_seconds must be >= 0')
+
+    def pick(self, draw: float) -> str | None:
+        """The fault for a uniform draw in [0, 1), or None."""
+        edge = 0.0
+        for name in FAULT_KINDS:
+            edge += getattr(self, name)
+            if draw < edge:
+                return name
+        return None
+
+
+@dataclass
+class RecordedRequest:
+    """One ``POST .../chat/completions`` request as the server saw it.
+
+    ``status`` is the HTTP status answered (None while in flight, and for ``hang``/``drop``,
+    which never answer). ``reply`` is the content sent (None when no completion was sent).
+    """
+
+    model: str | None
+    messages: list[dict]
+    raw_body: bytes
+    fault: str | None
+    status: int | None
+    timestamp: float
+    path: str = '/v1/chat/completions'
+    stream: bool = False
+    reply: str | None = None
+
+    @property
+    def body(self) -> Any:
+        """The request body parsed as JSON (None when it is not valid JSON)."""
+        try:
+            return json.loads(self.raw_body)
+        except ValueError:
+            return None
+
+    @property
+    def prompt_chars(self) -> int:
+        return sum(len(message_text(m)) for m in self.messages if isinstance(m, Mapping))
+
+
+# --------------------------------------------------------------------------------------------
+# Text helpers shared by the responders
+# --------------------------------------------------------------------------------------------
+
+_CJK = '\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff'
+_CJK_RE = re.compile(f'[{_CJK}]')
+_WORD_RE = re.compile(r'[a-z0-9]+')
+_SENTENCE_SPLIT_RE = re.compile(
+    r'(?<=[.!?])\s+'  # English end of sentence, followed by whitespace
+    r'|(?<=[.!?]["\'”’)\]])\s+'  # ... or by a closing quote/bracket, then whitespace
+    r'|(?<=[。！？])(?![”’」』）"\'])\s*'  # Chinese end of sentence (no whitespace needed)
+    r'|(?<=[。！？][”’」』）"\'])\s*'  # ... or followed by a closing quote/bracket
+    r'|\n+'
+)
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """The text of a chat message: its string content, or its text parts joined."""
+    content = message.get('content')
+    if content is None:
+        return ''
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, str):
+                parts.append(part)
+            elif isinstance(part, Mapping) and isinstance(part.get('text'), str):
+                parts.append(part['text'])
+        return ''.join(parts)
+    return str(content)
+
+
+def _terms(text: str) -> set[str]:
+    """Lowercase English words longer than 2 chars (and any number), plus each CJK character."""
+    lowered = text.lower()
+    words = {w for w in _WORD_RE.findall(lowered) if len(w) > 2 or w.isdigit()}
+    return words | set(_CJK_RE.findall(text))
+
+
+def _between(text: str, start: str, end: str) -> str | None:
+    i = text.find(start)
+    if i < 0:
+        return None
+    j = text.find(end, i + len(start))
+    if j < 0:
+        return None
+    return text[i + len(start) : j]
+
+
+def _split_sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_SPLIT_RE.split(text) if s and s.strip()]
+
+
+def _last_user_text(messages: list[dict]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get('role') == 'user':
+            return message_text(message)
+    return '\n'.join(message_text(m) for m in messages if isinstance(m, Mapping))
+
+
+# --------------------------------------------------------------------------------------------
+# Ready-made responders
+# --------------------------------------------------------------------------------------------
+
+
+def needle_finder(messages: list[dict]) -> str:
+    """Answer a NIAH prompt from the prompt itself, deterministically.
+
+    The question is the text between ``<question>`` and ``</question>`` in the last user
+    message (else its last non-empty line); the haystack is the text between ``<text>`` and
+    ``</text>`` (else the whole user message less the question). The haystack is split into sentences (``.!?``
+    and ``。！？``, and newlines) and the sentence sharing the most terms with the question is
+    returned (English: lowercase words longer than 2 chars, plus numbers; Chinese: characters).
+    Ties go to the first sentence. This simulates a model that retrieves well.
+    """
+    user = _last_user_text(messages)
+    question = _between(user, '<question>', '</question>')
+    if question is not None:
+        rest = user.replace(f'<question>{question}</question>', '\n', 1)
+    else:
+        lines = user.splitlines()
+        while lines and not lines[-1].strip():
+            lines.pop()
+        question = lines.pop() if lines else ''
+        rest = '\n'.join(lines)
+    context = _between(user, '<text>', '</text>')
+    if context is None:
+        context = rest  # the whole message, less the question (else it would match itself)
+    wanted = _terms(question)
+    best, best_score = '', -1
+    for sentence in _split_sentences(context):
+        score = len(wanted & _terms(sentence))
+        if score > best_score:
+            best, best_score = sentence, score
+    return best
+
+
+def overlap_grader(question: str, reference: str, answer: str) -> int:
+    """Rate an answer 10/7/5/3/1 by the share of reference terms found in it.
+
+    Terms are lowercase English words longer than 2 chars (and numbers) plus CJK characters.
+    Share >= 0.9 -> 10, >= 0.7 -> 7, >= 0.5 -> 5, >= 0.3 -> 3, else 1. A reference without
+    any term is compared to the answer as a whole (case-insensitive containment).
+    ``question`` is accepted for the grader signature and ignored.
+    """
+    del question
+    wanted = _terms(reference)
+    if not wanted:
+        ref = reference.strip().lower()
+        return 10 if ref and ref in answer.lower() else 1
+    share = len(wanted & _terms(answer)) / len(wanted)
+    for threshold, rating in ((0.9, 10), (0.7, 7), (0.5, 5), (0.3, 3)):
+        if share >= threshold:
+            return rating
+    return 1
+
+
+def _literal_regex(literal: str) -> str:
+    # Whitespace runs match any whitespace run, so re-wrapped templates still match.
+    return r'\s+'.join(re.escape(chunk) for chunk in re.split(r'\s+', literal))
+
+
+@functools.lru_cache(maxsize=32)
+def _template_regex(template: str) -> re.Pattern[str]:
+    parts: list[str] = []
+    seen: set[str] = set()
+    for literal, field_name, _spec, _conversion in string.Formatter().parse(template.strip()):
+        if literal:
+            parts.append(_literal_regex(literal))
+        if field_name is None:
+            continue
+        if field_name in JUDGE_FIELDS:
+            parts.append(f'(?P={field_name})' if field_name in seen else f'(?P<{field_name}>.*?)')
+            seen.add(field_name)
+        else:
+            parts.append('.*?')
+    return re.compile(''.join(parts), re.DOTALL)
+
+
+def _judge_template() -> str:
+    from evalscope_niah import judge  # lazy: the module is owned elsewhere and may change
+
+    return judge.JUDGE_USER_TEMPLATE
+
+
+def parse_judge_prompt(prompt: str, template: str | None = None) -> dict[str, str] | None:
+    """Extract question/reference/answer from a judge prompt rendered from ``template``.
+
+    ``template`` defaults to ``evalscope_niah.judge.JUDGE_USER_TEMPLATE`` (read at call time).
+    The regex is built from the template, so wording changes need no change here. Returns a
+    dict with the keys of :data:`JUDGE_FIELDS` ('' for a placeholder the template lacks), or
+    None when the prompt does not match the template.
+    """
+    pattern = _template_regex(template if template is not None else _judge_template())
+    match = pattern.fullmatch(prompt.strip())
+    if match is None:
+        return None
+    found = match.groupdict()
+    return {name: (found.get(name) or '').strip() for name in JUDGE_FIELDS}
+
+
+def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
+    """A responder for judge requests: ``{"reasoning": "...", "rating": grader(q, ref, ans)}``.
+
+    It looks for the message (last first) that matches ``evalscope_niah.judge.JUDGE_USER_TEMPLATE``
+    and raises ValueError (the server answers 500) when none does.
+    """
+
+    def judge_responder(messages: list[dict]) -> str:
+        template = _judge_template()
+        for message in reversed(messages):
+            if not isinstance(message, Mapping):
+                continue
+            fields_ = parse_judge_prompt(message_text(message), template)
+            if fields_ is not None:
+                rating = int(grader(fields_['question'], fields_['reference'], fields_['answer']))
+                reasoning = f'Compared the answer with the reference answer; rating {rating}.'
+                return json.dumps({'reasoning': reasoning, 'rating': rating}, ensure_ascii=False)
+        raise ValueError('no message matches evalscope_niah.judge.JUDGE_USER_TEMPLATE')
+
+    return judge_responder
+
+
+# --------------------------------------------------------------------------------------------
+# HTTP plumbing
+# --------------------------------------------------------------------------------------------
+
+
+def _approx_tokens(text: str) -> int:
+    return len(re.findall(rf'[{_CJK}]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]', text))
+
+
+def _error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict:
+    return {'error': {'message': message, 'type': type_, 'param': param, 'code': code}}
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self, owner: OpenAICompatServer, port: int) -> None:
+        self.owner = owner
+        self._conns: set[socket.socket] = set()
+        self._conn_threads: set[threading.Thread] = set()
+        self._conn_lock = threading.Lock()
+        super().__init__((HOST, port), _Handler)
+
+    def process_request(self, request, client_address):  # type: ignore[override]
+        if self.owner._stopping.is_set():
+            self.shutdown_request(request)
+            return
+        thread = threading.Thread(
+            target=self.process_request_thread,
+            args=(request, client_address),
+            name=f'openai-compat-conn-{client_address[1]}',
+            daemon=True,
+        )
+        with self._conn_lock:
+            self._conns.add(request)
+            self._conn_threads.add(thread)
+        thread.start()
+
+    def process_request_thread(self, request, client_address):  # type: ignore[override]
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._conn_lock:
+                self._conns.discard(request)
+                self._conn_threads.discard(threading.current_thread())
+
+    def handle_error(self, request, client_address):  # type: ignore[override]
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError) or self.owner._stopping.is_set():
+            return  # a client went away, or we are shutting down: nothing to report
+        super().handle_error(request, client_address)
+
+    def close_connections(self, deadline: float) -> None:
+        with self._conn_lock:
+            conns = list(self._conns)
+            threads = list(self._conn_threads)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for thread in threads:
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    server_version = 'OpenAICompatTestServer/1.0'
+    server: _HTTPServer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    @property
+    def owner(self) -> OpenAICompatServer:
+        return self.server.owner
+
+    def _path(self) -> str:
+        path = urlsplit(self.path).path.rstrip('/')
+        return path or '/'
+
+    def _send_bytes(self, status: int, body: bytes, content_type: str, headers: Mapping[str, str] | None = None):
+        self.send_response(status)
+        self.send_header('Content-Type', content_type)
+        self.send_header('Content-Length', str(len(body)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _send_json(self, status: int, obj: Any, headers: Mapping[str, str] | None = None) -> None:
+        body = json.dumps(obj, ensure_ascii=False).encode('utf-8')
+        self._send_bytes(status, body, 'application/json', headers)
+
+    def _send_chunk(self, data: bytes) -> None:
+        self.wfile.write(f'{len(data):X}\r\n'.encode('ascii') + data + b'\r\n')
+
+    def _send_sse(self, events: list[str]) -> None:
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/event-stream; charset=utf-8')
+        self.send_header('Cache-Control', 'no-cache')
+        self.send_header('Transfer-Encoding', 'chunked')
+        self.end_headers()
+        for event in events:
+            self._send_chunk(f'data: {event}\n\n'.encode())
+        self.wfile.write(b'0\r\n\r\n')
+
+    def _over_limit(self) -> bool:
+        if self.owner._count_request():
+            return False
+        self._send_json(503, _error_body('request limit reached', 'server_error', 'max_requests'))
+        return True
+
+    # ---- GET -----------------------------------------------------------------------------
+
+    def do_GET(self) -> None:
+        if self._over_limit():
+            return
+        path = self._path()
+        if path == '/health':
+            self._send_json(200, {'status': 'ok'})
+        elif path in ('/v1/models', '/models'):
+            self._send_json(200, {'object': 'list', 'data': [self.owner._model_card(m) for m in self.owner.models]})
+        elif path.startswith(('/v1/models/', '/models/')):
+            name = path.split('/models/', 1)[1]
+            if name in self.owner.models:
+                self._send_json(200, self.owner._model_card(name))
+            else:
+                self._send_json(404, self.owner._model_not_found(name))
+        else:
+            self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
+
+    # ---- POST ----------------------------------------------------------------------------
+
+    def _read_body(self) -> bytes | None:
+        try:
+            length = int(self.headers.get('Content-Length') or 0)
+        except ValueError:
+            length = -1
+        if length < 0 or length > _MAX_BODY_BYTES:
+            self.close_connection = True
+            self._send_json(413, _error_body('bad or too large Content-Length', 'invalid_request_error'))
+            return None
+        return self.rfile.read(length) if length else b''
+
+    def do_POST(self) -> None:
+        raw = self._read_body()
+        if raw is None:
+            return
+        path = self._path()
+        if path not in ('/v1/chat/completions', '/chat/completions'):
+            if not self._over_limit():
+                self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
+            return
+
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        model = body.get('model') if isinstance(body, dict) else None
+        messages = body.get('messages') if isinstance(body, dict) else None
+        stream = bool(body.get('stream')) if isinstance(body, dict) else False
+        record = RecordedRequest(
+            model=model if isinstance(model, str) else None,
+            messages=messages if isinstance(messages, list) else [],
+            raw_body=raw,
+            fault=None,
+            status=None,
+            timestamp=time.time(),
+            path=path,
+            stream=stream,
+        )
+        self.owner._record(record)
+        try:
+            self._chat(record, body, stream)
+        finally:
+            self.owner._notify()
+
+    def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
+        owner = self.owner
+
+        def reject(status: int, error: dict, headers: Mapping[str, str] | None = None) -> None:
+            record.status = status
+            self._send_json(status, error, headers)
+
+        if not owner._count_request() or owner._stopping.is_set():
+            return reject(503, _error_body('request limit reached', 'server_error', 'max_requests'))
+        if not isinstance(body, dict):
+            return reject(400, _error_body('request body is not a JSON object', 'invalid_request_error'))
+        model = record.model
+        if model is None:
+            return reject(400, _error_body('missing "model"', 'invalid_request_error', param='model'))
+        if not isinstance(body.get('messages'), list) or not all(isinstance(m, dict) for m in body['messages']):
+            return reject(400, _error_body('"messages" must be a list of objects', 'invalid_request_error'))
+        responder = owner._responders.get(model)
+        if responder is None:
+            return reject(404, owner._model_not_found(model))
+
+        number, fault, plan = owner._pick_fault(model)
+        record.fault = fault
+        if fault == 'http_500':
+            return reject(500, _error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
+        if fault == 'http_429':
+            assert plan is not None
+            seconds = plan.retry_after_seconds
+            retry_after = str(int(seconds)) if float(seconds).is_integer() else str(seconds)
+            return reject(
+                429,
+                _error_body('Injected fault: rate limited', 'rate_limit_error', 'rate_limit_exceeded'),
+                {'Retry-After': retry_after},
+            )
+        if fault in ('hang', 'drop'):
+            if fault == 'hang':
+                assert plan is not None
+                owner._stopping.wait(plan.hang_seconds)
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return None
+
+        if fault == 'empty_content':
+            reply = ''
+        else:
+            try:
+                reply = str(responder(record.messages))
+            except Exception as exc:
+                return reject(500, _error_body(f'responder failed: {exc!r}', 'server_error', 'responder_error'))
+        finish_reason = 'stop'
+        if fault == 'length':
+            reply = reply[: max(1, len(reply) // 2)]
+            finish_reason = 'length'
+
+        completion_id = f'chatcmpl-{number:08d}'
+        created = int(time.time())
+        usage = {
+            'prompt_tokens': sum(_approx_tokens(message_text(m)) for m in record.messages),
+            'completion_tokens': _approx_tokens(reply),
+        }
+        usage['total_tokens'] = usage['prompt_tokens'] + usage['completion_tokens']
+        record.status = 200
+        record.reply = reply
+
+        if stream:
+            self._send_sse(self._stream_events(body, completion_id, created, model, reply, finish_reason, usage, fault))
+            return None
+        completion = {
+            'id': completion_id,
+            'object': 'chat.completion',
+            'created': created,
+            'model': model,
+            'choices': [
+                {
+                    'index': 0,
+                    'message': {'role': 'assistant', 'content': reply},
+                    'logprobs': None,
+                    'finish_reason': finish_reason,
+                }
+            ],
+            'usage': usage,
+        }
+        if fault == 'malformed_json':
+            text = json.dumps(completion, ensure_ascii=False)
+            self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
+            return None
+        self._send_json(200, completion)
+        return None
+
+    @staticmethod
+    def _stream_events(
+        body: dict,
+        completion_id: str,
+        created: int,
+        model: str,
+        reply: str,
+        finish_reason: str,
+        usage: dict,
+        fault: str | None,
+    ) -> list[str]:
+        def chunk(choices: list[dict], **extra: Any) -> str:
+            obj = {
+                'id': completion_id,
+                'object': 'chat.completion.chunk',
+                'created': created,
+                'model': model,
+                'choices': choices,
+                **extra,
+            }
+            return json.dumps(obj, ensure_ascii=False)
+
+        def delta(d: dict, finish: str | None = None) -> dict:
+            return {'index': 0, 'delta': d, 'logprobs': None, 'finish_reason': finish}
+
+        events = [chunk([delta({'role': 'assistant', 'content': ''})])]
+        if fault == 'malformed_json':
+            broken = chunk([delta({'content': reply})])
+            return [*events, broken[: len(broken) // 2], '[DONE]']
+        for i in range(0, len(reply), _STREAM_PIECE_CHARS):
+            events.append(chunk([delta({'content': reply[i : i + _STREAM_PIECE_CHARS]})]))
+        events.append(chunk([delta({}, finish_reason)]))
+        options = body.get('stream_options')
+        if isinstance(options, dict) and options.get('include_usage'):
+            events.append(chunk([], usage=usage))
+        events.append('[DONE]')
+        return events
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+# --------------------------------------------------------------------------------------------
+
+
+class OpenAICompatServer:
+    """An OpenAI-compatible chat-completions server on 127.0.0.1, for tests.
+
+    Args:
+        responders: model name -> function from the request's messages to the reply text.
+        faults: model name -> :class:`FaultPlan`; the key ``'*'`` applies to models not listed.
+        seed: seed for the fault draws (each model gets its own ``random.Random``).
+        max_requests: HTTP requests answered normally (all endpoints); later ones get 503.
+        max_seconds: a watchdog shuts the server down after this many seconds.
+        port: port to bind on 127.0.0.1 (0: a free port).
+
+    The server starts serving in a daemon thread on construction. Use it as a context
+    manager, or call :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        responders: Mapping[str, Responder],
+        faults: Mapping[str, FaultPlan] | None = None,
+        seed: int = 0,
+        *,
+        max_requests: int = 5000,
+        max_seconds: float = 600,
+        port: int = 0,
+    ) -> None:
+        if max_requests < 0:
+            raise ValueError('max_requests must be >= 0')
+        if not max_seconds > 0:
+            raise ValueError('max_seconds must be > 0')
+        self._responders: dict[str, Responder] = dict(responders)
+        self._faults: dict[str, FaultPlan] = dict(faults or {})
+        self.seed = seed
+        self.max_requests = max_requests
+        self.max_seconds = max_seconds
+
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
+        self._stopping = threading.Event()
+        self._closed = False
+        self._done = threading.Event()
+        self._requests: list[RecordedRequest] = []
+        self._request_count = 0
+        self._chat_count = 0
+        self._per_model_count: dict[str, int] = {}
+        self._rngs: dict[str, random.Random] = {}
+        self._fault_counts: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
+
+        self._httpd = _HTTPServer(self, port)
+        self.host, self.port = self._httpd.server_address[:2]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={'poll_interval': 0.05}, name='openai-compat-server', daemon=True
+        )
+        self._thread.start()
+        self._watchdog = threading.Thread(target=self._watch, name='openai-compat-watchdog', daemon=True)
+        self._watchdog.start()
+
+    # ---- public API ----------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT`` (no ``/v1``)."""
+        return f'http://{self.host}:{self.port}'
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``: what OpenAI clients take as ``base_url``."""
+        return f'{self.url}/v1'
+
+    @property
+    def models(self) -> list[str]:
+        return list(self._responders)
+
+    @property
+    def closed(self) -> bool:
+        """True once :meth:`close` (or the watchdog) has finished shutting the server down."""
+        return self._done.is_set()
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        """A copy of the recorded chat requests, in arrival order."""
+        with self._lock:
+            return list(self._requests)
+
+    def requests_for(self, model: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self._requests if r.model == model]
+
+    def prompt_chars_for(self, model: str) -> int:
+        """Total characters of message contents received for ``model`` (all its requests)."""
+        return sum(r.prompt_chars for r in self.requests_for(model))
+
+    @property
+    def fault_counts(self) -> dict[str, int]:
+        """Injected faults so far: every name of :data:`FAULT_KINDS` -> count."""
+        with self._lock:
+            return dict(self._fault_counts)
+
+    def wait_for_requests(self, count: int, timeout: float = 5.0) -> bool:
+        """Wait until at least ``count`` chat requests were received; False on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while len(self._requests) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return True
+
+    def close(self, timeout: float = 2.0) -> None:
+        """Stop serving, end hung handlers and close every connection (idempotent)."""
+        with self._lock:
+            closing_elsewhere = self._closed
+            self._closed = True
+        if closing_elsewhere:  # e.g. the watchdog: wait for it to finish
+            self._done.wait(timeout)
+            return
+        deadline = time.monotonic() + timeout
+        self._stopping.set()  # wakes hangs and the watchdog
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._httpd.close_connections(deadline)
+        for thread in (self._thread, self._watchdog):
+            if thread is not threading.current_thread():
+                thread.join(max(0.0, deadline - time.monotonic()))
+        self._done.set()
+
+    def __enter__(self) -> OpenAICompatServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = 'closed' if self.closed else 'serving'
+        return f'<OpenAICompatServer {self.base_url} models={self.models} {state}>'
+
+    # ---- internals used by the handler ---------------------------------------------------
+
+    def _watch(self) -> None:
+        if not self._stopping.wait(self.max_seconds):
+            self.close()
+
+    def _count_request(self) -> bool:
+        """Count one HTTP request; False once over ``max_requests``."""
+        with self._lock:
+            self._request_count += 1
+            return self._request_count <= self.max_requests
+
+    def _record(self, record: RecordedRequest) -> None:
+        with self._changed:
+            self._requests.append(record)
+            self._changed.notify_all()
+
+    def _notify(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
+
+    def _pick_fault(self, model: str) -> tuple[int, str | None, FaultPlan | None]:
+        with self._lock:
+            self._chat_count += 1
+            number = self._chat_count
+            plan = self._faults.get(model, self._faults.get('*'))
+            if plan is None:
+                return number, None, None
+            index = self._per_model_count.get(model, 0)
+            self._per_model_count[model] = index + 1
+            rng = self._rngs.get(model)
+            if rng is None:
+                rng = self._rngs[model] = random.Random(f'{self.seed}:{model}')
+            fault = plan.pick(rng.random())
+            if index < plan.fail_first_n:
+                fault = 'http_500'
+            if fault is not None:
+                self._fault_counts[fault] += 1
+            return number, fault, plan
+
+    def _model_card(self, name: str) -> dict:
+        return {'id': name, 'object': 'model', 'created': 0, 'owned_by': 'openai-compat-test-server'}
+
+    @staticmethod
+    def _model_not_found(name: str) -> dict:
+        return _error_body(f'The model `{name}` does not exist.', 'invalid_request_error', 'model_not_found', 'model')
+
+
+# --------------------------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------------------------
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog='python -m tests.support.openai_server',
+        description='Serve needle_finder (and optionally an overlap judge) on 127.0.0.1 until Ctrl-C.',
+    )
+    parser.add_argument('--port', type=int, default=0, help='port on 127.0.0.1 (0: a free port)')
+    parser.add_argument('--model', action='append', help='model name served by needle_finder (repeatable)')
+    parser.add_argument(
+        '--judge-model', action='append', default=[], help='model name served by the overlap judge (repeatable)'
+    )
+    parser.add_argument('--max-requests', type=int, default=1_000_000)
+    parser.add_argument('--max-seconds', type=float, default=24 * 3600.0)
+    args = parser.parse_args(argv)
+
+    responders: dict[str, Responder] = dict.fromkeys(args.model or ['needle-finder'], needle_finder)
+    judge = make_judge_responder(overlap_grader)
+    responders.update(dict.fromkeys(args.judge_model, judge))
+    server = OpenAICompatServer(
+        responders, port=args.port, max_requests=args.max_requests, max_seconds=args.max_seconds
+    )
+    print(server.base_url, flush=True)
+    print(f'models: {", ".join(server.models)}', file=sys.stderr, flush=True)
+    try:
+        while not server._stopping.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.close()
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
