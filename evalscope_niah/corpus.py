@@ -50,8 +50,9 @@ def resolve_corpus_dir(
         ) from exc
 
 
-def load_corpus(directory: Path, subset: ResolvedSubset) -> Corpus:
+def load_corpus(directory: str | os.PathLike, subset: ResolvedSubset) -> Corpus:
     """Read one subset's corpus file; missing, empty or non-UTF-8 files are errors naming file and subset."""
+    directory = Path(directory)
     path = directory / subset.corpus_file
     where = f'corpus file {subset.corpus_file!r} of subset {subset.name!r}'
     if not path.is_file():

@@ -1,0 +1,111 @@
+"""``evalscope-niah``: preview samples without a model, and (in later commands) run, plot and demo.
+
+Heavy imports (evalscope, modelscope, matplotlib) happen inside the commands that need them, so ``preview``
+starts in well under a second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import NiahConfigError
+
+DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except NiahConfigError as exc:
+        print(f'evalscope-niah: error: {exc}', file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='evalscope-niah', description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest='command', required=True)
+
+    preview = commands.add_parser('preview', help='expand the parameters into samples (JSONL) without any model')
+    preview.add_argument(
+        '--dataset-args',
+        type=_json_object,
+        default={},
+        help="JSON like EvalScope's dataset_args['needle_haystack']: local_path, subset_list, extra_params, "
+        'system_prompt, prompt_template',
+    )
+    preview.add_argument('--limit', type=int, help='only the first N samples of each subset')
+    preview.add_argument('--subset', action='append', help='only this subset (repeatable); overrides subset_list')
+    preview.add_argument('--output', type=Path, help='JSONL file to write (default: stdout)')
+    preview.set_defaults(handler=_preview)
+    return parser
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f'not valid JSON ({exc})') from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object')
+    return value
+
+
+def _preview(args: argparse.Namespace) -> int:
+    from .corpus import resolve_corpus_dir
+    from .params import parse_params
+    from .prompts import PromptSpec
+    from .samples import iter_samples
+
+    dataset_args = args.dataset_args
+    unknown = sorted(set(dataset_args) - set(DATASET_ARGS_KEYS))
+    if unknown:
+        raise NiahConfigError('--dataset-args', f'unknown key {unknown[0]!r}; allowed: {", ".join(DATASET_ARGS_KEYS)}')
+    if args.limit is not None and args.limit < 1:
+        raise NiahConfigError('--limit', f'must be a positive number of samples (got {args.limit})')
+    params = parse_params(dataset_args.get('extra_params'))
+    subsets = args.subset or dataset_args.get('subset_list') or params.subset_names()
+    resolved = [params.resolve_subset(name) for name in subsets]
+    prompt = PromptSpec(
+        **{
+            field: dataset_args[key]
+            for key, field in (('system_prompt', 'system_prompt'), ('prompt_template', 'user_template'))
+            if dataset_args.get(key) is not None
+        }
+    )
+    corpus_dir = resolve_corpus_dir(
+        local_path=dataset_args.get('local_path'), files=[subset.corpus_file for subset in resolved]
+    )
+    samples = iter_samples(params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, limit=args.limit)
+    if args.output is None:
+        for sample in samples:
+            sys.stdout.write(json.dumps(sample.to_record(), ensure_ascii=False) + '\n')
+        return 0
+    _write_jsonl_atomically(args.output, (sample.to_record() for sample in samples))
+    return 0
+
+
+def _write_jsonl_atomically(path: Path, records) -> None:
+    # Written next to the target and renamed at the end: an error midway leaves no half-written file.
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle = tempfile.NamedTemporaryFile('w', encoding='utf-8', dir=path.parent, suffix='.tmp', delete=False)
+    try:
+        with handle:
+            for record in records:
+                handle.write(json.dumps(record, ensure_ascii=False) + '\n')
+        os.replace(handle.name, path)
+    except BaseException:
+        Path(handle.name).unlink(missing_ok=True)
+        raise
+
+
+if __name__ == '__main__':
+    sys.exit(main())
