@@ -13,10 +13,26 @@ _TARGET = 'evalscope'  # by the end of evalscope/__init__ the registry and its l
 DISABLE_VARIABLE = 'EVALSCOPE_NIAH_AUTOLOAD'  # read by evalscope_niah.pth
 
 
+_pending = False
+
+
 def _register() -> None:
+    global _pending
+    adapter = sys.modules.get(__package__ + '.adapter')
+    if adapter is not None and not hasattr(adapter, 'register'):
+        # Our adapter module itself is importing evalscope; it calls finish_pending() once it is complete.
+        _pending = True
+        return
     from .adapter import register
 
     register()
+
+
+def finish_pending() -> None:
+    global _pending
+    if _pending:
+        _pending = False
+        _register()
 
 
 class _RegisteringLoader:  # duck-typed: importing importlib.abc would cost ~30 ms at every start-up

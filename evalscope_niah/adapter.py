@@ -31,12 +31,20 @@ from evalscope.api.registry import BENCHMARK_REGISTRY
 from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy, Tags
 from pydantic import BaseModel
 
-from . import __version__
+from . import __version__, _autoload
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, JUDGE_USER_TEMPLATE, parse_verdict
 from .params import DATASET_ID, DEFAULT_SUBSETS, extra_params_spec, parse_params
 from .prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE, PromptSpec
-from .report import SampleResult, summarize_cells, summarize_subsets, write_cells_csv, write_results
+from .report import (
+    CELLS_FILE,
+    RESULTS_FILE,
+    SampleResult,
+    summarize_cells,
+    summarize_subsets,
+    write_cells_csv,
+    write_results,
+)
 from .samples import GridCell, SubsetSampler, grid
 from .scoring import rule_is_certain, rule_scores, strip_reasoning
 from .tokenization import load_tokenizer
@@ -48,8 +56,6 @@ BENCHMARK_NAME = 'needle_haystack'
 # another version (or of the built-in, v1.1) is never mixed with ours.
 EVALUATION_VERSION = 'v2.1'
 ELIDED_PROMPT = '<haystack elided: stored once, in predictions/>'
-RESULTS_FILE = 'needle_haystack_results.jsonl'
-CELLS_FILE = 'needle_haystack_cells.csv'
 _BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
 
 DESCRIPTION = f"""
@@ -350,3 +356,6 @@ def register() -> BenchmarkMeta:
         meta = build_meta()
         dict.__setitem__(BENCHMARK_REGISTRY, BENCHMARK_NAME, meta)
         return meta
+
+
+_autoload.finish_pending()  # registration requested while this module was still importing evalscope

@@ -1,4 +1,4 @@
-"""``evalscope-niah``: preview samples without a model, and (in later commands) run, plot and demo.
+"""``evalscope-niah``: preview samples without a model, run EvalScope with our adapter, redraw heatmaps.
 
 Heavy imports (evalscope, modelscope, matplotlib) happen inside the commands that need them, so ``preview``
 starts in well under a second.
@@ -21,9 +21,11 @@ DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv[:1] == ['eval']:
+            return _eval(argv)
+        args = _parser().parse_args(argv)
         return int(args.handler(args) or 0)
     except NiahConfigError as exc:
         print(f'evalscope-niah: error: {exc}', file=sys.stderr)
@@ -46,7 +48,53 @@ def _parser() -> argparse.ArgumentParser:
     preview.add_argument('--subset', action='append', help='only this subset (repeatable); overrides subset_list')
     preview.add_argument('--output', type=Path, help='JSONL file to write (default: stdout)')
     preview.set_defaults(handler=_preview)
+
+    commands.add_parser(
+        'eval', help="`evalscope eval` with this package's needle_haystack loaded (same arguments)", add_help=False
+    )
+
+    plot = commands.add_parser('plot', help='redraw the heatmaps of finished runs, without calling a model')
+    plot.add_argument('work_dirs', nargs='+', type=Path, metavar='WORK_DIR', help='EvalScope output directory')
+    plot.add_argument('--show-score', action='store_true', help='write each cell score on the PNG heatmaps')
+    plot.set_defaults(handler=_plot)
     return parser
+
+
+def _eval(argv: list[str]) -> int:
+    """Run EvalScope's own CLI after registering our adapter, so every `evalscope eval` flag works unchanged."""
+    from .adapter import register
+
+    register()
+    from evalscope.cli.cli import run_cmd
+
+    saved = sys.argv
+    sys.argv = ['evalscope', *argv]
+    try:
+        run_cmd()
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from .plotting import plot_all
+    from .report import RESULTS_FILE, read_results, summarize_cells
+
+    found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
+    missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
+    if missing or not found:
+        where = ', '.join(missing) if missing else ', '.join(str(work_dir) for work_dir in args.work_dirs)
+        print(
+            f'evalscope-niah plot: no {RESULTS_FILE} under {where}; pass the output directory of a finished '
+            'needle_haystack run (the folder holding reports/)',
+            file=sys.stderr,
+        )
+        return 1
+    for results_file in found:
+        cells = summarize_cells(read_results(results_file))
+        for path in plot_all(cells, output_dir=results_file.parent, show_score=args.show_score):
+            print(path)
+    return 0
 
 
 def _json_object(text: str) -> dict[str, Any]:

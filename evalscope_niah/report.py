@@ -23,7 +23,9 @@ import numpy as np
 __all__ = [
     'CELL_CSV_COLUMNS',
     'EMPTY_CELL',
+    'CELLS_FILE',
     'JUDGE_STATUSES',
+    'RESULTS_FILE',
     'Agreement',
     'CellSummary',
     'SampleResult',
@@ -44,6 +46,10 @@ __all__ = [
     'write_cells_csv',
     'write_results',
 ]
+
+# File names inside an EvalScope report directory (reports/<model_id>/), read back by `evalscope-niah plot`.
+RESULTS_FILE = 'needle_haystack_results.jsonl'
+CELLS_FILE = 'needle_haystack_cells.csv'
 
 JUDGE_STATUSES: frozenset[str] = frozenset({'ok', 'failed', 'not_called'})
 
