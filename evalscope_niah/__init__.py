@@ -6,7 +6,7 @@ imported, else when it is), without importing EvalScope itself.
 
 __version__ = '0.1.0'
 
-from ._autoload import install as _install_autoload  # noqa: E402
+from ._autoload import install as _install_autoload
 
 _install_autoload()
 

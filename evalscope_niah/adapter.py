@@ -117,7 +117,8 @@ class NiahAdapter(DefaultDataAdapter):
                 'needle_haystack scores with an LLM judge by default, and no judge model is configured. Add one: '
                 "judge={'models': [{'model_id': 'qwen-plus', 'api_url': 'https://.../v1', 'api_key': '...'}]} "
                 '(CLI: --judge \'{"models": [{"model_id": ..., "api_url": ..., "api_key": ...}]}\'), '
-                "or score with the rule score alone: judge={'strategy': 'rule'} (CLI: --judge '{\"strategy\": \"rule\"}')",
+                "or score with the rule score alone: judge={'strategy': 'rule'} "
+                '(CLI: --judge \'{"strategy": "rule"}\')',
             )
         super().validate_judge_strategy()
 

@@ -144,15 +144,16 @@ def _preview(args: argparse.Namespace) -> int:
 def _write_jsonl_atomically(path: Path, records) -> None:
     # Written next to the target and renamed at the end: an error midway leaves no half-written file.
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile('w', encoding='utf-8', dir=path.parent, suffix='.tmp', delete=False)
-    try:
-        with handle:
+    with tempfile.NamedTemporaryFile('w', encoding='utf-8', dir=path.parent, suffix='.tmp', delete=False) as handle:
+        temporary = Path(handle.name)
+        try:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False) + '\n')
-        os.replace(handle.name, path)
-    except BaseException:
-        Path(handle.name).unlink(missing_ok=True)
-        raise
+        except BaseException:
+            handle.close()
+            temporary.unlink(missing_ok=True)
+            raise
+    os.replace(temporary, path)
 
 
 if __name__ == '__main__':

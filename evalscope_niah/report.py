@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    'CELLS_FILE',
     'CELL_CSV_COLUMNS',
     'EMPTY_CELL',
-    'CELLS_FILE',
     'JUDGE_STATUSES',
     'RESULTS_FILE',
     'Agreement',

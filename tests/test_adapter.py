@@ -20,11 +20,11 @@ from tests.support.openai_server import OpenAICompatServer, make_judge_responder
 
 pytest.importorskip('evalscope')
 
-from evalscope import TaskConfig, run_task  # noqa: E402
-from evalscope.api.registry import BENCHMARK_REGISTRY  # noqa: E402
+from evalscope import TaskConfig, run_task
+from evalscope.api.registry import BENCHMARK_REGISTRY
 
-from evalscope_niah.adapter import ELIDED_PROMPT, NiahAdapter, register  # noqa: E402
-from evalscope_niah.errors import NiahConfigError  # noqa: E402
+from evalscope_niah.adapter import ELIDED_PROMPT, NiahAdapter, register
+from evalscope_niah.errors import NiahConfigError
 
 LENGTHS = [600, 1200]
 DEPTHS = [0, 50, 100]

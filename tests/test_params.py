@@ -1,0 +1,455 @@
+"""Parameters: defaults kept from EvalScope's built-in, grids, per-subset precedence, and every rejection."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.params import (
+    DEFAULT_SUBSETS,
+    EN_NEEDLE,
+    EN_QUESTION,
+    ZH_NEEDLE,
+    ZH_QUESTION,
+    NiahParams,
+    extra_params_spec,
+    parse_params,
+)
+
+# The built-in needle_haystack's extra_params defaults (evalscope 1.14), written out so a drift is visible here.
+BUILTIN_DEFAULTS = {
+    'context_lengths_min': 1000,
+    'context_lengths_max': 32000,
+    'context_lengths_num_intervals': 10,
+    'document_depth_percent_min': 0,
+    'document_depth_percent_max': 100,
+    'document_depth_percent_intervals': 10,
+    'tokenizer_path': 'Qwen/Qwen3-0.6B',
+    'show_score': False,
+}
+
+
+def numpy_linear(low: float, high: float, count: int) -> list[int]:
+    """What the built-in computes: np.round(np.linspace(...)).astype(int)."""
+    return np.round(np.linspace(low, high, num=count, endpoint=True)).astype(int).tolist()
+
+
+def kamradt_logistic(x: float) -> float:
+    """Kamradt's depth spacing, written independently: L / (1 + exp(-k (x - x0))) with exact 0 and 100."""
+    if x in (0, 100):
+        return float(x)
+    return round(100 / (1 + math.exp(-0.1 * (x - 50))), 3)
+
+
+# ---- defaults ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(('name', 'value'), sorted(BUILTIN_DEFAULTS.items()))
+def test_default_matches_builtin_name_and_value(name: str, value: Any) -> None:
+    params = parse_params(None)
+    assert getattr(params, name) == value
+    assert extra_params_spec()[name]['value'] == value
+
+
+def test_defaults_match_installed_evalscope_builtin_adapter() -> None:
+    """Read the installed built-in adapter's extra_params literal (without importing it) and compare."""
+    spec = importlib.util.find_spec('evalscope')
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip('evalscope is not installed')
+    source_file = (
+        Path(next(iter(spec.submodule_search_locations)))
+        / 'benchmarks'
+        / 'needle_haystack'
+        / 'needle_haystack_adapter.py'
+    )
+    if not source_file.is_file():
+        pytest.skip('this evalscope has no built-in needle_haystack adapter')
+    builtin: dict[str, Any] = {}
+    for node in ast.walk(ast.parse(source_file.read_text(encoding='utf-8'))):
+        if isinstance(node, ast.keyword) and node.arg == 'extra_params' and isinstance(node.value, ast.Dict):
+            builtin = ast.literal_eval(node.value)
+    assert builtin, 'no extra_params literal found in the built-in adapter'
+    spec_ours = extra_params_spec()
+    for name in BUILTIN_DEFAULTS:
+        assert name in builtin, name
+        assert spec_ours[name]['value'] == builtin[name]['value'], name
+
+
+def test_default_grids() -> None:
+    params = parse_params({})
+    assert params.context_length_grid() == [1000, 4444, 7889, 11333, 14778, 18222, 21667, 25111, 28556, 32000]
+    assert params.depth_percent_grid() == [0.0, 11.0, 22.0, 33.0, 44.0, 56.0, 67.0, 78.0, 89.0, 100.0]
+    assert params.subset_names() == ['english', 'chinese']
+    assert params.needles is None and params.retrieval_question is None
+
+
+# ---- grids ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('low', 'high', 'count'),
+    [
+        (1000, 32000, 10),
+        (1000, 128000, 15),
+        (0, 100, 10),
+        (0, 100, 7),
+        (1, 6, 3),  # 3.5 -> 4: round half to even, as numpy
+        (2, 7, 3),  # 4.5 -> 4
+        (1, 4, 4),
+        (1, 15, 2),
+        (500, 7500, 5),
+        (1024, 131072, 8),
+        (1000, 1000, 1),
+        (10, 90, 9),
+        (3, 8, 11),  # 3.5 -> 4, 4.5 -> 4, 5.5 -> 6, ...
+    ],
+)
+def test_linear_context_grid_matches_numpy(low: int, high: int, count: int) -> None:
+    params = parse_params({'context_lengths_min': low, 'context_lengths_max': high, 'context_lengths_num_intervals': count})
+    assert params.context_length_grid() == sorted(set(numpy_linear(low, high, count)))
+
+
+@pytest.mark.parametrize(('low', 'high', 'count'), [(0, 100, 10), (0, 100, 7), (0, 5, 3), (10, 90, 9), (3, 8, 11)])
+def test_linear_depth_grid_matches_numpy(low: int, high: int, count: int) -> None:
+    params = parse_params(
+        {'document_depth_percent_min': low, 'document_depth_percent_max': high, 'document_depth_percent_intervals': count}
+    )
+    expected = sorted({float(value) for value in numpy_linear(low, high, count)})
+    assert params.depth_percent_grid() == expected
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='BUG: _linspace_rounded computes low + (high - low) * i / (count - 1); numpy computes i * step + low, '
+    'so at float ties the rounding differs (0..100 in 25 intervals: 62 here, 63 in the built-in)',
+)
+@pytest.mark.parametrize(
+    'extra',
+    [
+        {'document_depth_percent_intervals': 25},
+        {'document_depth_percent_intervals': 49},
+        {'document_depth_percent_max': 50, 'document_depth_percent_intervals': 45},
+    ],
+)
+def test_linear_depth_grid_matches_numpy_at_float_ties(extra: dict) -> None:
+    params = parse_params(extra)
+    low, high = params.document_depth_percent_min, params.document_depth_percent_max
+    count = params.document_depth_percent_intervals
+    assert params.depth_percent_grid() == sorted({float(v) for v in numpy_linear(low, high, count)})
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason='BUG: context lengths 500..8000 in 89 intervals: 7062 here, np.round(np.linspace) gives 7063',
+)
+def test_linear_context_grid_matches_numpy_at_float_ties() -> None:
+    params = parse_params(
+        {'context_lengths_min': 500, 'context_lengths_max': 8000, 'context_lengths_num_intervals': 89}
+    )
+    assert params.context_length_grid() == numpy_linear(500, 8000, 89)
+
+
+def test_sigmoid_spacing_has_exact_ends_and_kamradt_values() -> None:
+    params = parse_params({'document_depth_percent_interval_type': 'sigmoid'})
+    grid = params.depth_percent_grid()
+    assert grid[0] == 0.0 and grid[-1] == 100.0
+    assert isinstance(grid[0], float) and isinstance(grid[-1], float)
+    points = [100 * i / 9 for i in range(10)]
+    assert grid == sorted(kamradt_logistic(x) for x in points)
+    assert grid == sorted(set(grid)) and len(grid) == 10
+    # Symmetric around 50 and denser near the ends than in the middle.
+    for left, right in zip(grid, reversed(grid)):
+        assert left + right == pytest.approx(100, abs=0.002)
+    gaps = np.diff(grid)
+    assert gaps[0] < gaps[4] and gaps[-1] < gaps[4]
+
+
+def test_sigmoid_spacing_of_a_narrower_range() -> None:
+    params = parse_params(
+        {
+            'document_depth_percent_interval_type': 'sigmoid',
+            'document_depth_percent_min': 10,
+            'document_depth_percent_max': 90,
+            'document_depth_percent_intervals': 5,
+        }
+    )
+    assert params.depth_percent_grid() == [kamradt_logistic(x) for x in (10, 30, 50, 70, 90)]
+    single = parse_params({'document_depth_percent_interval_type': 'sigmoid', 'document_depth_percent_intervals': 1})
+    assert single.depth_percent_grid() == [0.0]
+
+
+def test_explicit_lists_override_ranges_and_are_sorted_and_deduplicated() -> None:
+    params = parse_params(
+        {
+            # The ranges below are inconsistent on purpose: explicit lists make them irrelevant.
+            'context_lengths_min': 9000,
+            'context_lengths_max': 10,
+            'context_lengths': [4000, 1000, 4000, 2500],
+            'document_depth_percent_min': 90,
+            'document_depth_percent_max': 10,
+            'document_depth_percents': [50, 0, 50.0, 100, 12.5],
+            'document_depth_percent_interval_type': 'sigmoid',
+        }
+    )
+    assert params.context_length_grid() == [1000, 2500, 4000]
+    assert params.depth_percent_grid() == [0.0, 12.5, 50.0, 100.0]
+
+
+@pytest.mark.parametrize(
+    ('extra', 'lengths'),
+    [
+        ({'context_lengths_min': 1000, 'context_lengths_max': 1001, 'context_lengths_num_intervals': 4}, [1000, 1001]),
+        ({'context_lengths_min': 2000, 'context_lengths_max': 2000, 'context_lengths_num_intervals': 5}, [2000]),
+        ({'context_lengths_min': 1000, 'context_lengths_max': 9000, 'context_lengths_num_intervals': 1}, [1000]),
+        ({'context_lengths_min': 1000, 'context_lengths_max': 3000, 'context_lengths_num_intervals': 3}, [1000, 2000, 3000]),
+    ],
+)
+def test_linear_grid_edge_cases(extra: dict, lengths: list[int]) -> None:
+    assert parse_params(extra).context_length_grid() == lengths
+
+
+# ---- subsets ----------------------------------------------------------------------------------------------------
+
+
+def test_builtin_subsets_default_needles_and_questions() -> None:
+    params = parse_params({})
+    english, chinese = params.resolve_subset('english'), params.resolve_subset('chinese')
+    assert english.needles == (EN_NEEDLE,)
+    assert EN_NEEDLE == 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
+    assert english.retrieval_question == EN_QUESTION == 'What is the best thing to do in San Francisco?'
+    assert (english.corpus_file, english.language) == ('PaulGraham_Essays.txt', 'en')
+    assert chinese.needles == (ZH_NEEDLE,)
+    assert ZH_NEEDLE == '小明最喜欢的实习的地点就是上海人工智能实验室。'
+    assert chinese.retrieval_question == ZH_QUESTION
+    assert (chinese.corpus_file, chinese.language) == ('Journey_to_the_West.txt', 'zh')
+    assert english.reference_answer == EN_NEEDLE
+
+
+TOP_NEEDLE, TOP_QUESTION = 'Top-level needle sentence.', 'What does the top-level needle say?'
+SUB_NEEDLE, SUB_QUESTION = 'Per-subset needle sentence.', 'What does the per-subset needle say?'
+
+
+@pytest.mark.parametrize(
+    ('extra', 'subset', 'needles', 'question'),
+    [
+        ({}, 'english', (EN_NEEDLE,), EN_QUESTION),
+        ({}, 'chinese', (ZH_NEEDLE,), ZH_QUESTION),
+        ({'needles': [TOP_NEEDLE]}, 'english', (TOP_NEEDLE,), EN_QUESTION),
+        ({'needles': [TOP_NEEDLE]}, 'chinese', (TOP_NEEDLE,), ZH_QUESTION),
+        ({'retrieval_question': TOP_QUESTION}, 'chinese', (ZH_NEEDLE,), TOP_QUESTION),
+        (
+            {'needles': [TOP_NEEDLE], 'subsets': {'english': {'needles': [SUB_NEEDLE]}}},
+            'english',
+            (SUB_NEEDLE,),
+            EN_QUESTION,
+        ),
+        (
+            # The per-subset override of english leaves chinese on the top-level values.
+            {'needles': [TOP_NEEDLE], 'subsets': {'english': {'needles': [SUB_NEEDLE]}}},
+            'chinese',
+            (TOP_NEEDLE,),
+            ZH_QUESTION,
+        ),
+        (
+            {'retrieval_question': TOP_QUESTION, 'subsets': {'chinese': {'retrieval_question': SUB_QUESTION}}},
+            'chinese',
+            (ZH_NEEDLE,),
+            SUB_QUESTION,
+        ),
+        (
+            {
+                'needles': [TOP_NEEDLE],
+                'retrieval_question': TOP_QUESTION,
+                'subsets': {'english': {'needles': [SUB_NEEDLE, '  Second needle.  '], 'retrieval_question': SUB_QUESTION}},
+            },
+            'english',
+            (SUB_NEEDLE, 'Second needle.'),
+            SUB_QUESTION,
+        ),
+    ],
+)
+def test_needle_and_question_precedence(extra: dict, subset: str, needles: tuple, question: str) -> None:
+    resolved = parse_params(extra).resolve_subset(subset)
+    assert resolved.needles == needles
+    assert resolved.retrieval_question == question
+    assert resolved.reference_answer == '\n'.join(needles)
+
+
+def test_builtin_subset_override_keeps_its_corpus_and_language() -> None:
+    resolved = parse_params({'subsets': {'chinese': {'needles': ['某人最爱的颜色是绿色。']}}}).resolve_subset('chinese')
+    assert (resolved.corpus_file, resolved.language) == ('Journey_to_the_West.txt', 'zh')
+    moved = parse_params({'subsets': {'english': {'corpus_file': 'other.txt'}}}).resolve_subset('english')
+    assert (moved.corpus_file, moved.language, moved.needles) == ('other.txt', 'en', (EN_NEEDLE,))
+
+
+def test_new_subset_via_subsets() -> None:
+    params = parse_params(
+        {
+            'subsets': {
+                'legal': {
+                    'corpus_file': 'contracts.txt',
+                    'language': 'en',
+                    'needles': ['Clause 9 was signed in blue ink.'],
+                    'retrieval_question': 'What colour was the ink of clause 9?',
+                }
+            }
+        }
+    )
+    assert params.subset_names() == ['english', 'chinese', 'legal']
+    legal = params.resolve_subset('legal')
+    assert (legal.name, legal.corpus_file, legal.language) == ('legal', 'contracts.txt', 'en')
+    assert legal.needles == ('Clause 9 was signed in blue ink.',)
+    assert 'legal' not in DEFAULT_SUBSETS  # the built-in table is not mutated
+
+
+def test_new_subset_takes_top_level_needles_and_question() -> None:
+    params = parse_params(
+        {
+            'needles': [TOP_NEEDLE],
+            'retrieval_question': TOP_QUESTION,
+            'subsets': {'notes': {'corpus_file': 'notes.txt', 'language': 'zh'}},
+        }
+    )
+    notes = params.resolve_subset('notes')
+    assert (notes.needles, notes.retrieval_question, notes.language) == ((TOP_NEEDLE,), TOP_QUESTION, 'zh')
+
+
+@pytest.mark.parametrize(('extra', 'param'), [({}, 'subsets.notes.needles'), ({'needles': ['N.']}, 'subsets.notes.retrieval_question')])
+def test_new_subset_without_needles_or_question_fails_to_resolve(extra: dict, param: str) -> None:
+    params = parse_params({**extra, 'subsets': {'notes': {'corpus_file': 'notes.txt', 'language': 'en'}}})
+    with pytest.raises(NiahConfigError) as info:
+        params.resolve_subset('notes')
+    assert info.value.param == param
+    assert 'top level' in str(info.value)
+
+
+# ---- extra_params_spec --------------------------------------------------------------------------------------------
+
+EXPECTED_TYPES = {
+    'retrieval_question': 'str',
+    'needles': 'list[str]',
+    'context_lengths_min': 'int',
+    'context_lengths_max': 'int',
+    'context_lengths_num_intervals': 'int',
+    'context_lengths': 'list[int]',
+    'document_depth_percent_min': 'float',
+    'document_depth_percent_max': 'float',
+    'document_depth_percent_intervals': 'int',
+    'document_depth_percents': 'list[float]',
+    'document_depth_percent_interval_type': 'str',
+    'tokenizer_path': 'str',
+    'show_score': 'bool',
+    'subsets': 'dict',
+}
+
+
+def test_extra_params_spec_covers_every_field_with_defaults() -> None:
+    spec = extra_params_spec()
+    assert set(spec) == set(NiahParams.model_fields) == set(EXPECTED_TYPES)
+    defaults = NiahParams()
+    for name, entry in spec.items():
+        assert set(entry) == {'type', 'description', 'value'}, name
+        assert entry['type'] == EXPECTED_TYPES[name], name
+        assert isinstance(entry['description'], str) and entry['description'].strip(), name
+        assert entry['value'] == getattr(defaults, name), name
+    json.dumps(spec)  # EvalScope stores it as JSON
+    # Feeding the spec's values back gives the defaults.
+    assert parse_params({name: entry['value'] for name, entry in spec.items()}) == defaults
+
+
+# ---- rejections -------------------------------------------------------------------------------------------------
+
+BAD_INPUTS = [
+    ({'context_lengths_min': 5000, 'context_lengths_max': 1000}, 'context_lengths_min', 'larger than context_lengths_max'),
+    ({'context_lengths_num_intervals': 0}, 'context_lengths_num_intervals', 'at least 1'),
+    ({'document_depth_percent_intervals': -3}, 'document_depth_percent_intervals', 'at least 1'),
+    ({'document_depth_percent_min': -1}, 'document_depth_percent_min', 'between 0 and 100'),
+    ({'document_depth_percent_max': 100.5}, 'document_depth_percent_max', 'between 0 and 100'),
+    (
+        {'document_depth_percent_min': 80, 'document_depth_percent_max': 20},
+        'document_depth_percent_min',
+        'larger than document_depth_percent_max',
+    ),
+    ({'document_depth_percents': [0, 50, 120]}, 'document_depth_percents', 'between 0 and 100'),
+    ({'document_depth_percents': []}, 'document_depth_percents', 'at least one depth'),
+    ({'needles': []}, 'needles', 'at least one needle'),
+    ({'needles': ['A real needle.', '   ']}, 'needles', 'non-empty'),
+    ({'needles': 'a single string'}, 'needles', 'valid list'),
+    ({'needles': [1, 2]}, 'needles.0', 'valid string'),
+    ({'document_depth_percent_interval_type': 'cubic'}, 'document_depth_percent_interval_type', "'linear' or 'sigmoid'"),
+    ({'context_lengths_min': 'abc'}, 'context_lengths_min', 'valid integer'),
+    ({'context_lengths_num_intervals': 2.5}, 'context_lengths_num_intervals', 'fractional part'),
+    ({'show_score': 'maybe'}, 'show_score', 'valid boolean'),
+    ({'subsets': ['english']}, 'subsets', 'valid dictionary'),
+    ({'subsets': {'legal': {'corpus_file': 'law.txt'}}}, 'subsets.legal', "needs 'corpus_file' and 'language'"),
+    ({'subsets': {'legal': {'language': 'en'}}}, 'subsets.legal', "needs 'corpus_file' and 'language'"),
+    ({'subsets': {'english': {'needles': []}}}, 'subsets.english.needles', 'at least one needle'),
+    ({'subsets': {'chinese': {'needles': ['']}}}, 'subsets.chinese.needles', 'non-empty'),
+    ({'subsets': {'english': {'language': 'fr'}}}, 'subsets.english.language', "'en' or 'zh'"),
+    ({'subsets': {'english': {'corpus': 'x.txt'}}}, 'subsets.english.corpus', 'Extra inputs'),
+    ({'context_lengths': []}, 'context_lengths', 'at least one length'),
+    ({'context_lengths': [1000, -5]}, 'context_lengths', 'positive'),
+    ({'context_lengths': [1000, 0]}, 'context_lengths', 'positive'),
+    ({'context_lengths': [1000.5]}, 'context_lengths.0', 'fractional part'),
+    ({'context_lengths': '1000'}, 'context_lengths', 'valid list'),
+    ({'context_lengths_min': 0}, 'context_lengths_min', 'positive'),
+    ({'context_lengths_max': -1000}, 'context_lengths_max', 'positive'),
+    ({'tokenizer_path': '   '}, 'tokenizer_path', 'must not be empty'),
+    ({'retrieval_question': ''}, 'retrieval_question', 'must not be empty'),
+    ({'context_length_min': 1000}, 'context_length_min', 'allowed parameters are'),
+]
+
+
+@pytest.mark.parametrize(('extra', 'param', 'fragment'), BAD_INPUTS, ids=[case[1] for case in BAD_INPUTS])
+def test_bad_input_is_rejected_naming_the_parameter(extra: dict, param: str, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param
+    assert fragment in str(info.value)
+    assert str(info.value).startswith(f'{param}: ')
+
+
+def test_bad_input_table_is_large() -> None:
+    assert len(BAD_INPUTS) >= 15
+    assert len({case[1] for case in BAD_INPUTS}) >= 15
+
+
+def test_unknown_key_lists_every_allowed_key() -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'needle': ['typo'], 'context_lengths_min': 1000})
+    assert info.value.param == 'needle'
+    for name in NiahParams.model_fields:
+        assert name in info.value.detail
+
+
+def test_unknown_subset_via_resolve_subset() -> None:
+    params = parse_params({'subsets': {'legal': {'corpus_file': 'law.txt', 'language': 'en'}}})
+    with pytest.raises(NiahConfigError) as info:
+        params.resolve_subset('french')
+    assert info.value.param == 'subset_list'
+    assert "'french'" in str(info.value)
+    assert "['english', 'chinese', 'legal']" in str(info.value)
+
+
+def test_config_error_is_not_a_value_error() -> None:
+    # A ValueError raised inside a pydantic validator would be wrapped and lose the parameter name.
+    assert not issubclass(NiahConfigError, ValueError)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: SubsetConfig.retrieval_question has no blank check (top-level does): subsets.english."
+    "retrieval_question='   ' is accepted and resolve_subset returns an empty question",
+)
+def test_blank_per_subset_question_is_rejected() -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'subsets': {'english': {'retrieval_question': '   '}}}).resolve_subset('english')
+    assert info.value.param == 'subsets.english.retrieval_question'
