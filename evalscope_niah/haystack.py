@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from .errors import NiahConfigError
 from .prompts import PromptSpec
-from .tokenization import TokenIndex, Tokenizer
+from .tokenization import TokenCounter, TokenIndex, Tokenizer
 
 COPY_SEPARATOR = '\n\n'
 WINDOW_TOKENS = 32  # re-encoded on each side of an edit; doubled to check stability
@@ -42,7 +42,9 @@ class PromptFrame:
     empty_tokens: int
 
 
-def prompt_frame(tokenizer: Tokenizer, prompt: PromptSpec, *, question: str) -> PromptFrame:
+def prompt_frame(
+    tokenizer: Tokenizer, prompt: PromptSpec, *, question: str, count: Callable[[str], int] | None = None
+) -> PromptFrame:
     """Split the rendered prompt at the context, checking the template passes the context through unchanged."""
     rendered = tokenizer.render_chat(prompt.messages(context=_SENTINEL, question=question))
     if rendered.count(_SENTINEL) != 1:
@@ -51,7 +53,7 @@ def prompt_frame(tokenizer: Tokenizer, prompt: PromptSpec, *, question: str) -> 
     probe = 'Probe text.\nSecond line.'
     if tokenizer.render_chat(prompt.messages(context=probe, question=question)) != prefix + probe + suffix:
         raise NiahConfigError('tokenizer_path', f'the chat template of {tokenizer.name!r} rewrites the context')
-    return PromptFrame(prefix=prefix, suffix=suffix, empty_tokens=tokenizer.count(prefix + suffix))
+    return PromptFrame(prefix=prefix, suffix=suffix, empty_tokens=(count or tokenizer.count)(prefix + suffix))
 
 
 class RepeatedCorpus:
@@ -144,13 +146,14 @@ class HaystackBuilder:
         frame: PromptFrame,
         needles: Sequence[str],
         language: str,
+        counter: Callable[[str], int] | None = None,
     ) -> None:
         self.corpus = corpus
         self.tokenizer = tokenizer
         self.frame = frame
         self.language = language
         self.needle_texts = [_needle_text(needle, language) for needle in needles]
-        self._count_cache: dict[str, int] = {}
+        self._count = counter or TokenCounter(tokenizer, persistent=False)
         self.needle_tokens = sum(self._count(text) for text in self.needle_texts)
 
     def minimum_length(self) -> int:
@@ -293,15 +296,6 @@ class HaystackBuilder:
 
     # ---- measuring -------------------------------------------------------------------------------------------
 
-    def _count(self, text: str) -> int:
-        count = self._count_cache.get(text)
-        if count is None:
-            count = self.tokenizer.count(text)
-            if len(self._count_cache) > 20000:
-                self._count_cache.clear()
-            self._count_cache[text] = count
-        return count
-
     def _measure(self, start: int, end: int, insertions: Sequence[Insertion], *, robust: bool = False) -> int:
         if not robust:
             return self._measure_with(start, end, insertions, WINDOW_TOKENS)
@@ -385,6 +379,3 @@ def find_needle_in_corpus(text: str, needles: Sequence[str]) -> str | None:
         if re.sub(r'\s+', ' ', needle.strip()) in squashed:
             return needle
     return None
-
-
-CountFunction = Callable[[str], int]

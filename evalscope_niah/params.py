@@ -37,6 +37,13 @@ class SubsetConfig(BaseModel):
     needles: list[str] | None = None
     retrieval_question: str | None = None
 
+    @field_validator('retrieval_question', 'corpus_file')
+    @classmethod
+    def _non_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError('must not be empty')
+        return value
+
 
 class ResolvedSubset(BaseModel):
     """A subset with every field decided: what sample generation consumes."""
@@ -281,10 +288,12 @@ def _check_needles(value: list[str] | None, *, param: str | None = None) -> list
 
 
 def _linspace_rounded(low: float, high: float, count: int) -> list[int]:
-    # Same spacing and rounding as the built-in (np.round(np.linspace(...))): round half to even.
+    # Exactly np.round(np.linspace(low, high, count)) as the built-in computes it: i * step + low, the last value
+    # set to high, rounded half to even; a different formula rounds differently at float ties.
     if count == 1:
         return [round(low)]
-    return [round(low + (high - low) * i / (count - 1)) for i in range(count)]
+    step = (high - low) / (count - 1)
+    return [round(i * step + low) for i in range(count - 1)] + [round(high)]
 
 
 def _kamradt_logistic(x: float, *, scale: float = 100, midpoint: float = 50, steepness: float = 0.1) -> float:

@@ -1,12 +1,16 @@
 """NIAH heatmaps (depth x context length) from `CellSummary` rows: a static PNG and an interactive HTML file.
 
-Figures are built with `matplotlib.figure.Figure` + an Agg canvas directly, never through pyplot, so plotting does
-not touch the global pyplot figure registry or backend of whoever imports this module.
+The PNG is built with `matplotlib.figure.Figure` + an Agg canvas directly, never through pyplot, so plotting does
+not touch the global pyplot figure registry or backend of whoever imports this module.  The HTML is a plain table
+with inline CSS and a few lines of inline JS for the hover tooltip: self-contained, offline, a few tens of KB at
+most, coloured with the same colormap as the PNG.
 """
 
 from __future__ import annotations
 
+import html
 import io
+import json
 import logging
 import math
 import os
@@ -15,11 +19,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
-import plotly.graph_objects as go
 import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import LinearSegmentedColormap
+from matplotlib.colors import LinearSegmentedColormap, to_hex
 from matplotlib.figure import Figure
 
 from evalscope_niah.report import (
@@ -44,7 +47,6 @@ logger = logging.getLogger(__name__)
 # Kamradt's red -> yellow -> green scale, shared by PNG and HTML so both read the same.
 _COLORS = ('#F0496E', '#EBB839', '#0CD79F')
 _CMAP = LinearSegmentedColormap.from_list('niah_accuracy', list(_COLORS))
-_PLOTLY_COLORSCALE = [[0.0, _COLORS[0]], [0.5, _COLORS[1]], [1.0, _COLORS[2]]]
 # Empty cells (no scored sample) must not look like any score on the red-green scale.
 _EMPTY_COLOR = '#D9D9D9'
 _DEFAULT_TITLE = 'Needle in a haystack'
@@ -90,10 +92,15 @@ def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
     return math.fsum(acc * n for acc, n in pairs) / total, total
 
 
-def _title(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> str:
+def _title_parts(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> tuple[str, str]:
+    """(heading, 'subset: ... · mean accuracy ... (n=...)'), shared by the PNG and the HTML heatmap."""
     mean, total = _weighted_mean(grid.values())
     mean_text = 'n/a' if mean is None else f'{mean:.2f}'
-    return f'{title or _DEFAULT_TITLE}\nsubset: {subset} · mean accuracy {mean_text} (n={total})'
+    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total})'
+
+
+def _title(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> str:
+    return '\n'.join(_title_parts(subset, grid, title))
 
 
 def _fmt(value: float | None) -> str:
@@ -181,8 +188,72 @@ def plot_heatmap_png(
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# HTML (plotly)
+# HTML (self-contained table, no dependencies)
 # --------------------------------------------------------------------------------------------------------------------
+
+# One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
+_HOVER_LINES = (
+    'context length: {} tokens',
+    'depth: {}%',
+    'mean accuracy: {}',
+    'n: {}',
+    'rule recall mean: {}',
+    'judge failures: {}',
+    'errors: {}',
+    '95% CI: {}',
+)
+# Separates the hover fields inside a cell's data-h attribute; no formatted field contains it.
+_FIELD_SEP = '|'
+# Colour stops of the legend bar: the gradient between them is linear, like the colormap itself.
+_LEGEND_STOPS = 11
+_LEGEND_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+_HTML_CSS = """\
+body{margin:16px 24px;font:13px/1.35 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;\
+color:#222;background:#fff}
+h1{font-size:17px;margin:0 0 2px}
+.sub{margin:0 0 12px;color:#444}
+table{border-collapse:separate;border-spacing:1px}
+th{font-weight:normal;color:#333;white-space:nowrap}
+tbody th{text-align:right;padding:0 6px 0 0}
+tfoot th{padding:4px 2px 0}
+td[data-h]{min-width:46px;height:26px;padding:0 4px;text-align:center;white-space:nowrap;color:#1a1a1a;\
+font-variant-numeric:tabular-nums;cursor:default}
+td[data-h]:hover{outline:2px solid #222;outline-offset:-1px}
+td.e{color:#666}
+.axis{font-weight:600}
+.yl{writing-mode:vertical-rl;transform:rotate(180deg);margin:0 4px}
+.xl{padding-top:6px}
+.leg{position:relative;min-width:84px;padding:0}
+.bar{position:absolute;top:0;bottom:0;left:14px;width:14px;border:1px solid #999}
+.tk{position:absolute;left:32px;transform:translateY(-50%);font-size:11px;line-height:1}
+.tk:before{content:'';position:absolute;left:-5px;top:50%;width:4px;border-top:1px solid #666}
+.ll{position:absolute;left:72px;top:50%;transform:translate(-50%,-50%) rotate(90deg)}
+.note{margin-top:8px;font-size:12px;color:#555}
+.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;border:1px solid #aaa}
+#tip{position:fixed;z-index:1;pointer-events:none;white-space:pre;background:#1e1e1e;color:#fff;\
+padding:6px 9px;border-radius:4px;font-size:12px;line-height:1.45}
+"""
+
+# Fills the tooltip from the hovered cell's data-h; the only script, inline, and no network access.
+_HTML_JS = """\
+(function(){
+var L=%s,t=document.getElementById('tip'),g=document.getElementById('grid');
+function hide(){t.hidden=true;}
+g.addEventListener('mousemove',function(e){
+var c=e.target.closest('td[data-h]');
+if(!c){hide();return;}
+var v=c.getAttribute('data-h').split('%s');
+t.textContent=L.map(function(s,i){return s.replace('{}',v[i]);}).join('\\n');
+t.hidden=false;
+var r=t.getBoundingClientRect(),x=e.clientX+14,y=e.clientY+14;
+if(x+r.width>innerWidth)x=Math.max(0,e.clientX-14-r.width);
+if(y+r.height>innerHeight)y=Math.max(0,e.clientY-14-r.height);
+t.style.left=x+'px';t.style.top=y+'px';
+});
+g.addEventListener('mouseleave',hide);
+})();
+"""
 
 
 def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
@@ -201,49 +272,76 @@ def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[s
     ]
 
 
-_HOVER_TEMPLATE = (
-    'context length: %{customdata[0]} tokens<br>'
-    'depth: %{customdata[1]}%<br>'
-    'mean accuracy: %{customdata[2]}<br>'
-    'n: %{customdata[3]}<br>'
-    'rule recall mean: %{customdata[4]}<br>'
-    'judge failures: %{customdata[5]}<br>'
-    'errors: %{customdata[6]}<br>'
-    '95% CI: %{customdata[7]}'
-    '<extra></extra>'
-)
+def _color(value: float) -> str:
+    """'#rrggbb' of an accuracy on the fixed 0-1 scale, exactly as the PNG colours it."""
+    return to_hex(_CMAP(value))
 
 
-def _build_plotly_figure(cells: Sequence[CellSummary], *, subset: str, title: str | None = None) -> go.Figure:
+def _esc(text: str) -> str:
+    return html.escape(text, quote=True).replace('\n', '<br>')
+
+
+def _score(cell: CellSummary | None) -> float | None:
+    """The cell's accuracy, or None when it has no colour (missing, nothing scored, or NaN)."""
+    if cell is None or cell.accuracy is None or math.isnan(cell.accuracy):
+        return None
+    return cell.accuracy
+
+
+def _cell_td(length: int, depth: float, cell: CellSummary | None) -> str:
+    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell)))
+    score = _score(cell)
+    if score is None:
+        return f'<td class="e" style="background:{_EMPTY_COLOR}" data-h="{fields}">{EMPTY_CELL}</td>'
+    return f'<td style="background:{_color(score)}" data-h="{fields}">{score:.2f}</td>'
+
+
+def _legend_td(n_rows: int) -> str:
+    stops = ','.join(_color(i / (_LEGEND_STOPS - 1)) for i in reversed(range(_LEGEND_STOPS)))
+    ticks = ''.join(f'<span class="tk" style="top:{100 * (1 - v):g}%">{v:g}</span>' for v in _LEGEND_TICKS)
+    return (
+        f'<td class="leg" rowspan="{n_rows}"><div class="bar" style="background:linear-gradient({stops})"></div>'
+        f'{ticks}<span class="ll axis">accuracy</span></td>'
+    )
+
+
+def _heatmap_html(cells: Sequence[CellSummary], *, subset: str, title: str | None = None) -> str:
+    """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources."""
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    matrix = _accuracy_matrix(lengths, depths, grid)
-    # None (not NaN) marks gaps; plotly leaves them undrawn so the grey background shows.
-    z = [[None if math.isnan(v) else float(v) for v in row] for row in matrix]
-    customdata = [[_hover_fields(length, depth, grid.get((depth, length))) for length in lengths] for depth in depths]
-    heatmap = go.Heatmap(
-        z=z,
-        x=length_labels(lengths),
-        y=[format_depth(d) for d in depths],
-        zmin=0.0,
-        zmax=1.0,
-        colorscale=_PLOTLY_COLORSCALE,
-        colorbar={'title': {'text': 'accuracy'}},
-        customdata=customdata,
-        hovertemplate=_HOVER_TEMPLATE,
-        hoverongaps=True,  # all-errored cells have no colour but their error count is worth hovering
-        xgap=1,
-        ygap=1,
+    heading, subheading = _title_parts(subset, grid, title)
+    n_cols = len(lengths)
+    rows = []
+    for row, depth in enumerate(depths):
+        parts = ['<tr>']
+        if row == 0:
+            parts.append(f'<th rowspan="{len(depths)}"><div class="yl axis">Needle depth (%)</div></th>')
+        parts.append(f'<th>{_esc(format_depth(depth))}</th>')
+        parts.extend(_cell_td(length, depth, grid.get((depth, length))) for length in lengths)
+        if row == 0:
+            parts.append(_legend_td(len(depths)))
+        parts.append('</tr>')
+        rows.append(''.join(parts))
+    col_labels = ''.join(f'<th>{_esc(label)}</th>' for label in length_labels(lengths))
+    has_empty = any(_score(grid.get((d, t))) is None for d in depths for t in lengths)
+    note = (
+        f'<p class="note"><span class="sw" style="background:{_EMPTY_COLOR}"></span> '
+        f'{EMPTY_CELL} = no scored sample</p>\n'
+        if has_empty
+        else ''
     )
-    fig = go.Figure(data=[heatmap])
-    fig.update_layout(
-        title={'text': _title(subset, grid, title).replace('\n', '<br>')},
-        plot_bgcolor=_EMPTY_COLOR,
-        height=max(420, 160 + 28 * len(depths)),
+    doc_title = _esc(f'{heading} · {subheading}'.replace('\n', ' '))
+    script = _HTML_JS % (json.dumps(list(_HOVER_LINES)), _FIELD_SEP)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
+        f'<title>{doc_title}</title>\n<style>\n{_HTML_CSS}</style>\n</head>\n<body>\n'
+        f'<h1>{_esc(heading)}</h1>\n<p class="sub">{_esc(subheading)}</p>\n'
+        '<table id="grid">\n<tbody>\n' + '\n'.join(rows) + '\n</tbody>\n<tfoot>\n'
+        f'<tr><th colspan="2"></th>{col_labels}<th></th></tr>\n'
+        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{n_cols}">Context length (tokens)</th><th></th></tr>\n'
+        '</tfoot>\n</table>\n'
+        f'{note}<div id="tip" role="tooltip" hidden></div>\n<script>\n{script}</script>\n</body>\n</html>\n'
     )
-    # Category axes: labels like '1000' must not be parsed as numbers and re-spaced; depth 0 on top (Kamradt).
-    fig.update_xaxes(type='category', title={'text': 'Context length (tokens)'})
-    fig.update_yaxes(type='category', autorange='reversed', title={'text': 'Needle depth (%)'})
-    return fig
 
 
 def plot_heatmap_html(
@@ -253,15 +351,12 @@ def plot_heatmap_html(
     path: str | os.PathLike[str],
     title: str | None = None,
 ) -> Path:
-    """Save an interactive, self-contained (plotly.js inlined, works offline) HTML heatmap of one subset."""
-    fig = _build_plotly_figure(cells, subset=subset, title=title)
-    html = fig.to_html(
-        include_plotlyjs=True,
-        full_html=True,
-        config={'displaylogo': False},
-        div_id='niah-heatmap',  # fixed id: identical inputs give identical files
-    )
-    return atomic_write_text(path, html)
+    """Save an interactive HTML heatmap of one subset (atomically); ValueError when the subset has no cells.
+
+    The file is self-contained and small (plain HTML table, inline CSS and a few lines of inline JS for the hover
+    tooltip; no external resources, works offline); identical inputs give identical bytes.
+    """
+    return atomic_write_text(path, _heatmap_html(cells, subset=subset, title=title))
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from .errors import NiahConfigError
 from .haystack import HaystackBuilder, RepeatedCorpus, find_needle_in_corpus, prompt_frame
 from .params import NiahParams, ResolvedSubset
 from .prompts import PromptSpec
-from .tokenization import Tokenizer, load_tokenizer, token_index
+from .tokenization import TokenCounter, Tokenizer, load_tokenizer, token_index
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,8 @@ class SubsetSampler:
         self.corpus = corpus
         self.tokenizer = tokenizer
         self.prompt = prompt
-        frame = prompt_frame(tokenizer, prompt, question=subset.retrieval_question)
+        counter = TokenCounter(tokenizer)
+        frame = prompt_frame(tokenizer, prompt, question=subset.retrieval_question, count=counter)
         # A first, prefix-only pass finds how many corpus tokens the longest prompt needs.
         needed = max_context_length + 512
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=needed)
@@ -92,6 +93,7 @@ class SubsetSampler:
             frame=frame,
             needles=subset.needles,
             language=subset.language,
+            counter=counter,
         )
 
     def check_lengths(self, lengths: Sequence[int]) -> None:

@@ -18,6 +18,7 @@ import bisect
 import gzip
 import hashlib
 import json
+import math
 import os
 import re
 import threading
@@ -63,17 +64,24 @@ class HFTokenizer:
     """A ``tokenizer.json`` through the fast ``tokenizers`` library, chat template rendered with jinja2."""
 
     def __init__(self, directory: Path, *, name: str) -> None:
-        from tokenizers import Tokenizer as FastTokenizer
-
         self.name = name
         self.directory = directory
-        raw = (directory / 'tokenizer.json').read_bytes()
-        self.fingerprint = 'hf-' + hashlib.sha256(raw).hexdigest()
-        self._tokenizer = FastTokenizer.from_str(raw.decode('utf-8'))
+        self._path = directory / 'tokenizer.json'
+        self.fingerprint = 'hf-' + hashlib.sha256(self._path.read_bytes()).hexdigest()
+        self._loaded: Any = None
         config = _read_json(directory / 'tokenizer_config.json')
         self._template_vars = {key: _token_text(config.get(key)) for key in ('bos_token', 'eos_token', 'pad_token')}
         self.chat_template = _chat_template(directory, config)
         self._compiled = None
+
+    @property
+    def _tokenizer(self) -> Any:
+        # Parsed on first use (0.6 s for Qwen's 11 MB file): runs served from the sample cache never need it.
+        if self._loaded is None:
+            from tokenizers import Tokenizer as FastTokenizer
+
+            self._loaded = FastTokenizer.from_file(str(self._path))
+        return self._loaded
 
     def encode(self, text: str) -> list[int]:
         return self._tokenizer.encode(text, add_special_tokens=False).ids
@@ -82,9 +90,16 @@ class HFTokenizer:
         return len(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        encoding = self._tokenizer.encode(text, add_special_tokens=False)
-        offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
-        return _clean_starts(offsets[:, 0], offsets[:, 1], len(text))
+        return self.boundaries_many([text])[0]
+
+    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``boundaries`` of several texts, encoded in parallel by the tokenizers library."""
+        results = []
+        encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        for text, encoding in zip(texts, encodings, strict=True):
+            offsets = np.asarray(encoding.offsets, dtype=np.int64).reshape(-1, 2)
+            results.append(_clean_starts(offsets[:, 0], offsets[:, 1], len(text)))
+        return results
 
     def render_chat(self, messages: Sequence[Message]) -> str:
         if self.chat_template is None:
@@ -258,8 +273,15 @@ def _load_tiktoken(encoding_name: str) -> tuple[Any, str]:
         captured['digest'] = digest
         return {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in data.splitlines())}
 
-    if constructor is None:
-        raise NiahConfigError('tokenizer_path', f'tiktoken encoding {encoding_name!r} has no offline definition')
+    offline = (
+        sorted(path.name.removesuffix('.tiktoken.gz') for path in shipped.glob('*.tiktoken.gz')) if shipped else []
+    )
+    if constructor is None or encoding_name not in offline:
+        raise NiahConfigError(
+            'tokenizer_path',
+            f'tiktoken encoding {encoding_name!r} is not available offline; offline encodings: {offline} '
+            "(e.g. 'tiktoken:cl100k_base', 'tiktoken:gpt-4', 'tiktoken:gpt-4o'), or pass a local tokenizer directory",
+        )
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = load_shipped  # the constructors call it by module global; restored below
     try:
@@ -369,7 +391,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get('EVALSCOPE_NIAH_CACHE', Path.home() / '.cache' / 'evalscope_niah'))
 
 
-_CHUNK_CHARS = 65536
+_CHUNK_CHARS = 32768
+_CHUNKS_PER_BATCH = 4
 _HARD_BREAK = re.compile(r'\n+(?=\S)')
 
 
@@ -389,13 +412,24 @@ def token_index(
     chars: list[np.ndarray] = []
     tokens: list[np.ndarray] = []
     start, token_count = 0, 0
+    many = getattr(tokenizer, 'boundaries_many', None)
     while start < len(text) and not (min_tokens and token_count >= min_tokens):
-        end = _chunk_end(text, start)
-        chunk_chars, chunk_tokens = tokenizer.boundaries(text[start:end])
-        chars.append(chunk_chars[:-1] + start)
-        tokens.append(chunk_tokens[:-1] + token_count)
-        token_count += int(chunk_tokens[-1])
-        start = end
+        # A few chunks at a time: encoded in parallel where the tokenizer can, without overshooting a prefix much.
+        spans = []
+        batch = _CHUNKS_PER_BATCH
+        if min_tokens:
+            # Prefix only: as many chunks as the tokens still missing need, judged by the density so far.
+            chars_per_token = start / token_count if token_count else 1.0
+            batch = max(1, min(batch, math.ceil((min_tokens - token_count) * chars_per_token * 1.1 / _CHUNK_CHARS)))
+        while start < len(text) and len(spans) < batch:
+            spans.append((start, _chunk_end(text, start)))
+            start = spans[-1][1]
+        pieces = [text[low:high] for low, high in spans]
+        encoded = many(pieces) if many else [tokenizer.boundaries(piece) for piece in pieces]
+        for (low, _), (chunk_chars, chunk_tokens) in zip(spans, encoded, strict=True):
+            chars.append(chunk_chars[:-1] + low)
+            tokens.append(chunk_tokens[:-1] + token_count)
+            token_count += int(chunk_tokens[-1])
     index = TokenIndex(
         chars=np.concatenate([*chars, [start]]).astype(np.int64),
         tokens=np.concatenate([*tokens, [token_count]]).astype(np.int64),
@@ -416,7 +450,7 @@ def _read_index(path: Path) -> TokenIndex | None:
     try:
         with np.load(path) as data:
             return TokenIndex(chars=data['chars'], tokens=data['tokens'])
-    except (OSError, KeyError, ValueError):
+    except Exception:  # a truncated or foreign file (zipfile.BadZipFile, ...) is recomputed, never fatal
         return None
 
 
@@ -425,3 +459,63 @@ def _write_index(path: Path, index: TokenIndex) -> None:
     temporary = path.with_suffix(f'.{os.getpid()}.tmp.npz')
     np.savez(temporary, chars=index.chars, tokens=index.tokens)
     os.replace(temporary, path)
+
+
+class TokenCounter:
+    """Token counts memoised in memory and on disk (SQLite), per tokenizer fingerprint.
+
+    Building samples counts small windows of text; a warm run finds every count on disk and never parses the
+    tokenizer at all. Keys are a hash of the text, so the store stays small.
+    """
+
+    _FLUSH_EVERY = 500
+
+    def __init__(self, tokenizer: Tokenizer, *, persistent: bool = True) -> None:
+        self.tokenizer = tokenizer
+        self._memory: dict[str, int] = {}
+        self._pending: list[tuple[bytes, int]] = []
+        self._db = None
+        if persistent:
+            import atexit
+            import sqlite3
+
+            path = cache_dir() / 'counts' / f'{tokenizer.fingerprint[:40]}.sqlite'
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+                self._db.execute('PRAGMA journal_mode=WAL')
+                self._db.execute('CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL)')
+                atexit.register(self.flush)
+            except sqlite3.Error:  # a read-only or broken cache only costs speed
+                self._db = None
+
+    def __call__(self, text: str) -> int:
+        count = self._memory.get(text)
+        if count is not None:
+            return count
+        key = hashlib.blake2b(text.encode('utf-8'), digest_size=16).digest()
+        row = self._db.execute('SELECT tokens FROM counts WHERE key = ?', (key,)).fetchone() if self._db else None
+        if row is not None:
+            count = row[0]
+        else:
+            count = self.tokenizer.count(text)
+            if self._db is not None:
+                self._pending.append((key, count))
+                if len(self._pending) >= self._FLUSH_EVERY:
+                    self.flush()
+        if len(self._memory) > 50000:
+            self._memory.clear()
+        self._memory[text] = count
+        return count
+
+    def flush(self) -> None:
+        if self._db is None or not self._pending:
+            return
+        import sqlite3
+
+        try:
+            with self._db:
+                self._db.executemany('INSERT OR REPLACE INTO counts VALUES (?, ?)', self._pending)
+        except sqlite3.Error:
+            pass  # losing cached counts only costs speed next time
+        self._pending.clear()

@@ -116,7 +116,11 @@ def test_non_utf8_file(tmp_path: Path, raw: bytes, byte: int) -> None:
 def test_new_subset_corpus_file(tmp_path: Path) -> None:
     (tmp_path / 'notes.txt').write_text('Notes for the test. They are short!', encoding='utf-8')
     params = parse_params(
-        {'needles': ['N.'], 'retrieval_question': 'Q?', 'subsets': {'notes': {'corpus_file': 'notes.txt', 'language': 'en'}}}
+        {
+            'needles': ['N.'],
+            'retrieval_question': 'Q?',
+            'subsets': {'notes': {'corpus_file': 'notes.txt', 'language': 'en'}},
+        }
     )
     corpus = load_corpus(tmp_path, params.resolve_subset('notes'))
     assert (corpus.subset, corpus.text) == ('notes', 'Notes for the test. They are short!')

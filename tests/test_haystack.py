@@ -181,11 +181,19 @@ def test_achieved_depth_is_close_to_the_requested_depth(grid_samples) -> None:
         assert s.achieved_depth_percents == (s.achieved_depth_percent,)
         if s.context_length < 1000:
             continue
+        needle_tokens = tokenizer.count(s.needles[0])
         if s.depth_percent < 100:
-            assert abs(s.achieved_depth_percent - s.depth_percent) <= 3, (s.subset, s.context_length, s.depth_percent)
+            # Off by at most the needle's own length plus half a sentence (needles go at sentence starts), and
+            # never more than 4 points: under 1 point at 8k tokens.
+            tolerance = min(4.0, 100 * (needle_tokens + 40) / s.haystack_tokens)
+            assert abs(s.achieved_depth_percent - s.depth_percent) <= tolerance, (
+                s.subset,
+                s.context_length,
+                s.depth_percent,
+                s.achieved_depth_percent,
+            )
         else:
             # At 100% the needle itself and a small end margin (END_MARGIN_TOKENS) still follow.
-            needle_tokens = tokenizer.count(s.needles[0])
             tokens_after = s.haystack_tokens * (100 - s.achieved_depth_percent) / 100 - needle_tokens
             assert tokens_after <= END_MARGIN_TOKENS + 48, (s.subset, s.context_length, tokens_after)
             assert s.achieved_depth_percent >= (90 if s.context_length < 4096 else 97)
@@ -277,7 +285,10 @@ def test_prompt_frame_splits_the_rendered_prompt_at_the_context(path: str) -> No
     prompt = PromptSpec()
     frame = prompt_frame(tokenizer, prompt, question='Where?')
     context = 'Any context at all.\n\nWith paragraphs.'
-    assert tokenizer.render_chat(prompt.messages(context=context, question='Where?')) == frame.prefix + context + frame.suffix
+    assert (
+        tokenizer.render_chat(prompt.messages(context=context, question='Where?'))
+        == frame.prefix + context + frame.suffix
+    )
     assert frame.empty_tokens == tokenizer.count(frame.prefix + frame.suffix)
     assert frame.suffix.count('Where?') == 1
 

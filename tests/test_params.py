@@ -99,8 +99,8 @@ def test_default_grids() -> None:
     [
         (1000, 32000, 10),
         (1000, 128000, 15),
-        (0, 100, 10),
-        (0, 100, 7),
+        (100, 1000, 10),
+        (1, 100, 7),  # 17.5 -> 18, 50.5 -> 50, 83.5 -> 84
         (1, 6, 3),  # 3.5 -> 4: round half to even, as numpy
         (2, 7, 3),  # 4.5 -> 4
         (1, 4, 4),
@@ -113,14 +113,20 @@ def test_default_grids() -> None:
     ],
 )
 def test_linear_context_grid_matches_numpy(low: int, high: int, count: int) -> None:
-    params = parse_params({'context_lengths_min': low, 'context_lengths_max': high, 'context_lengths_num_intervals': count})
+    params = parse_params(
+        {'context_lengths_min': low, 'context_lengths_max': high, 'context_lengths_num_intervals': count}
+    )
     assert params.context_length_grid() == sorted(set(numpy_linear(low, high, count)))
 
 
 @pytest.mark.parametrize(('low', 'high', 'count'), [(0, 100, 10), (0, 100, 7), (0, 5, 3), (10, 90, 9), (3, 8, 11)])
 def test_linear_depth_grid_matches_numpy(low: int, high: int, count: int) -> None:
     params = parse_params(
-        {'document_depth_percent_min': low, 'document_depth_percent_max': high, 'document_depth_percent_intervals': count}
+        {
+            'document_depth_percent_min': low,
+            'document_depth_percent_max': high,
+            'document_depth_percent_intervals': count,
+        }
     )
     expected = sorted({float(value) for value in numpy_linear(low, high, count)})
     assert params.depth_percent_grid() == expected
@@ -166,7 +172,7 @@ def test_sigmoid_spacing_has_exact_ends_and_kamradt_values() -> None:
     assert grid == sorted(kamradt_logistic(x) for x in points)
     assert grid == sorted(set(grid)) and len(grid) == 10
     # Symmetric around 50 and denser near the ends than in the middle.
-    for left, right in zip(grid, reversed(grid)):
+    for left, right in zip(grid, reversed(grid), strict=True):
         assert left + right == pytest.approx(100, abs=0.002)
     gaps = np.diff(grid)
     assert gaps[0] < gaps[4] and gaps[-1] < gaps[4]
@@ -209,7 +215,10 @@ def test_explicit_lists_override_ranges_and_are_sorted_and_deduplicated() -> Non
         ({'context_lengths_min': 1000, 'context_lengths_max': 1001, 'context_lengths_num_intervals': 4}, [1000, 1001]),
         ({'context_lengths_min': 2000, 'context_lengths_max': 2000, 'context_lengths_num_intervals': 5}, [2000]),
         ({'context_lengths_min': 1000, 'context_lengths_max': 9000, 'context_lengths_num_intervals': 1}, [1000]),
-        ({'context_lengths_min': 1000, 'context_lengths_max': 3000, 'context_lengths_num_intervals': 3}, [1000, 2000, 3000]),
+        (
+            {'context_lengths_min': 1000, 'context_lengths_max': 3000, 'context_lengths_num_intervals': 3},
+            [1000, 2000, 3000],
+        ),
     ],
 )
 def test_linear_grid_edge_cases(extra: dict, lengths: list[int]) -> None:
@@ -223,7 +232,9 @@ def test_builtin_subsets_default_needles_and_questions() -> None:
     params = parse_params({})
     english, chinese = params.resolve_subset('english'), params.resolve_subset('chinese')
     assert english.needles == (EN_NEEDLE,)
-    assert EN_NEEDLE == 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
+    assert (
+        EN_NEEDLE == 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
+    )
     assert english.retrieval_question == EN_QUESTION == 'What is the best thing to do in San Francisco?'
     assert (english.corpus_file, english.language) == ('PaulGraham_Essays.txt', 'en')
     assert chinese.needles == (ZH_NEEDLE,)
@@ -268,7 +279,9 @@ SUB_NEEDLE, SUB_QUESTION = 'Per-subset needle sentence.', 'What does the per-sub
             {
                 'needles': [TOP_NEEDLE],
                 'retrieval_question': TOP_QUESTION,
-                'subsets': {'english': {'needles': [SUB_NEEDLE, '  Second needle.  '], 'retrieval_question': SUB_QUESTION}},
+                'subsets': {
+                    'english': {'needles': [SUB_NEEDLE, '  Second needle.  '], 'retrieval_question': SUB_QUESTION}
+                },
             },
             'english',
             (SUB_NEEDLE, 'Second needle.'),
@@ -322,7 +335,9 @@ def test_new_subset_takes_top_level_needles_and_question() -> None:
     assert (notes.needles, notes.retrieval_question, notes.language) == ((TOP_NEEDLE,), TOP_QUESTION, 'zh')
 
 
-@pytest.mark.parametrize(('extra', 'param'), [({}, 'subsets.notes.needles'), ({'needles': ['N.']}, 'subsets.notes.retrieval_question')])
+@pytest.mark.parametrize(
+    ('extra', 'param'), [({}, 'subsets.notes.needles'), ({'needles': ['N.']}, 'subsets.notes.retrieval_question')]
+)
 def test_new_subset_without_needles_or_question_fails_to_resolve(extra: dict, param: str) -> None:
     params = parse_params({**extra, 'subsets': {'notes': {'corpus_file': 'notes.txt', 'language': 'en'}}})
     with pytest.raises(NiahConfigError) as info:
@@ -368,7 +383,11 @@ def test_extra_params_spec_covers_every_field_with_defaults() -> None:
 # ---- rejections -------------------------------------------------------------------------------------------------
 
 BAD_INPUTS = [
-    ({'context_lengths_min': 5000, 'context_lengths_max': 1000}, 'context_lengths_min', 'larger than context_lengths_max'),
+    (
+        {'context_lengths_min': 5000, 'context_lengths_max': 1000},
+        'context_lengths_min',
+        'larger than context_lengths_max',
+    ),
     ({'context_lengths_num_intervals': 0}, 'context_lengths_num_intervals', 'at least 1'),
     ({'document_depth_percent_intervals': -3}, 'document_depth_percent_intervals', 'at least 1'),
     ({'document_depth_percent_min': -1}, 'document_depth_percent_min', 'between 0 and 100'),
@@ -384,7 +403,11 @@ BAD_INPUTS = [
     ({'needles': ['A real needle.', '   ']}, 'needles', 'non-empty'),
     ({'needles': 'a single string'}, 'needles', 'valid list'),
     ({'needles': [1, 2]}, 'needles.0', 'valid string'),
-    ({'document_depth_percent_interval_type': 'cubic'}, 'document_depth_percent_interval_type', "'linear' or 'sigmoid'"),
+    (
+        {'document_depth_percent_interval_type': 'cubic'},
+        'document_depth_percent_interval_type',
+        "'linear' or 'sigmoid'",
+    ),
     ({'context_lengths_min': 'abc'}, 'context_lengths_min', 'valid integer'),
     ({'context_lengths_num_intervals': 2.5}, 'context_lengths_num_intervals', 'fractional part'),
     ({'show_score': 'maybe'}, 'show_score', 'valid boolean'),
@@ -446,7 +469,7 @@ def test_config_error_is_not_a_value_error() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="BUG: SubsetConfig.retrieval_question has no blank check (top-level does): subsets.english."
+    reason='BUG: SubsetConfig.retrieval_question has no blank check (top-level does): subsets.english.'
     "retrieval_question='   ' is accepted and resolve_subset returns an empty question",
 )
 def test_blank_per_subset_question_is_rejected() -> None:

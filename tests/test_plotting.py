@@ -5,17 +5,24 @@ from __future__ import annotations
 import json
 import logging
 import re
+import subprocess
+import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 from PIL import Image
 
 from evalscope_niah.plotting import (
+    _CMAP,
+    _EMPTY_COLOR,
+    _HOVER_LINES,
     HeatmapError,
     _build_heatmap_figure,
-    _build_plotly_figure,
+    _heatmap_html,
     plot_all,
     plot_heatmap_html,
     plot_heatmap_png,
@@ -169,31 +176,198 @@ def test_png_raises_for_unknown_subset(tmp_path: Path, cells: list[CellSummary])
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def test_html_is_standalone_with_hover_fields(tmp_path: Path, cells: list[CellSummary]) -> None:
+class _HeatmapTable(HTMLParser):
+    """Collects the heatmap table: row headers, data cells (attributes + text) and footer labels, by row."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.section = ''
+        self.row_headers: list[str] = []
+        self.footer: list[str] = []
+        self.rows: list[list[dict[str, str]]] = []
+        self._current: dict[str, str] | None = None
+        self._th: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ('tbody', 'tfoot'):
+            self.section = tag
+        elif tag == 'tr' and self.section == 'tbody':
+            self.rows.append([])
+        elif tag == 'td' and self.section == 'tbody' and dict(attrs).get('data-h') is not None:
+            self._current = {k: v or '' for k, v in attrs} | {'text': ''}
+        elif tag == 'th' and 'rowspan' not in dict(attrs):
+            self._th = []
+
+    def handle_data(self, data: str) -> None:
+        if self._current is not None:
+            self._current['text'] += data
+        if self._th is not None:
+            self._th.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == 'td' and self._current is not None:
+            self.rows[-1].append(self._current)
+            self._current = None
+        elif tag == 'th' and self._th is not None:
+            text = ''.join(self._th)
+            if self.section == 'tbody':
+                self.row_headers.append(text)
+            elif self.section == 'tfoot' and text:
+                self.footer.append(text)
+            self._th = None
+
+
+def parse_table(html: str) -> _HeatmapTable:
+    parser = _HeatmapTable()
+    parser.feed(html)
+    parser.close()
+    return parser
+
+
+def background(td: dict[str, str]) -> str:
+    match = re.fullmatch(r'background:(#[0-9A-Fa-f]{6})', td['style'])
+    assert match is not None, td['style']
+    return match.group(1).lower()
+
+
+def grid_15x15() -> list[CellSummary]:
+    lengths = [1000, 2000, 4000, 8000, 12000, 16000, 24000, 32000, 48000, 64000, 80000, 96000, 112000, 128000, 131072]
+    depths = [round(100 * i / 14, 2) for i in range(15)]
+    out = []
+    for row, depth in enumerate(depths):
+        for col, length in enumerate(lengths):
+            if (row + col) % 11 == 0:
+                out.append(cell(length, depth, None, errors=3))  # errored-only: empty cell with a long hover text
+            else:
+                out.append(cell(length, depth, ((row * 7 + col * 3) % 13) / 12, n=30, judge_failures=row % 3))
+    return out
+
+
+def test_html_is_standalone_and_offline(tmp_path: Path, cells: list[CellSummary]) -> None:
     path = plot_heatmap_html(cells, subset='en', path=tmp_path / 'en.html')
+    assert path == tmp_path / 'en.html'
+    assert [p.name for p in tmp_path.iterdir()] == ['en.html']  # atomic write left no temp file
     html = path.read_text(encoding='utf-8')
-    for field in ('context length', 'depth', 'mean accuracy', 'n:', 'rule recall mean', 'judge failures', 'errors'):
-        assert field in html
-    # plotly.js is inlined: no <script src=...> at all, so it works offline.
-    assert re.search(r'<script[^>]*\bsrc=', html) is None
-    assert 'Plotly.newPlot' in html
-    assert len(html) > 1_000_000
+    assert html.startswith('<!DOCTYPE html>')
+    assert '<meta charset="utf-8">' in html
+    # No external resource of any kind: no URLs, no src/href at all, no stylesheet links or CSS imports/urls.
+    assert re.search(r'https?:|//[a-z0-9]', html, flags=re.IGNORECASE) is None
+    assert re.search(r'\b(src|href)\s*=', html, flags=re.IGNORECASE) is None
+    assert '<link' not in html and '@import' not in html and 'url(' not in html
+    assert re.findall(r'<script[^>]*>', html) == ['<script>']  # one inline script, the tooltip
+    assert 'plotly' not in html.lower()
 
 
-def test_html_figure_axes_and_fixed_scale(cells: list[CellSummary]) -> None:
-    fig = _build_plotly_figure(cells, subset='en')
-    spec = json.loads(fig.to_json())
-    trace = spec['data'][0]
-    assert (trace['zmin'], trace['zmax']) == (0, 1)
-    assert trace['x'] == ['1k', '4k', '32k']
-    assert trace['y'] == ['0', '50', '100']
-    assert spec['layout']['yaxis']['autorange'] == 'reversed'
-    assert spec['layout']['xaxis']['type'] == 'category'
-    assert trace['z'][1][2] is None  # errored-only cell is a gap
-    assert trace['z'][1][1] == pytest.approx(2 / 3)
-    # Hover data for the errored-only cell reports its error count.
-    assert trace['customdata'][1][2][:7] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3']
-    assert trace['customdata'][1][1][5] == '1'  # judge failures of (4k, 50%)
+def test_html_plotting_module_does_not_import_plotly() -> None:
+    code = 'import sys, evalscope_niah.plotting; sys.exit(any(m.split(".")[0] == "plotly" for m in sys.modules))'
+    assert subprocess.run([sys.executable, '-c', code], check=False).returncode == 0
+
+
+def test_html_layout_title_and_axes(cells: list[CellSummary]) -> None:
+    html = _heatmap_html(cells, subset='en')
+    table = parse_table(html)
+    # rows = depth with 0 on top, columns = context length labels shared with the PNG.
+    assert table.row_headers == ['0', '50', '100']
+    assert table.footer == ['1k', '4k', '32k', 'Context length (tokens)']
+    assert 'Needle depth (%)' in html
+    assert [[td['text'] for td in row] for row in table.rows] == [
+        ['1.00', '0.75', '0.50'],
+        ['1.00', '0.67', '—'],  # errored-only cell
+        ['0.25', '—', '0.00'],  # (4k, 100%) never ran
+    ]
+    assert '<h1>Needle in a haystack</h1>' in html
+    assert 'subset: en · mean accuracy 0.60 (n=21)' in html  # same n-weighted mean as the PNG title
+    assert '<title>Needle in a haystack · subset: en · mean accuracy 0.60 (n=21)</title>' in html
+    assert '<h1>My model</h1>' in _heatmap_html(cells, subset='en', title='My model')
+    # Grey cells are explained only when there are some.
+    assert 'no scored sample' in html
+    assert 'no scored sample' not in _heatmap_html([cell(1000, 0.0, 1.0)], subset='en')
+
+
+def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
+    html = _heatmap_html(cells, subset='en')
+    rows = parse_table(html).rows
+    assert [len(row) for row in rows] == [3, 3, 3]  # every cell has hover data, empty ones included
+    # The tooltip script gets one line template per hover field.
+    assert json.dumps(list(_HOVER_LINES)) in html
+    fields = [[td['data-h'].split('|') for td in row] for row in rows]
+    assert all(len(f) == len(_HOVER_LINES) for row in fields for f in row)
+
+    def tooltip(row: int, col: int) -> list[str]:
+        return [line.replace('{}', value) for line, value in zip(_HOVER_LINES, fields[row][col], strict=True)]
+
+    assert tooltip(1, 1) == [
+        'context length: 4,000 tokens',
+        'depth: 50%',
+        'mean accuracy: 0.67',
+        'n: 3',
+        'rule recall mean: 0.67',
+        'judge failures: 1',
+        'errors: 0',
+        '95% CI: [0.47, 0.87]',
+    ]
+    # Errored-only cell: no colour, but its error count is worth hovering.
+    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a']
+    assert fields[2][1][:3] == ['4,000', '100', 'no data']
+    assert fields[0][0][:4] == ['1,000', '0', '1.00', '3']
+
+
+def test_html_colours_match_png_colormap(cells: list[CellSummary]) -> None:
+    rows = parse_table(_heatmap_html(cells, subset='en')).rows
+    low, high = to_hex(_CMAP(0.0)), to_hex(_CMAP(1.0))
+    assert (low, high) == ('#f0496e', '#0cd79f')  # the ends of Kamradt's red -> green scale
+    assert background(rows[2][2]) == low  # accuracy 0.0
+    assert background(rows[0][0]) == high  # accuracy 1.0
+    assert background(rows[0][2]) == to_hex(_CMAP(0.5))
+    assert background(rows[1][2]) == _EMPTY_COLOR.lower()  # errored-only
+    assert background(rows[2][1]) == _EMPTY_COLOR.lower()  # never ran
+    # Fixed 0-1 scale: a narrow range of scores is not stretched to the ends.
+    narrow = parse_table(_heatmap_html([cell(1000, 0.0, 0.5), cell(2000, 0.0, 0.75)], subset='en')).rows
+    assert [background(td) for td in narrow[0]] == [to_hex(_CMAP(0.5)), to_hex(_CMAP(0.75))]
+
+
+def test_html_legend_bar(cells: list[CellSummary]) -> None:
+    html = _heatmap_html(cells, subset='en')
+    gradient = re.search(r'linear-gradient\(([^)]*)\)', html)
+    assert gradient is not None
+    stops = gradient.group(1).split(',')
+    assert stops[0] == to_hex(_CMAP(1.0)) and stops[-1] == to_hex(_CMAP(0.0))  # 1 at the top, 0 at the bottom
+    assert '>accuracy<' in html
+    assert re.findall(r'class="tk"[^>]*>([^<]*)<', html) == ['0', '0.25', '0.5', '0.75', '1']
+
+
+def test_html_escapes_subset_and_title(tmp_path: Path) -> None:
+    subset = '<b>x</b>'
+    html = _heatmap_html([cell(1000, 0.0, 1.0, subset=subset)], subset=subset, title='<script>alert(1)</script> & "q"')
+    assert '<b>' not in html and '<script>alert' not in html
+    assert 'subset: &lt;b&gt;x&lt;/b&gt;' in html
+    assert '<h1>&lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;q&quot;</h1>' in html
+    # Through plot_all as well: file name sanitized, content escaped.
+    written = plot_all([cell(1000, 0.0, 1.0, subset=subset)], output_dir=tmp_path, prefix='p')
+    page = next(p for p in written if p.suffix == '.html').read_text(encoding='utf-8')
+    assert '<b>' not in page and '&lt;b&gt;x&lt;/b&gt;' in page
+
+
+def test_html_is_small_for_15x15_grid(tmp_path: Path) -> None:
+    path = plot_heatmap_html(grid_15x15(), subset='en', path=tmp_path / 'big.html')
+    size = path.stat().st_size
+    assert size < 30_000, size
+    table = parse_table(path.read_text(encoding='utf-8'))
+    assert [len(row) for row in table.rows] == [15] * 15
+
+
+def test_html_is_deterministic(tmp_path: Path) -> None:
+    cells_15 = grid_15x15()
+    first = plot_heatmap_html(cells_15, subset='en', path=tmp_path / 'a.html').read_bytes()
+    second = plot_heatmap_html(cells_15, subset='en', path=tmp_path / 'b.html').read_bytes()
+    shuffled = plot_heatmap_html(cells_15[::-1], subset='en', path=tmp_path / 'c.html').read_bytes()
+    assert first == second == shuffled
+
+
+def test_html_raises_for_unknown_subset(tmp_path: Path, cells: list[CellSummary]) -> None:
+    with pytest.raises(ValueError, match='no cells'):
+        plot_heatmap_html(cells, subset='fr', path=tmp_path / 'fr.html')
+    assert not (tmp_path / 'fr.html').exists()
 
 
 # --------------------------------------------------------------------------------------------------------------------
