@@ -279,7 +279,7 @@ def _load_tiktoken(encoding_name: str) -> tuple[Any, str]:
     if constructor is None or encoding_name not in offline:
         raise NiahConfigError(
             'tokenizer_path',
-            f'tiktoken encoding {encoding_name!r} is not available offline; offline encodings: {offline} '
+            f'tiktoken encoding {encoding_name!r} is not shipped offline; offline encodings: {offline} '
             "(e.g. 'tiktoken:cl100k_base', 'tiktoken:gpt-4', 'tiktoken:gpt-4o'), or pass a local tokenizer directory",
         )
     original = openai_public.load_tiktoken_bpe

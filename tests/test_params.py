@@ -132,11 +132,6 @@ def test_linear_depth_grid_matches_numpy(low: int, high: int, count: int) -> Non
     assert params.depth_percent_grid() == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: _linspace_rounded computes low + (high - low) * i / (count - 1); numpy computes i * step + low, '
-    'so at float ties the rounding differs (0..100 in 25 intervals: 62 here, 63 in the built-in)',
-)
 @pytest.mark.parametrize(
     'extra',
     [
@@ -146,17 +141,16 @@ def test_linear_depth_grid_matches_numpy(low: int, high: int, count: int) -> Non
     ],
 )
 def test_linear_depth_grid_matches_numpy_at_float_ties(extra: dict) -> None:
+    # numpy computes i * step + low: another formula (low + (high - low) * i / (count - 1)) rounds 62.5 vs
+    # 62.50000000000001 differently here (0..100 in 25 intervals: 63 in the built-in).
     params = parse_params(extra)
     low, high = params.document_depth_percent_min, params.document_depth_percent_max
     count = params.document_depth_percent_intervals
     assert params.depth_percent_grid() == sorted({float(v) for v in numpy_linear(low, high, count)})
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: context lengths 500..8000 in 89 intervals: 7062 here, np.round(np.linspace) gives 7063',
-)
 def test_linear_context_grid_matches_numpy_at_float_ties() -> None:
+    # 500..8000 in 89 intervals: numpy gives 7063 where the naive formula gives 7062.
     params = parse_params(
         {'context_lengths_min': 500, 'context_lengths_max': 8000, 'context_lengths_num_intervals': 89}
     )
@@ -467,12 +461,10 @@ def test_config_error_is_not_a_value_error() -> None:
     assert not issubclass(NiahConfigError, ValueError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: SubsetConfig.retrieval_question has no blank check (top-level does): subsets.english.'
-    "retrieval_question='   ' is accepted and resolve_subset returns an empty question",
-)
-def test_blank_per_subset_question_is_rejected() -> None:
+@pytest.mark.parametrize('field', ['retrieval_question', 'corpus_file'])
+def test_blank_per_subset_field_is_rejected(field: str) -> None:
+    # Rejected when parsing (or at the latest when resolving): never an empty question or file name.
     with pytest.raises(NiahConfigError) as info:
-        parse_params({'subsets': {'english': {'retrieval_question': '   '}}}).resolve_subset('english')
-    assert info.value.param == 'subsets.english.retrieval_question'
+        parse_params({'subsets': {'english': {field: '   '}}}).resolve_subset('english')
+    assert info.value.param == f'subsets.english.{field}'
+    assert 'empty' in str(info.value)
