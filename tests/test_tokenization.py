@@ -109,6 +109,17 @@ def test_qwen3_family_ids_resolve_to_the_shipped_tokenizer(
     load_tokenizer.cache_clear()  # the recorded stand-in must not stay cached
 
 
+@pytest.mark.parametrize('model_id', ['Qwen/Qwen3-4B-Thinking-2507'])
+def test_qwen3_thinking_2507_is_not_given_the_hybrid_template(fresh, model_id: str) -> None:
+    try:
+        tokenizer = load_tokenizer(model_id)
+    except AssertionError as exc:  # went to the hub for the model's own files (blocked here): correct
+        assert 'tried to download' in str(exc)
+        return
+    rendered = tokenizer.render_chat([{'role': 'user', 'content': 'Hi'}])
+    assert rendered.endswith('<|im_start|>assistant\n<think>\n')
+
+
 @pytest.mark.parametrize('model_id', ['Qwen/Qwen2.5-7B-Instruct', 'meta-llama/Llama-3.1-8B', 'Qwen/Qwen3-Embedding'])
 def test_other_ids_are_not_taken_for_qwen3(fresh, model_id: str) -> None:
     with pytest.raises(AssertionError, match='tried to download'):
