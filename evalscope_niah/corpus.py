@@ -11,6 +11,10 @@ from pathlib import Path
 from .errors import NiahConfigError
 from .params import DATASET_ID, ResolvedSubset
 
+# Small corpora written for this project (not excerpts of the real ones): the offline demo and the tests use them.
+DEMO_CORPUS_DIR = Path(__file__).parent / 'data' / 'demo_corpus'
+DEMO_CORPUS_FILES = {'english': 'english.txt', 'chinese': 'chinese.txt'}
+
 
 @dataclass(frozen=True)
 class Corpus:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-FIXTURE_CORPUS = Path(__file__).parent / 'fixtures' / 'corpus'
+from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 
 
 @pytest.fixture(scope='session', autouse=True)
@@ -20,6 +21,9 @@ def niah_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 
 @pytest.fixture(scope='session')
-def fixture_corpus_dir() -> Path:
-    """The directory of the test corpora (same file names as the real ModelScope dataset)."""
-    return FIXTURE_CORPUS
+def fixture_corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The small corpora the package ships for its demo, under the real dataset's file names."""
+    directory = tmp_path_factory.mktemp('corpus')
+    for subset, real_name in (('english', 'PaulGraham_Essays.txt'), ('chinese', 'Journey_to_the_West.txt')):
+        shutil.copyfile(DEMO_CORPUS_DIR / DEMO_CORPUS_FILES[subset], directory / real_name)
+    return directory

@@ -30,12 +30,11 @@ LENGTHS = [600, 1200]
 DEPTHS = [0, 50, 100]
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 NOT_FOUND = 'The document does not say.'
-FIXTURE_CORPUS = Path(__file__).parent / 'fixtures' / 'corpus'
 
 
 @pytest.fixture(scope='module')
-def corpus_dir() -> Path:
-    return FIXTURE_CORPUS
+def corpus_dir(fixture_corpus_dir: Path) -> Path:
+    return fixture_corpus_dir
 
 
 def depth_sensitive_model(messages: list[dict]) -> str:
