@@ -57,7 +57,55 @@ def _parser() -> argparse.ArgumentParser:
     plot.add_argument('work_dirs', nargs='+', type=Path, metavar='WORK_DIR', help='EvalScope output directory')
     plot.add_argument('--show-score', action='store_true', help='write each cell score on the PNG heatmaps')
     plot.set_defaults(handler=_plot)
+
+    demo = commands.add_parser(
+        'demo', help='run needle_haystack end to end offline on a real local model (SmolLM2-135M via llama.cpp)'
+    )
+    demo.add_argument('--api-url', help='use this OpenAI-compatible endpoint instead of the local model')
+    demo.add_argument('--model', help='model name at --api-url')
+    demo.add_argument('--api-key', default='EMPTY', help='API key for --api-url')
+    demo.add_argument(
+        '--judge', choices=('model', 'rule'), default='model', help='judge with the same model (default) or rule score'
+    )
+    demo.add_argument('--lengths', type=_int_list, help='context lengths in tokens, comma-separated (1000,...,4000)')
+    demo.add_argument('--depths', type=_float_list, help='needle depths in percent, comma-separated (0,25,...,100)')
+    demo.add_argument('--subset', action='append', help='only this subset (repeatable): english, chinese')
+    demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
+    demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
+    demo.set_defaults(handler=_demo)
     return parser
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        return [int(part) for part in text.split(',') if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected comma-separated whole numbers, got {text!r}') from None
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(',') if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f'expected comma-separated numbers, got {text!r}') from None
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import DEMO_DEPTHS, DEMO_LENGTHS, DemoOptions, run_demo
+
+    options = DemoOptions(
+        api_url=args.api_url,
+        model=args.model,
+        api_key=args.api_key,
+        judge=args.judge,
+        context_lengths=args.lengths or DEMO_LENGTHS,
+        depth_percents=args.depths or DEMO_DEPTHS,
+        subsets=args.subset or ['english', 'chinese'],
+        work_dir=args.work_dir,
+        limit=args.limit,
+    )
+    run_demo(options)
+    return 0
 
 
 def _eval(argv: list[str]) -> int:

