@@ -59,7 +59,7 @@ def run_demo(options: DemoOptions, *, say=print) -> Path:
         model = options.model or local.model_name
         judge_name = 'the rule score (needle-fact recall)' if options.judge == 'rule' else f'the same model ({model})'
         shape = (len(options.subsets), len(options.context_lengths), len(options.depth_percents))
-        say(f'needle_haystack: {shape[0]} subsets x {shape[1]} lengths x {shape[2]} depths = {math.prod(shape)} samples')
+        say(f'needle_haystack: {shape[0]} subsets x {shape[1]} lengths x {shape[2]} depths: {math.prod(shape)} prompts')
         say(f'  model: {model} at {api_url}; judge: {judge_name}')
         report_dir = _evaluate(options, api_url=api_url, model=model)
     _print_summary(report_dir, say=say)
