@@ -67,8 +67,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         '--judge', choices=('model', 'rule'), default='model', help='judge with the same model (default) or rule score'
     )
-    demo.add_argument('--lengths', type=_int_list, help='context lengths in tokens, comma-separated (1000,...,4000)')
-    demo.add_argument('--depths', type=_float_list, help='needle depths in percent, comma-separated (0,25,...,100)')
+    demo.add_argument('--lengths', type=_int_list, help='context lengths in tokens (default 500,1000,2000)')
+    demo.add_argument('--depths', type=_float_list, help='needle depths in percent (default 0,50,100)')
     demo.add_argument('--subset', action='append', help='only this subset (repeatable): english, chinese')
     demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
     demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
