@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import sys
 from collections import defaultdict
 from typing import Any
@@ -56,6 +57,7 @@ BENCHMARK_NAME = 'needle_haystack'
 # another version (or of the built-in, v1.1) is never mixed with ours.
 EVALUATION_VERSION = 'v2.1'
 ELIDED_PROMPT = '<haystack elided: stored once, in predictions/>'
+_HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
 _BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
 
 DESCRIPTION = f"""
@@ -168,7 +170,7 @@ class NiahAdapter(DefaultDataAdapter):
     def _corpus_dir(self, files: list[str]) -> str:
         if os.path.isdir(self.dataset_id):
             return self.dataset_id
-        if self.dataset_id != DATASET_ID and not self.dataset_id.count('/') == 1:
+        if not _HUB_ID.fullmatch(self.dataset_id):  # neither a folder nor an 'owner/name' dataset id
             raise NiahConfigError('local_path', f'{self.dataset_id!r} is not a directory')
         try:
             return resolve_snapshot_or_local_path(self, allow_file_pattern=files)
@@ -324,7 +326,7 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
 def build_meta() -> BenchmarkMeta:
     return BenchmarkMeta(
         name=BENCHMARK_NAME,
-        pretty_name='Needle-in-a-Haystack (evalscope-niah)',
+        pretty_name=f'Needle-in-a-Haystack (evalscope-niah {__version__})',
         description=DESCRIPTION,
         dataset_id=DATASET_ID,
         data_adapter=NiahAdapter,

@@ -25,6 +25,7 @@ from .report import RESULTS_FILE, format_cell_table, read_results, summarize_cel
 DEMO_LENGTHS = (500, 1000, 2000)
 DEMO_DEPTHS = (0.0, 50.0, 100.0)
 ANSWER_TOKENS = 48
+LOW_AGREEMENT = 0.7  # below this share of pass/fail agreement the demo warns that the judge is unreliable
 VERDICT_SCHEMA = {
     'type': 'object',
     'properties': {'rating': {'enum': [1, 3, 5, 7, 10]}, 'reasoning': {'type': 'string', 'maxLength': 160}},
@@ -157,6 +158,12 @@ def _print_summary(report_dir: Path, *, say) -> None:
             f'Levenshtein {_fmt(summary.levenshtein)}; judge-rule agreement {share} (kappa {kappa}), '
             f'judge failures {summary.judge_failures}'
         )
+        if agreement.share_agree is not None and agreement.share_agree < LOW_AGREEMENT:
+            say(
+                f'  note: the judge and the rule score disagree on {1 - agreement.share_agree:.0%} of {summary.subset} '
+                'samples. A small model is a weak judge; compare with --judge rule, or judge with a stronger '
+                'model through EvalScope (judge={"models": [...]}).'
+            )
     for png in sorted(report_dir.glob('needle_haystack_heatmap_*.png')):
         say(f'heatmap: {png}')
 
