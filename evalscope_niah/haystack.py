@@ -31,6 +31,11 @@ _SENTENCE_END = {
     'en': re.compile(r'[.!?]["\'”’)\]]*\s+'),
     'zh': re.compile(r'[。！？；…]+[」”’』）)]*\s*'),
 }
+# The same rule in words, for the error about a corpus without any sentence boundary.
+SENTENCE_END_RULE = {
+    'en': "'.', '!' or '?' followed by whitespace (a closing quote or bracket may come between)",
+    'zh': "'。', '！', '？', '；' or '…'",
+}
 
 
 @dataclass(frozen=True)
@@ -370,6 +375,14 @@ _NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000')}
 
 def _needle_text(needle: str, language: str) -> str:
     return needle.strip() + _NEEDLE_SEPARATORS[language][0]
+
+
+def has_sentence_boundary(text: str, language: str) -> bool:
+    """True when needles can go at a sentence start somewhere in the corpus (one regex search).
+
+    The copy separator is appended because a haystack repeats the corpus: a final '.' then ends a sentence too.
+    """
+    return _SENTENCE_END[language].search(text + COPY_SEPARATOR) is not None
 
 
 def find_needle_in_corpus(text: str, needles: Sequence[str]) -> str | None:

@@ -36,7 +36,11 @@ class PromptSpec:
         try:
             fields = [name for _, name, _, _ in string.Formatter().parse(self.user_template) if name is not None]
         except ValueError as exc:
-            raise NiahConfigError('prompt_template', f'is not a valid format string ({exc})') from None
+            raise NiahConfigError(
+                'prompt_template',
+                f'is not a valid format string ({exc}); placeholders allowed: {{context}} and {{question}}; '
+                'write literal braces as {{ and }}',
+            ) from None
         for required in _REQUIRED_FIELDS:
             if fields.count(required) != 1:
                 raise NiahConfigError(

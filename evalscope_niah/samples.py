@@ -8,7 +8,14 @@ from pathlib import Path
 
 from .corpus import Corpus, load_corpus
 from .errors import NiahConfigError
-from .haystack import HaystackBuilder, RepeatedCorpus, find_needle_in_corpus, prompt_frame
+from .haystack import (
+    SENTENCE_END_RULE,
+    HaystackBuilder,
+    RepeatedCorpus,
+    find_needle_in_corpus,
+    has_sentence_boundary,
+    prompt_frame,
+)
 from .params import NiahParams, ResolvedSubset
 from .prompts import PromptSpec
 from .tokenization import TokenCounter, Tokenizer, load_tokenizer, token_index
@@ -71,6 +78,15 @@ class SubsetSampler:
         prompt: PromptSpec,
         max_context_length: int,
     ) -> None:
+        if not has_sentence_boundary(corpus.text, subset.language):
+            # Needles would silently fall back to word starts (or, in Chinese, anywhere): refuse the corpus instead.
+            raise NiahConfigError(
+                f'subsets.{subset.name}.corpus_file',
+                f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
+                f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
+                f'{SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
+                f'subsets.{subset.name}.language if the file is in another language',
+            )
         occurring = find_needle_in_corpus(corpus.text, subset.needles)
         if occurring is not None:
             raise NiahConfigError(

@@ -1,0 +1,465 @@
+"""Bad configurations through the entry points a user runs: one clear error, before any model call, no files left.
+
+Each row of ``CASES`` goes through ``run_task`` against a real OpenAI-compatible server on 127.0.0.1 (model and
+judge both served there, so any request at all is counted), through ``evalscope-niah preview --output`` (in
+process) or through ``evalscope-niah eval`` in a child process (for an unreachable ModelScope hub, whose endpoint
+is read from the environment at import time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
+
+pytest.importorskip('evalscope')
+
+from evalscope import TaskConfig, run_task
+
+from evalscope_niah.adapter import register
+from evalscope_niah.cli import main as niah_main
+from evalscope_niah.errors import NiahConfigError
+
+MODEL, JUDGE = 'mock-model', 'mock-judge'
+GOOD_LENGTHS = {'context_lengths': [600], 'document_depth_percents': [50]}
+LONG_NEEDLE = ' '.join(['The lighthouse keeper keeps a very long list of blue umbrellas and old boat sheds.'] * 12)
+# Environment that points ModelScope (and the HF hub) at a closed local port, without retries or back-off.
+UNREACHABLE_HUB_ENV = {
+    'MODELSCOPE_DOMAIN': '127.0.0.1:9',
+    'MODELSCOPE_ENDPOINT': 'http://127.0.0.1:9',
+    'MODELSCOPE_REPO_TREE_PAGE_MAX_ATTEMPTS': '1',
+    'HF_ENDPOINT': 'http://127.0.0.1:9',
+    'NO_PROXY': '127.0.0.1,localhost',
+    'no_proxy': '127.0.0.1,localhost',
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad configuration. Strings starting with '@' name a prepared path (see ``paths``)."""
+
+    id: str
+    extra_params: dict[str, Any] = field(default_factory=dict)
+    dataset_args: dict[str, Any] = field(default_factory=dict)  # besides extra_params; local_path defaults to '@good'
+    task: dict[str, Any] = field(default_factory=dict)  # TaskConfig overrides
+    entry: str = 'run_task'  # or 'preview' / 'cli'
+    error: type[Exception] = NiahConfigError
+    param: str | None = None  # NiahConfigError.param
+    fragments: tuple[str, ...] = ()
+
+
+CASES = [
+    # ---- parameters ----
+    Case(
+        'lengths_min_over_max',
+        {'context_lengths_min': 900, 'context_lengths_max': 500},
+        param='context_lengths_min',
+        fragments=('900 is larger than context_lengths_max (500)',),
+    ),
+    Case(
+        'depths_min_over_max',
+        {'document_depth_percent_min': 80, 'document_depth_percent_max': 20},
+        param='document_depth_percent_min',
+        fragments=('larger than document_depth_percent_max',),
+    ),
+    Case(
+        'length_intervals_zero',
+        {'context_lengths_num_intervals': 0},
+        param='context_lengths_num_intervals',
+        fragments=('must be at least 1', 'got 0'),
+    ),
+    Case(
+        'depth_intervals_negative',
+        {'document_depth_percent_intervals': -3},
+        param='document_depth_percent_intervals',
+        fragments=('must be at least 1',),
+    ),
+    Case(
+        'depth_max_over_100',
+        {'document_depth_percent_max': 150},
+        param='document_depth_percent_max',
+        fragments=('between 0 and 100', 'got 150'),
+    ),
+    Case(
+        'depth_list_negative',
+        {'document_depth_percents': [-5, 50]},
+        param='document_depth_percents',
+        fragments=('every depth must be between 0 and 100',),
+    ),
+    Case(
+        'unknown_key_preview',
+        {'context_length': [600]},
+        entry='preview',
+        param='context_length',
+        fragments=('unknown parameter', 'allowed parameters are', 'context_lengths,'),
+    ),
+    # EvalScope merges extra_params before our adapter exists: its own KeyError names the key (not the allowed ones).
+    Case(
+        'unknown_key_run_task',
+        {'context_length': [600]},
+        error=KeyError,
+        fragments=('Extra param context_length not found in benchmark needle_haystack',),
+    ),
+    Case(
+        'unknown_subset',
+        GOOD_LENGTHS,
+        {'subset_list': ['english', 'klingon']},
+        param='subset_list',
+        fragments=("unknown subset 'klingon'", "available: ['english', 'chinese']"),
+    ),
+    Case(
+        'bad_interval_type',
+        {'document_depth_percent_interval_type': 'log'},
+        param='document_depth_percent_interval_type',
+        fragments=("'linear' or 'sigmoid'", "got 'log'"),
+    ),
+    Case('lengths_not_a_list', {'context_lengths': 'oops'}, param='context_lengths', fragments=('valid list',)),
+    Case(
+        'length_max_not_a_number',
+        {'context_lengths_max': 'big'},
+        param='context_lengths_max',
+        fragments=('valid integer', "got 'big'"),
+    ),
+    Case(
+        'fractional_length',
+        {'context_lengths': [600.5]},
+        param='context_lengths.0',
+        fragments=('valid integer', 'fractional part'),
+    ),
+    Case('show_score_not_bool', {'show_score': 'maybe'}, param='show_score', fragments=('valid boolean',)),
+    Case('needles_not_a_list', {'needles': 'A needle.'}, param='needles', fragments=('valid list',)),
+    Case('needles_empty', {'needles': []}, param='needles', fragments=('at least one needle',)),
+    Case('needle_blank', {'needles': ['A needle.', '   ']}, param='needles', fragments=('non-empty string',)),
+    Case(
+        'subset_needle_blank',
+        {'subsets': {'chinese': {'needles': ['']}}},
+        param='subsets.chinese.needles',
+        fragments=('non-empty string',),
+    ),
+    Case(
+        'needle_longer_than_context',
+        {'needles': [LONG_NEEDLE], 'context_lengths': [200, 600]},
+        {'subset_list': ['english']},
+        param='context_lengths',
+        fragments=('[200] tokens cannot hold', 'shortest usable length is'),
+    ),
+    Case(
+        'lengths_too_small',
+        {'context_lengths': [50]},
+        param='context_lengths',
+        fragments=('[50] tokens cannot hold', 'shortest usable length is'),
+    ),
+    Case('lengths_empty', {'context_lengths': []}, param='context_lengths', fragments=('at least one length',)),
+    Case(
+        'length_negative',
+        {'context_lengths': [600, -600]},
+        param='context_lengths',
+        fragments=('positive number of tokens',),
+    ),
+    Case('tokenizer_blank', {'tokenizer_path': '  '}, param='tokenizer_path', fragments=('must not be empty',)),
+    Case(
+        'new_subset_without_language',
+        {'subsets': {'notes': {'corpus_file': 'notes.txt'}}},
+        param='subsets.notes',
+        fragments=("needs 'corpus_file' and 'language'",),
+    ),
+    # EvalScope's own check of dataset_args.
+    Case(
+        'protected_meta_field',
+        GOOD_LENGTHS,
+        {'evaluation_version': 'v9.9'},
+        error=ValueError,
+        fragments=('evaluation_version must be declared by BenchmarkMeta',),
+    ),
+    # ---- corpus files ----
+    Case(
+        'corpus_missing',
+        GOOD_LENGTHS,
+        {'local_path': '@only_chinese'},
+        param='subsets.english.corpus_file',
+        fragments=("'PaulGraham_Essays.txt' of subset 'english' not found", 'Journey_to_the_West.txt'),
+    ),
+    Case(
+        'corpus_empty',
+        GOOD_LENGTHS,
+        {'local_path': '@empty_english'},
+        param='subsets.english.corpus_file',
+        fragments=('is empty',),
+    ),
+    Case(
+        'corpus_not_utf8',
+        GOOD_LENGTHS,
+        {'local_path': '@latin1_chinese'},
+        param='subsets.chinese.corpus_file',
+        fragments=('not valid UTF-8', 're-encode it as UTF-8'),
+    ),
+    Case(
+        'corpus_no_sentence_boundary_en',
+        GOOD_LENGTHS,
+        {'local_path': '@no_boundary_english'},
+        param='subsets.english.corpus_file',
+        fragments=('has no sentence boundary', "'.', '!' or '?' followed by whitespace"),
+    ),
+    Case(
+        'corpus_no_sentence_boundary_zh',
+        GOOD_LENGTHS,
+        {'local_path': '@no_boundary_chinese'},
+        param='subsets.chinese.corpus_file',
+        fragments=('has no sentence boundary', "'。', '！', '？', '；' or '…'"),
+    ),
+    Case(
+        'corpus_no_sentence_boundary_preview',
+        GOOD_LENGTHS,
+        {'local_path': '@no_boundary_chinese'},
+        entry='preview',
+        param='subsets.chinese.corpus_file',
+        fragments=('has no sentence boundary',),
+    ),
+    Case(
+        'local_path_is_a_file',
+        GOOD_LENGTHS,
+        {'local_path': '@a_file'},
+        param='local_path',
+        fragments=('is not a directory',),
+    ),
+    Case(
+        'unreachable_hub',
+        GOOD_LENGTHS,
+        {'local_path': None},
+        entry='cli',
+        param='local_path',
+        fragments=('could not fetch', "dataset_args={'needle_haystack': {'local_path': '/path/to/folder'}}"),
+    ),
+    # ---- tokenizers ----
+    Case(
+        'tokenizer_dir_missing',
+        {**GOOD_LENGTHS, 'tokenizer_path': '/no/such/tokenizer'},
+        param='tokenizer_path',
+        fragments=("'/no/such/tokenizer' is not a directory",),
+    ),
+    Case(
+        'tokenizer_dir_without_json',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@no_tokenizer_json'},
+        param='tokenizer_path',
+        fragments=('has no tokenizer.json', 'vocab.json', "'tiktoken:cl100k_base'"),
+    ),
+    Case(
+        'tiktoken_unknown',
+        {**GOOD_LENGTHS, 'tokenizer_path': 'tiktoken:klingon'},
+        param='tokenizer_path',
+        fragments=("unknown tiktoken encoding or model 'klingon'", 'cl100k_base'),
+    ),
+    Case(
+        'tiktoken_not_offline',
+        {**GOOD_LENGTHS, 'tokenizer_path': 'tiktoken:r50k_base'},
+        param='tokenizer_path',
+        fragments=("'r50k_base' is not shipped offline", "offline encodings: ['cl100k_base', 'o200k_base']"),
+    ),
+    # ---- prompt templates ----
+    Case(
+        'template_without_context',
+        GOOD_LENGTHS,
+        {'prompt_template': 'Question: {question}'},
+        param='prompt_template',
+        fragments=('must contain {context} exactly once (found 0)', 'placeholders allowed'),
+    ),
+    Case(
+        'template_without_question',
+        GOOD_LENGTHS,
+        {'prompt_template': '<text>{context}</text> What is the best thing to do?'},
+        param='prompt_template',
+        fragments=('must contain {question} exactly once (found 0)',),
+    ),
+    Case(
+        'template_unknown_placeholder',
+        GOOD_LENGTHS,
+        {'prompt_template': '{context}\n{question}\n{answer}'},
+        param='prompt_template',
+        fragments=("unknown placeholder(s) ['answer']", 'allowed: {context} and {question}'),
+    ),
+    Case(
+        'template_context_twice',
+        GOOD_LENGTHS,
+        {'prompt_template': '{context}\n{question}\n{context}'},
+        param='prompt_template',
+        fragments=('must contain {context} exactly once (found 2)',),
+    ),
+    Case(
+        'template_unbalanced_brace',
+        GOOD_LENGTHS,
+        {'prompt_template': '{context} {question} {'},
+        param='prompt_template',
+        fragments=('not a valid format string', 'literal braces'),
+    ),
+    # ---- judge ----
+    Case(
+        'judge_without_model',
+        GOOD_LENGTHS,
+        task={'judge': {'strategy': 'auto'}},
+        param='judge',
+        fragments=('no judge model is configured', "judge={'strategy': 'rule'}", '--judge'),
+    ),
+]
+
+
+def test_table_is_large_and_ids_are_unique() -> None:
+    assert len(CASES) >= 30
+    assert len({case.id for case in CASES}) == len(CASES)
+
+
+@pytest.fixture(scope='module')
+def paths(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Corpus folders with one broken file each (the other file good), and other bad paths."""
+    root = tmp_path_factory.mktemp('bad_input')
+    english = (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8')
+    chinese = (fixture_corpus_dir / 'Journey_to_the_West.txt').read_text(encoding='utf-8')
+    broken = {
+        'only_chinese': {'Journey_to_the_West.txt': chinese.encode()},
+        'empty_english': {'PaulGraham_Essays.txt': b' \n\n ', 'Journey_to_the_West.txt': chinese.encode()},
+        'latin1_chinese': {'PaulGraham_Essays.txt': english.encode(), 'Journey_to_the_West.txt': b'caf\xe9. Ok.'},
+        'no_boundary_english': {
+            'PaulGraham_Essays.txt': re.sub(r'[.!?]', '', english).encode(),
+            'Journey_to_the_West.txt': chinese.encode(),
+        },
+        'no_boundary_chinese': {
+            'PaulGraham_Essays.txt': english.encode(),
+            'Journey_to_the_West.txt': re.sub('[。！？；…]', '，', chinese).encode(),
+        },
+    }
+    made = {'good': fixture_corpus_dir}
+    for name, files in broken.items():
+        made[name] = root / name
+        made[name].mkdir()
+        for file_name, data in files.items():
+            (made[name] / file_name).write_bytes(data)
+    made['a_file'] = root / 'a_file.txt'
+    made['a_file'].write_text('Not a folder.', encoding='utf-8')
+    made['no_tokenizer_json'] = root / 'tokenizer'
+    made['no_tokenizer_json'].mkdir()
+    (made['no_tokenizer_json'] / 'vocab.json').write_text('{}', encoding='utf-8')
+    return made
+
+
+@pytest.fixture(scope='module')
+def server():
+    register()
+    with OpenAICompatServer(
+        {MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}, max_seconds=300
+    ) as running:
+        yield running
+
+
+def _resolve(value: Any, paths: dict[str, Path]) -> Any:
+    if isinstance(value, str) and value.startswith('@'):
+        return str(paths[value[1:]])
+    if isinstance(value, dict):
+        return {key: _resolve(item, paths) for key, item in value.items()}
+    return value
+
+
+def _dataset_args(case: Case, paths: dict[str, Path]) -> dict[str, Any]:
+    args = _resolve({'local_path': '@good', **case.dataset_args, 'extra_params': case.extra_params}, paths)
+    return {key: value for key, value in args.items() if value is not None}
+
+
+def _run_task(case: Case, paths: dict[str, Path], server: OpenAICompatServer, work_dir: Path) -> Exception:
+    settings: dict[str, Any] = {
+        'model': MODEL,
+        'api_url': server.base_url,
+        'api_key': 'x',
+        'eval_type': 'openai_api',
+        'datasets': ['needle_haystack'],
+        'dataset_args': {'needle_haystack': _dataset_args(case, paths)},
+        'judge': {'models': [{'model_id': JUDGE, 'api_url': server.base_url, 'api_key': 'x'}]},
+        'work_dir': str(work_dir),
+        'no_timestamp': True,
+        'generation_config': {'retries': 1, 'retry_interval': 0},
+        **case.task,
+    }
+    try:
+        run_task(TaskConfig(**settings))
+    except Exception as exc:  # the exact type is asserted by the caller
+        return exc
+    pytest.fail('run_task accepted a bad configuration')
+
+
+def _preview(case: Case, paths: dict[str, Path], output: Path, capsys: pytest.CaptureFixture) -> str:
+    dataset_args = json.dumps(_dataset_args(case, paths))
+    assert niah_main(['preview', '--dataset-args', dataset_args, '--output', str(output)]) == 2
+    return capsys.readouterr().err
+
+
+def _cli_eval(case: Case, paths: dict[str, Path], server: OpenAICompatServer, work_dir: Path) -> str:
+    command = [
+        str(Path(sys.executable).with_name('evalscope-niah')), 'eval', '--model', MODEL, '--api-url', server.base_url,
+        '--api-key', 'x', '--datasets', 'needle_haystack', '--judge', '{"strategy": "rule"}',
+        '--dataset-args', json.dumps({'needle_haystack': _dataset_args(case, paths)}),
+        '--work-dir', str(work_dir), '--no-timestamp',
+    ]  # fmt: skip
+    env = {
+        **os.environ,
+        **UNREACHABLE_HUB_ENV,
+        'MODELSCOPE_CACHE': str(work_dir.parent / 'modelscope'),
+        'HF_HOME': str(work_dir.parent / 'hf'),
+    }
+    try:
+        completed = subprocess.run(command, capture_output=True, text=True, env=env, timeout=90)
+    except subprocess.TimeoutExpired:
+        pytest.fail('evalscope-niah eval took more than 90 s to give up on an unreachable hub')
+    assert completed.returncode == 2, completed.stderr[-3000:]
+    return completed.stderr
+
+
+@pytest.mark.parametrize('case', CASES, ids=[case.id for case in CASES])
+def test_bad_input_is_one_clear_error_before_any_model_call(
+    case: Case, paths: dict[str, Path], server: OpenAICompatServer, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    requests_before = len(server.requests)
+    work_dir, output = tmp_path / 'work', tmp_path / 'preview.jsonl'
+    if case.entry == 'run_task':
+        error = _run_task(case, paths, server, work_dir)
+        assert type(error) is case.error, repr(error)
+        if case.param is not None:
+            assert error.param == case.param
+        message = str(error)
+    else:
+        if case.entry == 'preview':
+            stderr = _preview(case, paths, output, capsys)
+        else:
+            stderr = _cli_eval(case, paths, server, work_dir)
+        # The CLI prints exactly one line for a NiahConfigError: 'evalscope-niah: error: <param>: <message>'.
+        (message,) = [line for line in stderr.splitlines() if line.startswith('evalscope-niah: error:')]
+        assert message.startswith(f'evalscope-niah: error: {case.param}: ')
+        assert 'Traceback' not in stderr
+    for fragment in case.fragments:
+        assert fragment in message
+    assert server.requests[requests_before:] == []  # neither the model nor the judge was called
+    assert not output.exists()
+    written = [path for path in work_dir.rglob('*.jsonl') if path.stat().st_size] if work_dir.exists() else []
+    assert written == []
+    assert not (work_dir / 'reports').exists()
+
+
+@pytest.mark.parametrize('where', ['middle', 'end'])
+def test_one_sentence_boundary_is_enough(paths: dict[str, Path], tmp_path: Path, where: str) -> None:
+    """The no-boundary check refuses only corpora with none at all; a final '.' counts (copies are joined)."""
+    text = (paths['no_boundary_english'] / 'PaulGraham_Essays.txt').read_text(encoding='utf-8')
+    words = text.split(' ')
+    if where == 'middle':
+        words[len(words) // 2] += '.'
+    text = ' '.join(words).rstrip() + ('.' if where == 'end' else '')
+    (tmp_path / 'PaulGraham_Essays.txt').write_text(text, encoding='utf-8')
+    output = tmp_path / 'samples.jsonl'
+    dataset_args = {'local_path': str(tmp_path), 'subset_list': ['english'], 'extra_params': GOOD_LENGTHS}
+    assert niah_main(['preview', '--dataset-args', json.dumps(dataset_args), '--output', str(output)]) == 0
+    (record,) = [json.loads(line) for line in output.read_text(encoding='utf-8').splitlines()]
+    assert record['prompt_tokens'] == 600
