@@ -6,12 +6,16 @@ them onto EvalScope 1.14's adapter hooks.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
 import os
 import re
 import sys
+import threading
+import time
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
 from evalscope.api.benchmark import BenchmarkMeta, DefaultDataAdapter
@@ -28,6 +32,7 @@ from evalscope.api.judge import (
 )
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.metric import AggScore, MetricSelector, SampleScore, Score
+from evalscope.api.model import GenerateConfig, Model, ModelOutput
 from evalscope.api.registry import BENCHMARK_REGISTRY
 from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy, Tags
 from pydantic import BaseModel
@@ -55,10 +60,27 @@ logger = logging.getLogger(__name__)
 BENCHMARK_NAME = 'needle_haystack'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
-EVALUATION_VERSION = 'v2.1'
+EVALUATION_VERSION = 'v2.2'  # v2.2: cut replies are budget failures or flagged scores, empty replies retried
 ELIDED_PROMPT = '<haystack elided: stored once, in predictions/>'
 _HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
 _BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
+
+# ---- reliability defaults (README: Guarantees) -------------------------------------------------------------------
+# EvalScope retries only calls that raise. A 200 reply without text, or one cut by the token limit, reaches the
+# scorer as an answer and would score 0, so the adapter looks at every reply and calls again, at most this often.
+REPLY_ATTEMPTS = 3
+# Sleep REPLY_BACKOFF_S * n after the n-th discarded reply: short, the server answered, it is not rate limiting.
+REPLY_BACKOFF_S = 1.0
+# Per-request timeout when generation_config.timeout is unset (the openai SDK would wait 600 s, then retry twice,
+# inside each of EvalScope's 5 attempts). A queued request looks like a hung one to the client, so the timeout
+# grows with the prompt tokens in flight: all concurrent requests at a pessimistic 500 tokens/s, at least 120 s.
+MIN_TIMEOUT_S = 120.0
+PROMPT_TOKENS_PER_S = 500.0
+# Judge prompts are short (question, reference, answer); a judge's reasoning can still take minutes.
+JUDGE_TIMEOUT_S = 300.0
+# A reply cut by the token limit whose rule recall reaches this (the rule's "certain pass" bound) already holds
+# every needle fact: the rest could not make it wrong, so it is scored (and flagged). Below it, it is a budget failure.
+COMPLETE_RECALL = 0.9
 
 DESCRIPTION = f"""
 ## Overview
@@ -105,6 +127,11 @@ class NiahAdapter(DefaultDataAdapter):
         values = {key: value for key, value in self.extra_params.items() if value is not None}
         self.params = parse_params(values)
         self._results: dict[str, list[SampleResult]] = {}
+        # Samples that raised after every retry, per subset (worker threads append: hence the lock).
+        self._errors: dict[str, list[SampleResult]] = defaultdict(list)
+        self._errors_lock = threading.Lock()
+        self._report_dir: str | None = None
+        self._outputs_written = False
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -191,6 +218,54 @@ class NiahAdapter(DefaultDataAdapter):
         del metadata['messages']
         return Sample(input=messages, target=sample.reference_answer, metadata=metadata)
 
+    # ---- inference: retries EvalScope does not do, and a record of what still fails -----------------------------
+
+    def _on_inference(self, model: Model, sample: Sample) -> Any:
+        if self._task_config is not None and self._task_config.agent_config is not None:
+            return super()._on_inference(model, sample)
+        config = model_call_config(model.config, sample.metadata.get('context_length'))
+        return generate_checked(
+            lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
+            what='model',
+            max_tokens=model.config.max_tokens,
+        )
+
+    def run_inference(self, model: Model, sample: Sample, output_dir: str, **kwargs: Any) -> TaskState:
+        # reports/<model_id> is the sibling of predictions/<model_id>; kept for runs where every sample errors.
+        self._report_dir = os.path.join(
+            os.path.dirname(os.path.dirname(output_dir)), 'reports', os.path.basename(output_dir)
+        )
+        try:
+            return super().run_inference(model, sample, output_dir, **kwargs)
+        except Exception as exc:
+            # EvalScope writes no row for it (so --use-cache retries it), and with ignore_errors only counts it.
+            self._record_error(sample.metadata, exc)
+            raise
+
+    def _record_error(self, metadata: dict[str, Any], exc: Exception) -> None:
+        message = f'{type(exc).__name__}: {exc}'
+        result = SampleResult(
+            subset=metadata['subset'],
+            context_length=int(metadata['context_length']),
+            depth_percent=float(metadata['depth_percent']),
+            accuracy=None,
+            rule_recall=None,
+            levenshtein=None,
+            judge_accuracy=None,
+            judge_status='not_called',
+            error=message[:_MAX_ERROR_CHARS],
+        )
+        with self._errors_lock:
+            self._errors[result.subset].append(result)
+
+    def init_llm_judges(self) -> list[Any]:
+        judges = super().init_llm_judges()
+        for judge in judges:
+            # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
+            # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
+            judge.generate = functools.partial(_judge_generate, judge)
+        return judges
+
     # ---- scoring ---------------------------------------------------------------------------------------------
 
     def calculate_metrics(self, task_state: TaskState) -> SampleScore:
@@ -199,7 +274,45 @@ class NiahAdapter(DefaultDataAdapter):
             message.model_copy(update={'content': ELIDED_PROMPT}) if message.role == 'user' else message
             for message in task_state.messages
         ]
-        return super().calculate_metrics(task_state)
+        try:
+            budget = budget_failure(task_state.output)
+            if budget is None:
+                return super().calculate_metrics(task_state)
+            if budget == 'token limit' and self._answer_complete(task_state):
+                # Models often answer, then ramble into the limit: the answer is there, judge it, count the cut.
+                sample_score = super().calculate_metrics(task_state)
+                sample_score.score.metadata = {**(sample_score.score.metadata or {}), 'budget_exhausted': True}
+                return sample_score
+            return self._budget_score(task_state, budget)
+        except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
+            self._record_error(task_state.metadata, exc)
+            raise
+
+    def _answer_complete(self, task_state: TaskState) -> bool:
+        prediction = task_state.output.completion
+        filtered = self.filter_prediction(prediction, task_state)
+        rule = self.match_score(prediction, filtered, task_state.target, task_state)
+        return rule.value['rule_recall'] >= COMPLETE_RECALL
+
+    def _budget_score(self, task_state: TaskState, reason: str) -> SampleScore:
+        # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
+        prediction = task_state.output.completion
+        score = Score(
+            value={},
+            main_score_name='acc',
+            status=ScoreStatus.EXCLUDED,
+            prediction=prediction,
+            extracted_prediction=strip_reasoning(prediction),
+            explanation=f'reply cut: {reason}',
+            metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
+        )
+        return SampleScore(
+            score=score,
+            sample_id=task_state.sample_id,
+            group_id=task_state.group_id,
+            generation_index=(task_state.sample_id % self.repeats) if self.repeats > 1 else 0,
+            sample_metadata=task_state.metadata,
+        )
 
     def match_score(
         self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
@@ -270,30 +383,53 @@ class NiahAdapter(DefaultDataAdapter):
                     aggregate.dimensions = {**aggregate.dimensions, 'context_length': length, 'depth_percent': depth}
                     aggregates.append(aggregate)
         results = [_sample_result(sample_score) for sample_score in sample_scores]
-        for subset in {result.subset for result in results}:
+        subsets = {result.subset for result in results}  # one, when EvalScope aggregates a subset
+        for subset in subsets:
             self._results[subset] = [result for result in results if result.subset == subset]
-        for summary in summarize_subsets(results):
+        # Samples that errored this run have no SampleScore; count them beside the scored ones.
+        errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
+        for summary in summarize_subsets(results + errors):
+            # Errors and budget failures as shares of every sample of the subset (count * share = exact count):
+            # EvalScope's overall row is the sample-weighted mean of the subset rows, right for shares only.
+            total = sum(result.subset == summary.subset for result in results + errors)
             extra = {
-                'judge_rule_agreement': summary.agreement.share_agree,
-                'judge_rule_kappa': summary.agreement.kappa,
-                'judge_failures': float(summary.judge_failures),
+                'judge_rule_agreement': (summary.agreement.share_agree, summary.n),
+                'judge_rule_kappa': (summary.agreement.kappa, summary.n),
+                'judge_failures': (float(summary.judge_failures), summary.n),
+                'inference_error_rate': (summary.errors / total, total),
+                'budget_exhausted_rate': (summary.budget_exhausted / total, total),
             }
-            for name, value in extra.items():
+            for name, (value, num) in extra.items():
                 if value is not None:
                     aggregates.append(
-                        AggScore(score=value, metric_name=name, dimensions={'scope': 'overall'}, num=summary.n, ids=[])
+                        AggScore(score=value, metric_name=name, dimensions={'scope': 'overall'}, num=num, ids=[])
                     )
         return aggregates
 
     def _on_generate_report_end(self, report: Any, output_dir: str, **kwargs: Any) -> None:
+        self._write_outputs(output_dir, plot=True)
+
+    def finalize(self, *args: Any, **kwargs: Any) -> None:
+        # With ignore_errors and every sample errored, EvalScope builds no report and never calls the hook above;
+        # the errors must still reach the results file. (Without ignore_errors the run raised: nothing to write.)
+        ignore_errors = self._task_config is not None and self._task_config.ignore_errors
+        if ignore_errors and self._errors and not self._outputs_written and self._report_dir is not None:
+            self._write_outputs(self._report_dir, plot=False)
+        super().finalize(*args, **kwargs)
+
+    def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
         from .plotting import plot_all
 
-        results = [result for subset in sorted(self._results) for result in self._results[subset]]
+        subsets = sorted(set(self._results) | set(self._errors))
+        results = [result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset]]]
         if not results:
             return
+        self._outputs_written = True
         write_results(os.path.join(output_dir, RESULTS_FILE), results)
         cells = summarize_cells(results)
         write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
+        if not plot:
+            return
         try:
             paths = plot_all(cells, output_dir=output_dir, show_score=self.params.show_score)
             logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
@@ -320,7 +456,107 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         levenshtein=value.get('levenshtein'),
         judge_accuracy=value.get('judge_accuracy') if judge_ok else None,
         judge_status='ok' if judge_ok else ('failed' if judged else 'not_called'),
+        budget_exhausted=bool((score.metadata or {}).get('budget_exhausted')),
     )
+
+
+# ---- reply checks and retries (model and judge) -------------------------------------------------------------------
+
+_MAX_ERROR_CHARS = 500
+
+
+class EmptyReplyError(RuntimeError):
+    """The server kept answering 200 with no text: a server fault, not an answer."""
+
+
+class CutReplyError(RuntimeError):
+    """A judge reply cut by the token limit: its verdict cannot be trusted."""
+
+
+def budget_failure(output: ModelOutput | None) -> str | None:
+    """Why a reply ran out of room ('token limit', 'context window'), or None."""
+    if output is None or output.empty:
+        return None
+    if output.stop_reason == 'max_tokens':
+        return 'token limit'  # includes a reasoning model stopped inside its <think> block
+    if output.stop_reason == 'model_length':
+        return 'context window'  # EvalScope's reply to a context-overflow 400 (its content is the error text)
+    return None
+
+
+def reply_is_empty(output: ModelOutput) -> bool:
+    """No choice, or a choice with neither text, reasoning nor tool call."""
+    if output.empty:
+        return True
+    message = output.message
+    if message.tool_calls:
+        return False
+    if isinstance(message.content, str):
+        return not message.content.strip()
+    for part in message.content:
+        text = getattr(part, 'text', None) if part.type == 'text' else getattr(part, 'reasoning', None)
+        if part.type not in ('text', 'reasoning') or (text or '').strip():
+            return False
+    return True
+
+
+def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: int | None = None) -> ModelOutput:
+    """Call until the reply is usable, at most REPLY_ATTEMPTS times.
+
+    Empty replies are retried; if every reply is empty, EmptyReplyError (the sample errors, it is not scored).
+    A reply cut by the token limit is returned as is when it used the whole `max_tokens` budget (the same call would
+    be cut again); otherwise (no budget set, or cut short of it: a server fault) it is retried once. The scorer then
+    decides between a score and a budget failure. A context overflow is returned at once: it would overflow again.
+    Transport errors never reach here: EvalScope has retried them already.
+    """
+    discarded: list[str] = []
+    for attempt in range(1, REPLY_ATTEMPTS + 1):
+        output = call()
+        last = attempt == REPLY_ATTEMPTS
+        if reply_is_empty(output):
+            if last:
+                raise EmptyReplyError(f'{what} reply {attempt} of {attempt} is empty (discarded before: {discarded})')
+            problem = 'empty'
+        elif (
+            output.stop_reason == 'max_tokens'
+            and not last
+            and 'max_tokens' not in discarded
+            and not _used_budget(output, max_tokens)
+        ):
+            problem = 'max_tokens'
+        else:
+            if discarded:  # kept in the prediction row: the retries stay visible
+                output.metadata = {**(output.metadata or {}), 'niah_discarded_replies': discarded}
+            return output
+        discarded.append(problem)
+        logger.warning('needle_haystack: %s reply %d discarded (%s); calling again', what, attempt, problem)
+        time.sleep(REPLY_BACKOFF_S * attempt)
+    raise AssertionError('unreachable')
+
+
+def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
+    usage = output.usage
+    return max_tokens is not None and usage is not None and usage.output_tokens >= max_tokens
+
+
+def model_call_config(config: GenerateConfig, context_length: int | None) -> GenerateConfig | None:
+    """Per-call overrides: a timeout sized to the prompt when the user set none (merged over theirs)."""
+    if config.timeout is not None or not context_length:
+        return None
+    in_flight = max(1, config.batch_size or 1) * int(context_length)
+    return GenerateConfig(timeout=max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S))
+
+
+def _judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
+    model = judge.model
+    config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)
+    output = generate_checked(
+        lambda: model.generate(messages, config=config), what='judge', max_tokens=model.config.max_tokens
+    )
+    reason = budget_failure(output)
+    if reason is not None:
+        raise CutReplyError(f'judge reply cut by its {reason}; raise judge generation_config.max_tokens')
+    return output
 
 
 def build_meta() -> BenchmarkMeta:

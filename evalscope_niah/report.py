@@ -131,8 +131,9 @@ class SampleResult:
     """One scored (or errored) NIAH sample.
 
     `accuracy` is the final score (judge, or rule fallback).  None means the model server errored: the sample is
-    left out of every mean and counted in `errors` instead.  `judge_accuracy` is set exactly when the judge
-    answered (`judge_status == 'ok'`).
+    left out of every mean and counted in `errors` instead.  None with no `error` and `budget_exhausted` means the
+    reply was cut by the token limit: left out of every mean too, counted in `budget_exhausted`, not in `errors`.
+    `judge_accuracy` is set exactly when the judge answered (`judge_status == 'ok'`).
     """
 
     subset: str
@@ -169,8 +170,13 @@ class SampleResult:
 
     @property
     def errored(self) -> bool:
-        """True when the sample has no final score (model-server fault)."""
-        return self.accuracy is None
+        """True when the sample has no final score because of a fault (not because its reply ran out of room)."""
+        return self.accuracy is None and not self.budget_excluded
+
+    @property
+    def budget_excluded(self) -> bool:
+        """True when the reply was cut by the token limit or context window: no score, and no error either."""
+        return self.accuracy is None and self.error is None and self.budget_exhausted
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -287,7 +293,7 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
         rule_recall=_mean([s.rule_recall for s in scored if s.rule_recall is not None]),
         levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
         judge_failures=sum(s.judge_status == 'failed' for s in samples),
-        errors=len(samples) - len(scores),
+        errors=sum(s.errored for s in samples),
         ci_low=ci_low,
         ci_high=ci_high,
     )
@@ -296,8 +302,9 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
 def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
     """One summary per (subset, context_length, depth_percent), sorted by that key.
 
-    Errored samples (accuracy None) count in `errors` only; a cell whose samples all errored has n=0 and
-    accuracy None.  `judge_failures` counts every sample whose judge call failed (its score fell back to the rule).
+    Errored samples (accuracy None) count in `errors` only, budget-excluded ones in neither; a cell whose samples
+    all errored has n=0 and accuracy None.  `judge_failures` counts every sample whose judge call failed (its
+    score fell back to the rule).
     """
     groups: dict[tuple[str, int, float], list[SampleResult]] = defaultdict(list)
     for result in results:
@@ -359,7 +366,7 @@ def _summarize_subset(subset: str, samples: Sequence[SampleResult]) -> SubsetSum
         levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
         agreement=agreement(_judge_rule_pairs(samples)),
         judge_failures=sum(s.judge_status == 'failed' for s in samples),
-        errors=len(samples) - len(scores),
+        errors=sum(s.errored for s in samples),
         budget_exhausted=sum(s.budget_exhausted for s in samples),
     )
 
