@@ -33,8 +33,9 @@ from evalscope.api.judge import (
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.metric import AggScore, MetricSelector, SampleScore, Score
 from evalscope.api.model import GenerateConfig, Model, ModelOutput
-from evalscope.api.registry import BENCHMARK_REGISTRY
+from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY
 from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy, Tags
+from evalscope.evaluator import DefaultEvaluator
 from pydantic import BaseModel
 
 from . import __version__, _autoload
@@ -580,6 +581,21 @@ def build_meta() -> BenchmarkMeta:
     )
 
 
+class NiahEvaluator(DefaultEvaluator):
+    """EvalScope's evaluator, with reviews that survive a crash.
+
+    A fresh run writes reviews to a temporary file that EvalScope publishes only when the run ends, so after a
+    kill -9 every finished review was lost and re-judged on resume. A fresh run has no old reviews to protect:
+    publish the (empty) files at once, so each review is appended where --use-cache will find it.
+    """
+
+    def _collect_work_items(self, dataset_dict):
+        context = super()._collect_work_items(dataset_dict)
+        if not self.use_cache:
+            self.cache_manager.commit_review_reruns()
+        return context
+
+
 def register() -> BenchmarkMeta:
     """Make ``needle_haystack`` ours in EvalScope's registry; idempotent.
 
@@ -594,6 +610,7 @@ def register() -> BenchmarkMeta:
             importlib.import_module(_BUILTIN_MODULE)
         meta = build_meta()
         dict.__setitem__(BENCHMARK_REGISTRY, BENCHMARK_NAME, meta)
+        EVALUATOR_REGISTRY[BENCHMARK_NAME] = NiahEvaluator
         return meta
 
 

@@ -5,8 +5,8 @@ process), with one sample's prompt failing permanently (``ignore_errors=True``).
 predictions are on disk. Run 2 resumes in this process with ``use_cache``; run 3 changes the grid and must be
 refused. Every chat request is recorded, so "sent at most once" is checked per prompt.
 
-One gap is EvalScope's, marked xfail below: a fresh run keeps its reviews in a temporary file until it ends, so
-the reviews of a killed first run are lost and judged again (predictions are kept).
+EvalScope keeps a fresh run's reviews in a temporary file until the run ends; our evaluator publishes them at once,
+so the reviews of a killed first run are kept too (last test).
 """
 
 from __future__ import annotations
@@ -241,12 +241,6 @@ def test_changed_grid_with_use_cache_is_refused_and_changes_nothing(resumed: Res
     assert resumed.untouched  # old predictions, reviews, report and identity as they were: nothing mixed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='EvalScope 1.14.1 writes the reviews of a fresh (non-use_cache) run to reviews/*.jsonl.rerun-<uuid> '
-    'and publishes them only when the run ends, so a kill loses every review of run 1 and run 2 re-judges them. '
-    'Fix: an evaluator for needle_haystack that publishes the empty review file at the start of a fresh run.',
-)
 def test_finished_reviews_of_a_killed_first_run_are_not_recomputed(resumed: Resumed) -> None:
     assert resumed.computed_reviews_1  # reviews were computed and flushed before the kill
     assert resumed.run2_judge_requests == resumed.count - len(resumed.computed_reviews_1)
