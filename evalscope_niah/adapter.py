@@ -163,6 +163,7 @@ class NiahAdapter(DefaultDataAdapter):
 
         datasets = {}
         self._samplers: dict[str, SubsetSampler] = {}
+        self._expected_cells: dict[str, dict[int, tuple[int, float]]] = {}
         for subset in subsets:
             cells = grid(self.params, [subset.name])
             needed = self._cells_after_limit(cells)
@@ -186,6 +187,10 @@ class NiahAdapter(DefaultDataAdapter):
                 shuffle=self.shuffle,
                 seed=self.seed,
             )
+            # Cached predictions are matched by position; these labels let reviews reject another grid's rows.
+            self._expected_cells[subset.name] = {
+                sample.id: _cell_of(sample.metadata) for sample in datasets[subset.name]
+            }
         return DatasetDict(datasets), None
 
     def _cells_after_limit(self, cells: list[GridCell]) -> list[GridCell]:
@@ -270,6 +275,7 @@ class NiahAdapter(DefaultDataAdapter):
     # ---- scoring ---------------------------------------------------------------------------------------------
 
     def calculate_metrics(self, task_state: TaskState) -> SampleScore:
+        self._check_cached_cell(task_state)
         # The prediction row (with the prompt) is already written; the review row need not repeat the haystack.
         task_state.messages = [
             message.model_copy(update={'content': ELIDED_PROMPT}) if message.role == 'user' else message
@@ -288,6 +294,20 @@ class NiahAdapter(DefaultDataAdapter):
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
             self._record_error(task_state.metadata, exc)
             raise
+
+    def _check_cached_cell(self, task_state: TaskState) -> None:
+        """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
+        reported under this grid's cells: EvalScope matches cached rows to samples by position only."""
+        metadata = task_state.metadata
+        expected = getattr(self, '_expected_cells', {}).get(metadata.get('subset'), {}).get(task_state.sample_id)
+        if expected is not None and _cell_of(metadata) != expected:
+            raise NiahConfigError(
+                'use_cache',
+                f'the cached prediction of {metadata["subset"]} sample {task_state.sample_id} was made for context '
+                f'length {metadata["context_length"]} at depth {metadata["depth_percent"]}%, but this grid puts '
+                f'length {expected[0]} at depth {expected[1]}% there. Run with the cached extra_params, or without '
+                '--use-cache',
+            )
 
     def _answer_complete(self, task_state: TaskState) -> bool:
         prediction = task_state.output.completion
@@ -436,6 +456,10 @@ class NiahAdapter(DefaultDataAdapter):
             logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
         except Exception:  # plotting must not lose the scores, but it must not be silent either
             logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
+
+
+def _cell_of(metadata: dict[str, Any]) -> tuple[int, float]:
+    return int(metadata['context_length']), float(metadata['depth_percent'])
 
 
 def _rule_values(rule: Score) -> dict[str, float]:

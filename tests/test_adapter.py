@@ -10,6 +10,7 @@ import csv
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -196,3 +197,18 @@ def test_plain_evalscope_cli_runs_ours_with_rule_scoring(tmp_path, corpus_dir):
         assert len(server.requests_for(MODEL)) == 1  # --limit 1
     results = (tmp_path / 'reports' / MODEL / 'needle_haystack_results.jsonl').read_text(encoding='utf-8')
     assert json.loads(results.splitlines()[0])['judge_status'] == 'not_called'
+
+
+def test_rerun_review_of_another_grid_never_mixes_cells(judged_run, corpus_dir, tmp_path):
+    """--use-cache with --rerun-review passes EvalScope's identity check; our adapter must still refuse old cells."""
+    work_dir = tmp_path / 'copy'
+    shutil.copytree(judged_run['work_dir'], work_dir)
+    changed = {
+        'local_path': str(corpus_dir),
+        'extra_params': {'context_lengths': [600, 900], 'document_depth_percents': DEPTHS},
+    }
+    with OpenAICompatServer({MODEL: depth_sensitive_model, JUDGE: make_judge_responder(overlap_grader)}) as server:
+        task = _task(server, corpus_dir, work_dir, use_cache=str(work_dir), rerun_review=True)
+        task.dataset_args = {'needle_haystack': changed}
+        with pytest.raises(Exception, match='was made for context length 1200'):
+            run_task(task)
