@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
+from tests.support.reports import cell_scores
 
 pytest.importorskip('evalscope')
 
@@ -97,19 +98,8 @@ def test_register_replaces_builtin_and_is_idempotent():
     assert first.description
 
 
-def _cell_scores(report) -> dict[tuple[str, int, int], float]:
-    scores = {}
-    for metric in report.metrics:
-        dims = metric.identity.dimensions
-        if metric.identity.name == 'accuracy' and 'context_length' in dims:
-            for category in metric.categories:
-                for subset in category.subsets:
-                    scores[(subset.name, dims['context_length'], dims['depth_percent'])] = subset.score
-    return scores
-
-
 def test_cell_scores_follow_the_model(judged_run):
-    scores = _cell_scores(judged_run['report'])
+    scores = cell_scores(judged_run['report'])
     assert len(scores) == 2 * len(LENGTHS) * len(DEPTHS)
     for (_, _, depth), score in scores.items():
         assert score == (0.0 if depth == 100 else 1.0)

@@ -22,6 +22,7 @@ from tests.support.openai_server import (
     needle_finder,
     overlap_grader,
 )
+from tests.support.reports import cell_scores, overall_scores
 
 pytest.importorskip('evalscope')
 
@@ -87,21 +88,6 @@ def _rows(work_dir: Path, kind: str, subset: str = 'english') -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines()] if path.exists() else []
 
 
-def _overall(report) -> dict[str, float]:
-    return {m.identity.name: m.score for m in report.metrics if m.identity.dimensions == {'scope': 'overall'}}
-
-
-def _cell_scores(report) -> dict[tuple[str, int, int], float]:
-    scores = {}
-    for metric in report.metrics:
-        dims = metric.identity.dimensions
-        if metric.identity.name == 'accuracy' and 'context_length' in dims:
-            for category in metric.categories:
-                for subset in category.subsets:
-                    scores[(subset.name, dims['context_length'], dims['depth_percent'])] = subset.score
-    return scores
-
-
 def _scripted(*replies: str | None) -> Callable[[list[dict]], str]:
     """A responder that gives `replies` in order (None: the real answer), then real answers."""
     calls = iter(replies)
@@ -142,7 +128,7 @@ def test_fault_run_injected_every_kind_of_fault(fault_run):
 
 
 def test_fault_run_scores_every_cell_and_never_zero(fault_run):
-    scores = _cell_scores(fault_run['report'])
+    scores = cell_scores(fault_run['report'])
     assert len(scores) == 2 * len(LENGTHS) * len(DEPTHS)
     assert set(scores.values()) == {1.0}
     results = _results(fault_run['work_dir'])
@@ -159,7 +145,7 @@ def test_fault_run_has_one_row_per_sample(fault_run):
 
 def test_fault_run_counts_apart_from_answers(fault_run):
     report, results = fault_run['report'], _results(fault_run['work_dir'])
-    overall = _overall(report)
+    overall = overall_scores(report)
     assert (overall['inference_error_rate'], overall['budget_exhausted_rate']) == (0.0, 0.0)
     assert report.execution_summary.errored == 0 and not report.execution_summary.incomplete
     # Judge failures (if a fault outlived the retries) fell back to the rule score: counted, still 1.0.
@@ -214,7 +200,7 @@ def test_a_sample_that_stays_empty_is_an_error_and_resume_retries_it(tmp_path, f
             0.0,
         )
         assert scored.accuracy == 1.0
-        assert _overall(report)['inference_error_rate'] == 0.5 and report.execution_summary.errored == 1
+        assert overall_scores(report)['inference_error_rate'] == 0.5 and report.execution_summary.errored == 1
         with open(tmp_path / 'reports' / MODEL / 'needle_haystack_cells.csv', encoding='utf-8') as handle:
             cells = {row['depth_percent']: row for row in csv.DictReader(handle)}
         assert (cells['0.0']['n'], cells['0.0']['errors'], cells['0.0']['accuracy']) == ('0', '1', '')
@@ -271,7 +257,7 @@ def test_a_reply_cut_before_its_answer_is_a_budget_failure(
     [review] = _rows(tmp_path, 'reviews')
     score = review['sample_score']['score']
     assert (score['value'], score['status'], score['metadata']['budget_exhausted']) == ({}, 'excluded', True)
-    overall = _overall(report)
+    overall = overall_scores(report)
     assert (overall['budget_exhausted_rate'], overall['inference_error_rate']) == (1.0, 0.0)
     assert 'accuracy' not in overall  # no score at all, rather than a 0
 
@@ -283,7 +269,7 @@ def test_a_reply_cut_after_its_answer_is_scored_and_counted(tmp_path, fixture_co
         assert len(s.requests_for(JUDGE)) == 1
     [result] = _results(tmp_path)
     assert (result.accuracy, result.judge_status, result.budget_exhausted) == (1.0, 'ok', True)
-    overall = _overall(report)
+    overall = overall_scores(report)
     assert (overall['accuracy'], overall['budget_exhausted_rate'], overall['inference_error_rate']) == (1.0, 1.0, 0.0)
 
 
@@ -318,7 +304,7 @@ def test_judge_faults_fall_back_to_the_rule_score_and_are_counted(
         report = run_task(_task(server, fixture_corpus_dir, tmp_path, judge=judge))['needle_haystack']
     [result] = _results(tmp_path)
     assert (result.accuracy, result.judge_status, result.error) == (1.0, 'failed', None)
-    assert _overall(report)['judge_failures'] == 1.0
+    assert overall_scores(report)['judge_failures'] == 1.0
     assert report.judge_summary.status == 'degraded'
     assert sum(report.judge_summary.failures.values()) == 1
     [review] = _rows(tmp_path, 'reviews')
