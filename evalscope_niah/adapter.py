@@ -82,6 +82,7 @@ JUDGE_TIMEOUT_S = 300.0
 # A reply cut by the token limit whose rule recall reaches this (the rule's "certain pass" bound) already holds
 # every needle fact: the rest could not make it wrong, so it is scored (and flagged). Below it, it is a budget failure.
 COMPLETE_RECALL = 0.9
+_MAX_ERROR_CHARS = 500
 
 DESCRIPTION = f"""
 ## Overview
@@ -133,6 +134,8 @@ class NiahAdapter(DefaultDataAdapter):
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
         self._outputs_written = False
+        self._samplers: dict[str, SubsetSampler] = {}  # filled by load()
+        self._expected_cells: dict[str, dict[int, tuple[int, float]]] = {}  # subset -> sample id -> (length, depth)
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -162,8 +165,6 @@ class NiahAdapter(DefaultDataAdapter):
         from .corpus import load_corpus
 
         datasets = {}
-        self._samplers: dict[str, SubsetSampler] = {}
-        self._expected_cells: dict[str, dict[int, tuple[int, float]]] = {}
         for subset in subsets:
             cells = grid(self.params, [subset.name])
             needed = self._cells_after_limit(cells)
@@ -299,7 +300,7 @@ class NiahAdapter(DefaultDataAdapter):
         """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
         reported under this grid's cells: EvalScope matches cached rows to samples by position only."""
         metadata = task_state.metadata
-        expected = getattr(self, '_expected_cells', {}).get(metadata.get('subset'), {}).get(task_state.sample_id)
+        expected = self._expected_cells.get(metadata.get('subset'), {}).get(task_state.sample_id)
         if expected is not None and _cell_of(metadata) != expected:
             raise NiahConfigError(
                 'use_cache',
@@ -486,8 +487,6 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
 
 
 # ---- reply checks and retries (model and judge) -------------------------------------------------------------------
-
-_MAX_ERROR_CHARS = 500
 
 
 class EmptyReplyError(RuntimeError):

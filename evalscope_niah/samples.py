@@ -18,7 +18,7 @@ from .haystack import (
 )
 from .params import NiahParams, ResolvedSubset
 from .prompts import PromptSpec
-from .tokenization import TokenCounter, Tokenizer, load_tokenizer, token_index
+from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class SubsetSampler:
         self.corpus = corpus
         self.tokenizer = tokenizer
         self.prompt = prompt
-        counter = TokenCounter(tokenizer)
+        counter = shared_counter(tokenizer)
         frame = prompt_frame(tokenizer, prompt, question=subset.retrieval_question, count=counter)
         # A first, prefix-only pass finds how many corpus tokens the longest prompt needs.
         needed = max_context_length + 512

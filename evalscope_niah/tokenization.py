@@ -520,3 +520,16 @@ class TokenCounter:
         except sqlite3.Error:
             pass  # losing cached counts only costs speed next time
         self._pending.clear()
+
+
+_COUNTERS: dict[tuple[str, Path], TokenCounter] = {}
+
+
+def shared_counter(tokenizer: Tokenizer) -> TokenCounter:
+    """One persistent counter (one SQLite connection, one memory memo) per tokenizer and cache directory, so the
+    subsets of a run, and later runs in the same process, share it instead of each opening the store again."""
+    key = (tokenizer.fingerprint, cache_dir())
+    with _LOCK:
+        if key not in _COUNTERS:
+            _COUNTERS[key] = TokenCounter(tokenizer)
+        return _COUNTERS[key]
