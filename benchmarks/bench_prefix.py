@@ -1,25 +1,28 @@
 """Prefix-cache reuse: the share of prompt tokens that a server with prefix caching could reuse, by request order.
 
-    python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both] [--json FILE]
+    python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both] [--in-flight W]
+                                      [--json FILE]
 
 Builds every sample of the grid in full (``evalscope_niah.samples.iter_samples``, real corpus, real Qwen3 tokenizer)
 and prints ``evalscope_niah.ordering.prefix_reuse_share`` for the samples in grid order (how EvalScope's built-in
-sends them: lengths outer, depths inner) and in our request order (``prefix_friendly_order``). Beside it, an
-independent check from the prompt texts alone: for each prompt in send order, the longest common prefix (in
-characters) with any prompt sent before it, as a share of all prompt characters.
+sends them: lengths outer, depths inner) and in our request order (``prefix_friendly_order``): one request at a time,
+and with W requests in flight (its ``concurrency``, when it has that parameter).
 
-With an ideal cache that share does not depend on the order at all: prompts of one subset follow the same corpus
+Beside it, an independent check from the prompt texts alone: for each prompt in send order, the longest common
+prefix (in characters) with any prompt sent before it, as a share of all prompt characters; and the same when a
+prompt may only reuse prompts sent at least W places before it (the W - 1 just before it are still in flight).
+
+With one request at a time the share does not depend on the order: prompts of one subset follow the same corpus
 text up to their divergence token d, so the k-th prompt reuses min(d_k, max d before it), and summed over any
 order that is sum(d) - max(d) (every rise of the running maximum is paid once). Order matters when requests
-overlap: EvalScope sends ``eval_batch_size`` requests at once (8 for an API), and a prompt cannot reuse one still
-being prefilled. The ``in flight`` columns model that: the k-th prompt reuses only prompts sent at least W places
-before it (``--in-flight W``, default 8), from the divergence tokens and, independently, from the texts.
+overlap: EvalScope sends ``eval_batch_size`` requests at once (8 for an API).
 """
 
 from __future__ import annotations
 
 import argparse
 import bisect
+import inspect
 import json
 import sys
 import time
@@ -49,11 +52,11 @@ class Row:
     order: str
     samples: int
     prompt_tokens: int
-    share: float | None  # prefix_reuse_share; None when the function is missing
+    share: float | None  # prefix_reuse_share, one request at a time; None when the function is missing
+    share_in_flight: float | None  # prefix_reuse_share(concurrency=W); None when it has no such parameter
     text_share: float  # independent: reused prefix characters / all prompt characters
-    in_flight_share: float  # reuse only of prompts sent >= W places earlier, from divergence tokens
-    in_flight_text_share: float  # the same, from the texts
-    gain: float | None = None  # in_flight_share / the grid order's
+    text_share_in_flight: float  # the same, reusing only prompts sent >= W places before
+    gain: float | None = None  # share_in_flight / the grid order's (text_share_in_flight's if that is missing)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -86,23 +89,36 @@ def text_reuse_share(texts: Sequence[str], window: int = 1) -> float:
     return reused / total if total else 0.0
 
 
-def in_flight_share(samples: Sequence[Any], window: int) -> float:
-    """prefix_reuse_share's model (k-th prompt reuses min(d_k, deepest d before it in its group)), but only
-    prompts sent at least ``window`` places before count: the ones before that are still in flight."""
-    deepest: dict[tuple[str, int], int] = {}
-    reused = 0
-    for k, sample in enumerate(samples):
-        if k >= window:
-            done = samples[k - window]
-            group = (done.subset, done.start_token)
-            deepest[group] = max(deepest.get(group, 0), done.divergence_token)
-        reused += min(sample.divergence_token, deepest.get((sample.subset, sample.start_token), 0))
-    total = sum(sample.prompt_tokens for sample in samples)
-    return reused / total if total else 0.0
-
-
 def _text(sample: Any) -> str:
     return sample.system_prompt + '\n' + sample.user_prompt
+
+
+class Ordering:
+    """evalscope_niah.ordering as it stands: tolerant of the module, or a name, still being written."""
+
+    def __init__(self) -> None:
+        self.missing: str | None = None
+        try:
+            from evalscope_niah import ordering
+        except ImportError as exc:
+            self.missing = f'{type(exc).__name__}: {exc}'
+            return
+        names = ('prefix_friendly_order', 'prefix_reuse_share')
+        absent = [name for name in names if not hasattr(ordering, name)]
+        if absent:
+            self.missing = f'evalscope_niah.ordering has no {", ".join(absent)}'
+            return
+        self.order = ordering.prefix_friendly_order
+        self._share = ordering.prefix_reuse_share
+        # Takes NeedleSamples, or (since the module grew a PrefixInfo) what sample_prefix_info makes of them.
+        self._info = getattr(ordering, 'sample_prefix_info', None)
+        self.has_concurrency = 'concurrency' in inspect.signature(self._share).parameters
+
+    def share(self, samples: Sequence[Any], concurrency: int | None = None) -> float | None:
+        if concurrency is not None and not self.has_concurrency:
+            return None
+        items = [self._info(sample) for sample in samples] if self._info is not None else list(samples)
+        return self._share(items, concurrency=concurrency) if concurrency is not None else self._share(items)
 
 
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:
@@ -112,36 +128,43 @@ def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[
     start = time.perf_counter()
     samples = list(iter_samples(parse_params(GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))
     seconds = time.perf_counter() - start
-    missing = None
-    try:
-        from evalscope_niah.ordering import prefix_friendly_order, prefix_reuse_share
-    except ImportError as exc:  # the module is being written alongside this benchmark
-        missing = f'{type(exc).__name__}: {exc}'
-        prefix_friendly_order = prefix_reuse_share = None
+    ordering = Ordering()
     orders = {'grid order (built-in)': samples}
-    if prefix_friendly_order is not None:
-        ordered = prefix_friendly_order(samples)
+    if ordering.missing is None:
+        ordered = ordering.order(samples)
         if sorted(map(id, ordered)) != sorted(map(id, samples)):
             raise SystemExit('prefix_friendly_order did not return a reordering of the samples')
         orders['ours: prefix_friendly_order'] = ordered
     tokens = sum(sample.prompt_tokens for sample in samples)
-    rows = [
-        Row(
-            grid=name,
-            order=order,
-            samples=len(sent),
-            prompt_tokens=tokens,
-            share=prefix_reuse_share(sent) if prefix_reuse_share is not None else None,
-            text_share=text_reuse_share([_text(sample) for sample in sent]),
-            in_flight_share=in_flight_share(sent, window),
-            in_flight_text_share=text_reuse_share([_text(sample) for sample in sent], window),
+    rows = []
+    for order, sent in orders.items():
+        texts = [_text(sample) for sample in sent]
+        rows.append(
+            Row(
+                grid=name,
+                order=order,
+                samples=len(sent),
+                prompt_tokens=tokens,
+                share=ordering.share(sent) if ordering.missing is None else None,
+                share_in_flight=ordering.share(sent, window) if ordering.missing is None else None,
+                text_share=text_reuse_share(texts),
+                text_share_in_flight=text_reuse_share(texts, window),
+            )
         )
-        for order, sent in orders.items()
-    ]
     base = rows[0]
     for row in rows[1:]:
-        row.gain = row.in_flight_share / base.in_flight_share if base.in_flight_share else None
-    return rows, {'generation_seconds': seconds, 'missing': missing}
+        if row.share_in_flight is not None and base.share_in_flight:
+            row.gain = row.share_in_flight / base.share_in_flight
+        elif base.text_share_in_flight:
+            row.gain = row.text_share_in_flight / base.text_share_in_flight
+    details = {'generation_seconds': seconds, 'missing': ordering.missing}
+    if ordering.missing is None and not ordering.has_concurrency:
+        details['missing_concurrency'] = 'prefix_reuse_share has no concurrency parameter'
+    return rows, details
+
+
+def _pct(value: float | None) -> str:
+    return '-' if value is None else f'{value:.1%}'
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -162,28 +185,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         grid_rows, details[name] = measure_grid(name, corpus, args.in_flight)
         rows += grid_rows
     w = args.in_flight
-    header = ('grid', 'order', 'samples', 'prompt tokens', 'prefix_reuse_share', 'text check')
-    header += (f'{w} in flight', f'{w} in flight, text', f'ours / grid order, {w} in flight')
+    header = ('grid', 'order', 'samples', 'prompt tokens', 'prefix_reuse_share', f'... {w} in flight')
+    header += ('text check', f'text check, {w} in flight', f'ours / grid order, {w} in flight')
     body = [
         (
             row.grid,
             row.order,
             str(row.samples),
             f'{row.prompt_tokens:,}',
-            '-' if row.share is None else f'{row.share:.1%}',
-            f'{row.text_share:.1%}',
-            f'{row.in_flight_share:.1%}',
-            f'{row.in_flight_text_share:.1%}',
-            '-' if row.gain is None else f'{row.gain:.2f}x',
+            _pct(row.share),
+            _pct(row.share_in_flight),
+            _pct(row.text_share),
+            _pct(row.text_share_in_flight),
+            '-' if row.gain is None else f'{row.gain:.3f}x',
         )
         for row in rows
     ]
     print(f'Prefix-cache reuse share by request order, subsets {" + ".join(SUBSETS)}, {machine()}')
     print(format_table(header, body, left=2))
     print(
-        'prefix_reuse_share: evalscope_niah.ordering (tokens, ideal cache, requests one after another); text check: '
-        'longest common prefix with any earlier prompt, in characters, from the prompt texts; in flight: the same, '
-        f'reusing only prompts sent >= {w} places before (EvalScope sends eval_batch_size requests at once)'
+        'prefix_reuse_share: evalscope_niah.ordering (tokens, cache evicting nothing), one request at a time and '
+        f'with concurrency={w}; text check: longest common prefix with any earlier prompt, in characters, from the '
+        f'prompt texts alone; "{w} in flight" there: reusing only prompts sent >= {w} places before'
     )
     lines = []
     for name in grids:
@@ -191,16 +214,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             lines.append(f'{name}: evalscope_niah.ordering unavailable ({details[name]["missing"]}): MISS')
             continue
         base, ours = (row for row in rows if row.grid == name)
-        invariant = abs(ours.share - base.share) < 1e-9
-        lines.append(
-            f'{name}: prefix_reuse_share {ours.share:.1%} in our order vs {base.share:.1%} in grid order'
-            + (' (equal: with an ideal cache the share is sum(d) - max(d) in any order)' if invariant else '')
+        if abs(ours.share - base.share) < 1e-9:
+            lines.append(
+                f'{name}: one request at a time, both orders reuse {ours.share:.1%} (as they must: with nothing in '
+                'flight the share is sum(d) - max(d) in any order)'
+            )
+        theirs = ours.share_in_flight is not None
+        ours_in, base_in = (
+            (ours.share_in_flight, base.share_in_flight)
+            if theirs
+            else (ours.text_share_in_flight, base.text_share_in_flight)
         )
-        better = ours.in_flight_share > base.in_flight_share and ours.in_flight_text_share > base.in_flight_text_share
+        text_agrees = (ours.text_share_in_flight > base.text_share_in_flight) == (ours_in > base_in)
+        ceiling = ours.share  # what one request at a time reuses: no order can reuse more
+        closed = (ours_in - base_in) / (ceiling - base_in) if theirs and ceiling > base_in else None
         lines.append(
-            f'{name}: with {w} in flight our order reuses {ours.in_flight_share:.1%} vs {base.in_flight_share:.1%} '
-            f'(text {ours.in_flight_text_share:.1%} vs {base.in_flight_text_share:.1%}); goal: higher -> '
-            + verdict(better)
+            f'{name}: with {w} in flight our order reuses {ours_in:.1%} vs {base_in:.1%} in grid order '
+            + (f'(no order can exceed {ceiling:.1%}: {closed:.0%} of the gap closed) ' if closed is not None else '')
+            + f'[{"prefix_reuse_share" if theirs else "text check"}]; goal: higher -> {verdict(ours_in > base_in)}'
+            + (
+                f'; the text check ({ours.text_share_in_flight:.1%} vs {base.text_share_in_flight:.1%}) '
+                + ('agrees' if text_agrees else 'disagrees')
+                if theirs
+                else ' [prefix_reuse_share has no concurrency parameter]'
+            )
         )
     print('\n'.join(lines))
     if args.json:

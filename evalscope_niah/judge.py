@@ -41,30 +41,24 @@ ALLOWED_RATINGS: tuple[int, ...] = (1, 3, 5, 7, 10)
 _MIN_RATING = 1
 _MAX_RATING = 10
 
-_RUBRIC_LINES = '\n'.join(f'{rating}: {text}' for rating, text in RUBRIC.items())
+# Kamradt's rubric, abridged: the judge is called once per sample and its prompt is most of what judging costs.
+_RUBRIC_SHORT = {
+    1: 'unrelated',
+    3: 'minor relevance, does not align',
+    5: 'moderate relevance, inaccurate',
+    7: 'aligns, minor omissions',
+    10: 'completely accurate',
+}
+_RUBRIC_LINES = '; '.join(f'{rating} {text}' for rating, text in _RUBRIC_SHORT.items())
 
-JUDGE_SYSTEM_PROMPT = f"""You grade answers to reading-comprehension questions. For each task you get a question, \
-the reference answer, and the answer a model gave. Decide how well the model's answer states the facts of the \
-reference answer. Judge the content only: wording, length and style do not matter, and facts the reference does not \
-contain earn nothing. Do not use your own knowledge of the topic; the reference is correct by definition.
-
-Rate the answer with exactly one of these ratings:
-{_RUBRIC_LINES}
-
-Reply with a single JSON object and nothing else, in this form:
-{{"reasoning": "<one or two sentences comparing the answer with the reference>", "rating": <1, 3, 5, 7 or 10>}}"""
+JUDGE_SYSTEM_PROMPT = f"""Rate how well the answer states the reference's facts (content only; the reference is \
+correct; extra facts earn nothing): {_RUBRIC_LINES}. Reply only with JSON: \
+{{"reasoning": "<one sentence>", "rating": <1, 3, 5, 7 or 10>}}"""
 
 # Only the three placeholders: the template is filled with str.format, so it must contain no other braces.
-JUDGE_USER_TEMPLATE = """Question:
-{question}
-
-Reference answer:
-{reference}
-
-Model's answer:
-{answer}
-
-Grade the model's answer against the reference answer and reply with the JSON object."""
+JUDGE_USER_TEMPLATE = """Question: {question}
+Reference: {reference}
+Answer: {answer}"""
 
 
 def build_judge_messages(*, question: str, reference: str, answer: str) -> list[dict[str, str]]:

@@ -19,7 +19,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
-import seaborn as sns
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
@@ -184,6 +183,8 @@ def draw_heatmap(
     matrix = _accuracy_matrix(lengths, depths, grid)
     labels = length_labels(lengths)
     ax.set_facecolor(_EMPTY_COLOR)  # masked (empty) cells show the axes background
+    import seaborn as sns  # imports scipy.stats (seconds): only when a heatmap is drawn
+
     sns.heatmap(
         matrix,
         ax=ax,

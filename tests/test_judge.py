@@ -22,8 +22,12 @@ def test_rubric_constants() -> None:
     assert tuple(RUBRIC) == ALLOWED_RATINGS == (1, 3, 5, 7, 10)
     assert 'unrelated' in RUBRIC[1]
     assert 'perfectly' in RUBRIC[10]
-    for rating, text in RUBRIC.items():
-        assert f'{rating}: {text}' in JUDGE_SYSTEM_PROMPT
+    # The prompt carries the rubric abridged, every rating in order, each with its key word.
+    positions = [
+        JUDGE_SYSTEM_PROMPT.index(f'{rating} {word}')
+        for rating, word in zip(RUBRIC, ('unrelated', 'minor', 'moderate', 'aligns', 'completely'), strict=True)
+    ]
+    assert positions == sorted(positions)
     assert '"rating"' in JUDGE_SYSTEM_PROMPT
     assert '"reasoning"' in JUDGE_SYSTEM_PROMPT
 

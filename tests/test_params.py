@@ -492,3 +492,228 @@ def test_blank_per_subset_field_is_rejected(field: str) -> None:
         parse_params({'subsets': {'english': {field: '   '}}}).resolve_subset('english')
     assert info.value.param == f'subsets.english.{field}'
     assert 'empty' in str(info.value)
+
+
+# ---- aliases of other tools' parameter names ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('alias', 'canonical', 'value'),
+    [
+        ('min_context', 'context_lengths_min', 2000),
+        ('max_context', 'context_lengths_max', 64000),
+        ('n_contexts', 'context_lengths_num_intervals', 4),
+        ('n_positions', 'document_depth_percent_intervals', 5),
+        ('num_repeats_per_file', 'num_repeats', 3),
+    ],
+)
+def test_alias_sets_its_canonical_parameter(alias: str, canonical: str, value: int) -> None:
+    params = parse_params({alias: value})
+    assert getattr(params, canonical) == value
+    assert getattr(params, canonical) != getattr(NiahParams(), canonical)  # the test changes something
+    # Giving both with the same value is not a contradiction.
+    assert getattr(parse_params({alias: value, canonical: value}), canonical) == value
+
+
+def test_aliases_change_the_grids() -> None:
+    params = parse_params({'min_context': 1000, 'max_context': 3000, 'n_contexts': 3, 'n_positions': 3})
+    assert params.context_length_grid() == [1000, 2000, 3000]
+    assert params.depth_percent_grid() == [0.0, 50.0, 100.0]
+
+
+@pytest.mark.parametrize(
+    ('extra', 'alias'),
+    [
+        ({'min_context': 2000, 'context_lengths_min': 3000}, 'min_context'),
+        ({'max_context': 9000, 'context_lengths_max': 8000}, 'max_context'),
+        ({'n_contexts': 4, 'context_lengths_num_intervals': 5}, 'n_contexts'),
+        ({'n_positions': 4, 'document_depth_percent_intervals': 6}, 'n_positions'),
+        ({'num_repeats_per_file': 2, 'num_repeats': 3}, 'num_repeats_per_file'),
+        ({'tokenizer_model': 'gpt-4', 'tokenizer_path': 'tiktoken:o200k_base'}, 'tokenizer_model'),
+    ],
+)
+def test_alias_and_canonical_with_different_values_name_the_alias(extra: dict, alias: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == alias
+    assert 'another name for' in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ('model', 'path'),
+    [
+        ('gpt-4', 'tiktoken:cl100k_base'),
+        ('gpt-3.5-turbo', 'tiktoken:cl100k_base'),
+        ('gpt-4o', 'tiktoken:o200k_base'),
+        ('  gpt-4o  ', 'tiktoken:o200k_base'),
+    ],
+)
+def test_tokenizer_model_maps_to_a_tiktoken_encoding(model: str, path: str) -> None:
+    assert parse_params({'tokenizer_model': model}).tokenizer_path == path
+    # Giving the same encoding as tokenizer_path too is accepted.
+    assert parse_params({'tokenizer_model': model, 'tokenizer_path': path}).tokenizer_path == path
+
+
+@pytest.mark.parametrize('model', ['not-an-openai-model', 'Qwen/Qwen3-0.6B', '', '   ', 7])
+def test_unknown_tokenizer_model_is_rejected(model: Any) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'tokenizer_model': model})
+    assert info.value.param == 'tokenizer_model'
+
+
+# ---- needle bank switch -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [{'n_needles': 2}, {'sample_method': 'sequential'}, {'sample_method': 'random'}, {'fixed_index': 3}, {'n_runs': 2}],
+)
+def test_changing_a_bank_option_switches_to_the_builtin_bank(extra: dict) -> None:
+    assert parse_params(extra).needle_bank == 'builtin'
+    # An explicit bank is kept.
+    assert parse_params({**extra, 'needle_bank': 'my_bank.jsonl'}).needle_bank == 'my_bank.jsonl'
+
+
+def test_bank_options_at_their_defaults_keep_the_subset_needles() -> None:
+    defaults = {'n_needles': 1, 'sample_method': 'fixed', 'fixed_index': 0, 'n_runs': 1}
+    params = parse_params(defaults)
+    assert params.needle_bank is None
+    assert params.draws_per_cell() == 1
+    # As EvalScope passes them: every spec value, defaults included.
+    everything = {name: entry['value'] for name, entry in extra_params_spec().items()}
+    assert parse_params(everything).needle_bank is None
+
+
+@pytest.mark.parametrize(
+    ('extra', 'draws'),
+    [
+        ({}, 1),
+        ({'n_needles': 3}, 3),
+        ({'n_runs': 2}, 2),
+        ({'n_needles': 2, 'n_runs': 3}, 6),
+        ({'needle_bank': 'builtin'}, 1),
+        # Without a bank the bank options are meaningless: one draw.
+        ({'num_repeats': 4}, 1),
+    ],
+)
+def test_draws_per_cell(extra: dict, draws: int) -> None:
+    assert parse_params(extra).draws_per_cell() == draws
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [
+        {'needle_bank': 'builtin', 'task': 'reasoning'},
+        {'needle_bank': 'builtin', 'task': 'multi_retrieval'},
+        {'n_needles': 2, 'task': 'reasoning'},  # the bank is switched on implicitly
+        {'sample_method': 'random', 'task': 'multi_retrieval'},
+    ],
+)
+def test_needle_bank_with_a_task_that_brings_its_own_needles_is_rejected(extra: dict) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == 'needle_bank'
+
+
+def test_needle_bank_with_a_per_subset_task_is_rejected() -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'needle_bank': 'builtin', 'subsets': {'chinese': {'task': 'reasoning'}}})
+    assert info.value.param == 'subsets.chinese.task'
+
+
+# ---- validation of the new parameters -----------------------------------------------------------------------------
+
+NEW_BAD_INPUTS = [
+    ({'num_repeats': 0}, 'num_repeats', 'at least 1'),
+    ({'n_needles': 0}, 'n_needles', 'at least 1'),
+    ({'n_runs': 0}, 'n_runs', 'at least 1'),
+    ({'num_needles': 0}, 'num_needles', 'between 1 and 20'),
+    ({'num_needles': 21}, 'num_needles', 'between 1 and 20'),
+    ({'start_buffer': -1}, 'start_buffer', '0 or more'),
+    ({'end_buffer': -1}, 'end_buffer', '0 or more'),
+    ({'length_buffer': -1}, 'length_buffer', '0 or more'),
+    ({'fixed_index': -1}, 'fixed_index', '0 or more'),
+    ({'diff': 101}, 'diff', 'between 0 and 100'),
+    ({'diff': -1}, 'diff', 'between 0 and 100'),
+    ({'effective_length_threshold': 0}, 'effective_length_threshold', '(0, 1]'),
+    ({'effective_length_threshold': 1.5}, 'effective_length_threshold', '(0, 1]'),
+    ({'sample_method': 'foo'}, 'sample_method', "'fixed', 'sequential' or 'random'"),
+    ({'task': 'foo'}, 'task', "'single', 'multi_retrieval' or 'reasoning'"),
+    ({'effective_length_mode': 'foo'}, 'effective_length_mode', "'absolute' or 'relative'"),
+    ({'needle_bank': '  '}, 'needle_bank', "'builtin' or a path"),
+    ({'subsets': {'english': {'task': 'foo'}}}, 'subsets.english.task', "'single', 'multi_retrieval'"),
+    ({'subsets': {'english': {'answer': ' '}}}, 'subsets.english.answer', 'must not be empty'),
+]
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param', 'fragment'), NEW_BAD_INPUTS, ids=[f'{case[1]}-{case[0]}' for case in NEW_BAD_INPUTS]
+)
+def test_new_parameters_are_validated_naming_the_parameter(extra: dict, param: str, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [
+        {'num_needles': 1},
+        {'num_needles': 20},
+        {'diff': 0},
+        {'diff': 100},
+        {'effective_length_threshold': 1},
+        {'effective_length_threshold': 0.01},
+        {'start_buffer': 0, 'end_buffer': 0, 'length_buffer': 0},
+    ],
+)
+def test_boundary_values_of_the_new_parameters_are_accepted(extra: dict) -> None:
+    params = parse_params(extra)
+    for name, value in extra.items():
+        assert getattr(params, name) == value
+
+
+# ---- answers and tasks per subset ---------------------------------------------------------------------------------
+
+
+def test_default_answer_is_kept_for_the_default_needles() -> None:
+    params = parse_params({'retrieval_question': TOP_QUESTION})  # a new question alone keeps the needle's answer
+    assert params.resolve_subset('english').answer == 'eat a sandwich and sit in Dolores Park on a sunny day'
+    assert params.resolve_subset('chinese').answer == '上海人工智能实验室'
+    for name in ('english', 'chinese'):
+        resolved = params.resolve_subset(name)
+        assert resolved.answer in resolved.needles[0]
+
+
+@pytest.mark.parametrize(
+    ('extra', 'subset'),
+    [
+        ({'needles': [TOP_NEEDLE]}, 'english'),
+        ({'needles': [TOP_NEEDLE]}, 'chinese'),
+        ({'subsets': {'english': {'needles': [SUB_NEEDLE]}}}, 'english'),
+        ({'subsets': {'chinese': {'needles': ['某人最爱的颜色是绿色。']}}}, 'chinese'),
+    ],
+)
+def test_default_answer_is_dropped_when_the_needles_are_replaced(extra: dict, subset: str) -> None:
+    assert parse_params(extra).resolve_subset(subset).answer is None
+
+
+def test_replacing_one_subsets_needles_keeps_the_other_subsets_answer() -> None:
+    params = parse_params({'subsets': {'english': {'needles': [SUB_NEEDLE]}}})
+    assert params.resolve_subset('english').answer is None
+    assert params.resolve_subset('chinese').answer == '上海人工智能实验室'
+
+
+def test_per_subset_answer_with_own_needles() -> None:
+    params = parse_params({'subsets': {'english': {'needles': [SUB_NEEDLE], 'answer': '  Per-subset  '}}})
+    assert params.resolve_subset('english').answer == 'Per-subset'
+
+
+def test_per_subset_task_overrides_the_top_level_task() -> None:
+    params = parse_params({'task': 'multi_retrieval', 'subsets': {'chinese': {'task': 'reasoning'}}})
+    assert params.resolve_subset('english').task == 'multi_retrieval'
+    assert params.resolve_subset('chinese').task == 'reasoning'
+    assert parse_params({}).resolve_subset('english').task == 'single'
+    single = parse_params({'task': 'reasoning', 'subsets': {'english': {'task': 'single'}}})
+    assert (single.resolve_subset('english').task, single.resolve_subset('chinese').task) == ('single', 'reasoning')
