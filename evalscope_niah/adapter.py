@@ -201,7 +201,7 @@ class NiahAdapter(DefaultDataAdapter):
                 max_context_length=max(cell.context_length for cell in needed),
                 params=self.params,
             )
-            sampler.check_lengths(sorted({cell.context_length for cell in needed}))
+            sampler.check_lengths(needed)
             self._samplers[subset.name] = sampler
             # Records are cheap cell descriptions; samples are plans; haystacks are built at inference.
             datasets[subset.name] = build_dataset_from_records(
@@ -782,7 +782,9 @@ class NiahEvaluator(DefaultEvaluator):
         # and go first. The pool submits in list order.
         reviews = [item for item in context.work_items if item.sample is None]
         predictions = [item for item in context.work_items if item.sample is not None]
-        context.work_items[:] = reviews + prefix_friendly_order(predictions, info=_prefix_info)
+        if self.benchmark.params.request_order == 'prefix':
+            predictions = prefix_friendly_order(predictions, info=_prefix_info)
+        context.work_items[:] = reviews + predictions
         return context
 
 

@@ -313,7 +313,7 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
     n_rows, n_cols = len(comparison.subsets), len(comparison.runs)
     width, height = _panel_size(cells_by_run)
     fig = Figure(figsize=(width * n_cols + 1.2, height * n_rows + 0.8), layout='constrained')
-    FigureCanvasAgg(fig)  # seaborn measures tick labels through the canvas
+    FigureCanvasAgg(fig)  # the constrained layout measures tick labels through the canvas
     grid = fig.subplots(n_rows, n_cols, squeeze=False)
     any_empty = False
     for row, subset in enumerate(comparison.subsets):

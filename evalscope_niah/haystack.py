@@ -159,7 +159,7 @@ class HaystackBuilder:
         self.tokenizer = tokenizer
         self.frame = frame
         self.language = language
-        self.needle_texts = [_needle_text(needle, language) for needle in needles]
+        self.needle_texts = [needle_text(needle, language) for needle in needles]
         self._count = counter or TokenCounter(tokenizer, persistent=False)
         self.needle_tokens = sum(self._count(text) for text in self.needle_texts)
         self.start_buffer = start_buffer
@@ -167,8 +167,12 @@ class HaystackBuilder:
 
     def minimum_length(self) -> int:
         """The shortest context length that still leaves room for the haystack around the needles."""
-        buffers = self.start_buffer + self.end_buffer
-        return self.frame.empty_tokens + self.needle_tokens + 2 * WINDOW_TOKENS + buffers
+        return minimum_context_length(
+            frame=self.frame,
+            needle_tokens=self.needle_tokens,
+            start_buffer=self.start_buffer,
+            end_buffer=self.end_buffer,
+        )
 
     def corpus_tokens_needed(self, context_length: int, *, start_token: int = 0) -> int:
         return start_token + context_length + 4 * WINDOW_TOKENS
@@ -197,20 +201,21 @@ class HaystackBuilder:
         # A cut moves by whole characters, and one character (or a run of indentation) may be several tokens, so
         # the count can jump over the target. Then an invisible variant shifts it: another needle separator, the
         # next-nearest sentence boundary, or, last, starting the haystack a token or two later. The first variant
-        # is the natural one and fits almost always.
-        variants = [
-            (shift, rank, separator)
-            for shift in range(4)
-            for rank in range(2)
-            for separator in _NEEDLE_SEPARATORS[self.language]
-        ]
+        # is the natural one and fits almost always. Without needles the variant is a second whitespace between
+        # two sentences near the end, so the haystack still starts where the needle haystacks of its start do.
+        padded = not self.needle_texts
+        separators = _PADDINGS[self.language] if padded else _NEEDLE_SEPARATORS[self.language]
+        variants = [(shift, rank, separator) for shift in range(4) for rank in range(2) for separator in separators]
         for shift, rank, separator in variants:
             start = corpus.position_of_token(start_token + shift)
             first_token = corpus.tokens_before(start)
-            texts = [needle.strip() + separator for needle in self.needle_texts]
+            if padded:
+                texts, depths = ([separator], [100.0]) if separator else ([], [])
+            else:
+                texts = [needle.strip() + separator for needle in self.needle_texts]
+                depths = list(needle_depths or _spread_depths(depth_percent, len(texts)))
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
-            depths = needle_depths or _spread_depths(depth_percent, len(texts))
             insertions = self._place_needles(texts, start, end, first_token, budget, depths, rank=rank)
             fitted = self._fit(start, end, insertions, context_length)
             if fitted is not None:
@@ -224,12 +229,13 @@ class HaystackBuilder:
         end, total = fitted
         context = self._assemble(start, end, insertions)
         haystack_tokens = total - self.frame.empty_tokens
+        needles = [] if padded else insertions
         return Haystack(
             context=context,
             prompt_tokens=total,
             haystack_tokens=haystack_tokens,
-            achieved_depth_percents=self._achieved_depths(start, insertions, haystack_tokens),
-            insertions=tuple(insertions),
+            achieved_depth_percents=self._achieved_depths(start, needles, haystack_tokens),
+            insertions=tuple(needles),
             start=start,
             end=end,
         )
@@ -412,17 +418,32 @@ def next_sentence_start(text: str, position: int, language: str) -> int:
     """The first sentence start at or after ``position`` (0 stays 0); ``position`` itself when none follows."""
     if position <= 0:
         return 0
-    match = _SENTENCE_END[language].search(text, position)
-    return match.end() if match is not None and match.end() < len(text) else position
+    # Step back over the end of a sentence that ``position`` may sit in or just after, so its start is found too.
+    back = position
+    while back > 0 and (text[back - 1].isspace() or text[back - 1] in _SENTENCE_END_CHARACTERS):
+        back -= 1
+    for match in _SENTENCE_END[language].finditer(text, back):
+        if match.end() >= position:
+            return match.end() if match.end() < len(text) else position
+    return position
 
 
 # Needles go at a sentence start: English needs a space before the next sentence, Chinese none. The others are
 # fall-backs for when no cut gives the exact length (see HaystackBuilder.build).
 _NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000')}
+# Without needles: nothing, else one extra whitespace at a sentence boundary (see HaystackBuilder.build).
+_PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000')}
+_SENTENCE_END_CHARACTERS = '.!?"\'”’)]。！？；…」』）'
 
 
-def _needle_text(needle: str, language: str) -> str:
+def needle_text(needle: str, language: str) -> str:
+    """A needle as inserted: stripped, then followed by what separates it from the next sentence."""
     return needle.strip() + _NEEDLE_SEPARATORS[language][0]
+
+
+def minimum_context_length(*, frame: PromptFrame, needle_tokens: int, start_buffer: int, end_buffer: int) -> int:
+    """The shortest prompt that leaves room for a haystack around needles of ``needle_tokens`` tokens."""
+    return frame.empty_tokens + needle_tokens + 2 * WINDOW_TOKENS + start_buffer + end_buffer
 
 
 def has_sentence_boundary(text: str, language: str) -> bool:

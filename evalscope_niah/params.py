@@ -180,6 +180,11 @@ class NiahParams(BaseModel):
         description="'absolute': mean score >= threshold; 'relative': >= threshold x the shortest length's score "
         '(as NoLiMa).',
     )
+    request_order: Literal['prefix', 'grid'] = Field(
+        'prefix',
+        description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
+        'lengths outer, depths inner, as the built-in sends them.',
+    )
     min_context: int | None = Field(None, description='inspect_evals alias of context_lengths_min.')
     max_context: int | None = Field(None, description='inspect_evals alias of context_lengths_max.')
     n_contexts: int | None = Field(None, description='inspect_evals alias of context_lengths_num_intervals.')

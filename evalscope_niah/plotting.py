@@ -126,7 +126,7 @@ def _effective_column(lengths: Sequence[int], effective_length: int | None, *, s
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# PNG (seaborn)
+# PNG (matplotlib)
 # --------------------------------------------------------------------------------------------------------------------
 
 
@@ -137,10 +137,25 @@ def _figure_size(n_cols: int, n_rows: int) -> tuple[float, float]:
     return width, height
 
 
-def _mark_empty_cells(ax: Axes, matrix: np.ndarray) -> None:
-    # seaborn skips masked cells when annotating; a dash says 'no score' rather than leaving the grid looking patchy.
-    for row, col in zip(*np.nonzero(np.isnan(matrix)), strict=True):
-        ax.text(col + 0.5, row + 0.5, EMPTY_CELL, ha='center', va='center', fontsize=8, color='#666666')
+def _annotate_scores(ax: Axes, matrix: np.ndarray) -> None:
+    for row, col in np.ndindex(matrix.shape):
+        value = matrix[row, col]
+        if np.isnan(value):
+            # A dash says 'no score' rather than leaving the grid looking patchy.
+            ax.text(col + 0.5, row + 0.5, EMPTY_CELL, ha='center', va='center', fontsize=8, color='#666666')
+            continue
+        red, green, blue, _ = _CMAP(float(value))
+        # Dark text on light cells, light on dark (relative luminance), so every score stays readable.
+        dark = 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45
+        ax.text(
+            col + 0.5,
+            row + 0.5,
+            f'{value:.2f}',
+            ha='center',
+            va='center',
+            fontsize=8,
+            color='#262626' if dark else 'white',
+        )
 
 
 def _mark_effective_length(ax: Axes, column: int, n_columns: int, label: str) -> None:
@@ -183,27 +198,21 @@ def draw_heatmap(
     matrix = _accuracy_matrix(lengths, depths, grid)
     labels = length_labels(lengths)
     ax.set_facecolor(_EMPTY_COLOR)  # masked (empty) cells show the axes background
-    import seaborn as sns  # imports scipy.stats (seconds): only when a heatmap is drawn
-
-    sns.heatmap(
-        matrix,
-        ax=ax,
-        mask=np.isnan(matrix),
-        vmin=0.0,
-        vmax=1.0,
-        cmap=_CMAP,
-        annot=show_score,
-        fmt='.2f',
-        annot_kws={'fontsize': 8},
-        linewidths=0.5,
-        linecolor='white',
-        xticklabels=labels,
-        yticklabels=[format_depth(d) for d in depths],
-        cbar=colorbar,
-        cbar_kws={'label': 'accuracy'} if colorbar else None,
+    # Plain matplotlib: seaborn's heatmap would import scipy.stats, seconds of a smoke run, for the same picture.
+    mesh = ax.pcolormesh(
+        np.ma.masked_invalid(matrix), cmap=_CMAP, vmin=0.0, vmax=1.0, edgecolors='white', linewidth=0.5
     )
+    ax.set_xlim(0, len(lengths))
+    ax.set_ylim(len(depths), 0)  # the shallowest depth on top
+    ax.set_xticks(np.arange(len(lengths)) + 0.5, labels)
+    ax.set_yticks(np.arange(len(depths)) + 0.5, [format_depth(d) for d in depths])
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
     if show_score:
-        _mark_empty_cells(ax, matrix)
+        _annotate_scores(ax, matrix)
+    if colorbar:
+        ax.figure.colorbar(mesh, ax=ax, label='accuracy')
     rotate = len(lengths) > _ROTATE_AFTER_COLUMNS
     ax.tick_params(axis='x', labelrotation=45 if rotate else 0)
     if rotate:
@@ -237,7 +246,7 @@ def _build_heatmap_figure(
     """Draw the heatmap on a fresh Agg-backed Figure (not registered with pyplot); the caller owns and closes it."""
     lengths, depths, grid = cell_grid(cells, subset=subset)
     fig = Figure(figsize=_figure_size(len(lengths), len(depths)), layout='constrained')
-    FigureCanvasAgg(fig)  # attaches itself to fig; seaborn measures tick labels through it
+    FigureCanvasAgg(fig)  # attaches itself to fig; the constrained layout measures tick labels through it
     ax = fig.add_subplot()
     try:
         has_empty = draw_heatmap(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .corpus import Corpus, load_corpus
@@ -17,6 +17,8 @@ from .haystack import (
     RepeatedCorpus,
     find_needle_in_corpus,
     has_sentence_boundary,
+    minimum_context_length,
+    needle_text,
     next_sentence_start,
     prompt_frame,
 )
@@ -171,6 +173,7 @@ class SubsetSampler:
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}
+        self._frames: dict[str, PromptFrame] = {}
         self._prefix_tokens = self._counter(self._frame(subset.retrieval_question).prefix)
 
     # ---- needles per task ------------------------------------------------------------------------------------
@@ -232,7 +235,9 @@ class SubsetSampler:
             needles, needle_depths, reference = (), None, ABSENT_REFERENCE[language]
         target = cell.context_length - params.length_buffer
         if cell.control:
-            divergence = target
+            # No needle: it shares text with the others up to where its haystack ends and the template suffix starts.
+            frame = self._frame(question)
+            divergence = target - (frame.empty_tokens - self._prefix_tokens)
         else:
             first = min(needle_depths) if needle_depths else depth
             haystack = target - self._prefix_tokens
@@ -253,9 +258,11 @@ class SubsetSampler:
         )
 
     def _seed(self, cell: GridCell) -> int:
-        # Stable across processes and platforms (hash() is salted): a rerun draws the same numbers and links.
-        text = f'{self.params.sampling_seed}|{cell.subset}|{cell.context_length}|{cell.depth_percent}|'
-        return zlib.crc32(f'{text}{cell.repeat}|{cell.draw}'.encode())
+        # Stable across processes and platforms (hash() is salted): a rerun draws the same numbers and links. The
+        # length is left out: a depth asks the same facts at every length, so a change along a row is the length's
+        # doing, and the shortest usable length of the grid is known exactly (see check_lengths).
+        text = f'{self.params.sampling_seed}|{cell.subset}|{cell.depth_percent}|{cell.repeat}|{cell.draw}'
+        return zlib.crc32(text.encode())
 
     def _start_token(self, repeat: int) -> int:
         """Repeat r starts r/R of the way into the corpus, at the next sentence start."""
@@ -268,7 +275,12 @@ class SubsetSampler:
     # ---- haystacks -------------------------------------------------------------------------------------------
 
     def _frame(self, question: str) -> PromptFrame:
-        return prompt_frame(self.tokenizer, self.prompt, question=question, count=self._counter)
+        frame = self._frames.get(question)
+        if frame is None:
+            frame = self._frames[question] = prompt_frame(
+                self.tokenizer, self.prompt, question=question, count=self._counter
+            )
+        return frame
 
     def builder(self, needles: tuple[str, ...], question: str) -> HaystackBuilder:
         key = (needles, question)
@@ -289,15 +301,20 @@ class SubsetSampler:
             self._builders[key] = builder
         return builder
 
-    def check_lengths(self, lengths: Sequence[int]) -> None:
-        """Fail before any model call when a length cannot hold the prompt (checked on the first cell's plan)."""
-        probes = [
-            self.plan(GridCell(self.subset.name, max(lengths), 50.0, draw=draw)) for draw in range(len(self.bank) or 1)
-        ]
-        shortest = self.params.length_buffer + max(
-            self.builder(probe.needles, probe.question).minimum_length() for probe in probes
-        )
-        too_short = [length for length in lengths if length < shortest]
+    def check_lengths(self, cells: Sequence[GridCell]) -> None:
+        """Fail before any model call when a cell's length cannot hold its prompt.
+
+        Needles and question may differ per cell (drawn facts, chains per repeat, bank draws) but not per length,
+        so the longest need over the cells is the shortest length at which every one of them builds.
+        """
+        needs: dict[tuple[tuple[str, ...], str], int] = {}
+        for cell in {replace(cell, context_length=0) for cell in cells}:
+            plan = self.plan(cell)
+            key = (plan.needles, plan.question)
+            if key not in needs:
+                needs[key] = self.minimum_length(plan.needles, plan.question)
+        shortest = self.params.length_buffer + max(needs.values())
+        too_short = sorted({cell.context_length for cell in cells if cell.context_length < shortest})
         if too_short:
             buffers = [name for name in ('start_buffer', 'end_buffer', 'length_buffer') if getattr(self.params, name)]
             raise NiahConfigError(
@@ -307,6 +324,16 @@ class SubsetSampler:
                 + (f' and {", ".join(buffers)}' if buffers else '')
                 + f'; the shortest usable length is {shortest}',
             )
+
+    def minimum_length(self, needles: tuple[str, ...], question: str) -> int:
+        """What ``HaystackBuilder.minimum_length`` gives for these needles, without making a builder."""
+        needle_tokens = sum(self._counter(needle_text(needle, self.subset.language)) for needle in needles)
+        return minimum_context_length(
+            frame=self._frame(question),
+            needle_tokens=needle_tokens,
+            start_buffer=self.params.start_buffer,
+            end_buffer=self.params.end_buffer,
+        )
 
     def sample(self, cell: GridCell) -> NeedleSample:
         return self.build(self.plan(cell))
@@ -325,7 +352,7 @@ class SubsetSampler:
             first = corpus.snap(min(item.position for item in haystack.insertions))
             divergence = plan.prefix_tokens + corpus.tokens_before(first) - corpus.tokens_before(haystack.start)
         else:
-            divergence = haystack.prompt_tokens
+            divergence = plan.prefix_tokens + haystack.haystack_tokens
         achieved = haystack.achieved_depth_percents
         return NeedleSample(
             subset=subset.name,
@@ -386,7 +413,7 @@ def subset_samplers(
             max_context_length=max(cell.context_length for cell in cells),
             params=params,
         )
-        sampler.check_lengths(sorted({cell.context_length for cell in cells}))
+        sampler.check_lengths(cells)
         samplers.append((sampler, cells))
     return samplers
 

@@ -413,17 +413,19 @@ def test_zero_needles_build_an_exact_length_haystack(path: str, subset: str, fix
         assert tokenizer.count(frame.prefix + haystack.context + frame.suffix) == length == haystack.prompt_tokens
         assert haystack.insertions == () and haystack.achieved_depth_percents == ()
         assert haystack.haystack_tokens == length - frame.empty_tokens
-        # Nothing but corpus text (repeated past its end).
-        assert haystack.context in (corpus + COPY_SEPARATOR) * 3
+        # Nothing but corpus text (repeated past its end), at most with one whitespace character added between two
+        # sentences when no cut of plain text measures exactly.
+        copies = (corpus + COPY_SEPARATOR) * 3
+        if haystack.context not in copies:
+            added = [
+                index
+                for index in range(len(haystack.context))
+                if haystack.context[index].isspace()
+                and (haystack.context[:index] + haystack.context[index + 1 :]) in copies
+            ]
+            assert added, 'the control haystack is not corpus text plus one whitespace character'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: haystack.py HaystackBuilder.build: with no needles the separator/rank variants are no-ops, so '
-    'when the first cut misses the exact count the only variant left shifts the haystack start 1-3 tokens: the '
-    'haystack starts mid-word (Qwen english 1001: " Learning to Notice" for "On Learning to Notice"; Qwen chinese '
-    '400: "回..." for "第一回...") instead of at start_token',
-)
 def test_zero_needle_haystack_starts_at_the_start_token(fixture_corpus_dir: Path) -> None:
     shifted = []
     for path in (QWEN, CL100K):
@@ -432,7 +434,9 @@ def test_zero_needle_haystack_starts_at_the_start_token(fixture_corpus_dir: Path
             corpus = (fixture_corpus_dir / CORPUS_FILES[subset]).read_text(encoding='utf-8')
             for length in ZERO_NEEDLE_LENGTHS:
                 haystack = builder.build(context_length=length, depth_percent=50)
-                if haystack.start != 0 or not ((corpus + COPY_SEPARATOR) * 3).startswith(haystack.context):
+                # The same start as every needle haystack; at most one whitespace is added near the end.
+                head = haystack.context[: len(haystack.context) // 2]
+                if haystack.start != 0 or not ((corpus + COPY_SEPARATOR) * 3).startswith(head):
                     shifted.append((path, subset, length, haystack.start, haystack.context[:12]))
     assert shifted == []
 
@@ -483,13 +487,6 @@ def test_next_sentence_start(text: str, position: int, language: str, expected: 
     assert next_sentence_start(text, position, language) == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: haystack.py next_sentence_start searches for a sentence END from position, so a position that is '
-    'already a sentence start, or inside the whitespace after a sentence end, skips that start: '
-    "('One two. Three four. Five.', 9) and (…, 8) give 21, not 9; ('甲乙。丙丁！戊己？庚', 3, 'zh') gives 6, not 3 "
-    '(docstring: the first sentence start at or after position)',
-)
 @pytest.mark.parametrize(
     ('text', 'position', 'language', 'expected'),
     [

@@ -488,8 +488,12 @@ def test_multi_retrieval_needles_keys_and_question(fixture_corpus_dir: Path) -> 
             assert context.count(value) == 1
         assert len(s.achieved_depth_percents) == 4
         assert list(s.achieved_depth_percents) == sorted(s.achieved_depth_percents)
-    # Every cell draws its own key and numbers.
-    assert len({s.answer_keys for s in produced}) == len(produced)
+    # Every (subset, depth) draws its own key and numbers, and asks the same ones at every length.
+    by_position: dict[tuple[str, float | None], set[tuple[str, ...]]] = {}
+    for s in produced:
+        by_position.setdefault((s.subset, s.depth_percent), set()).add(s.answer_keys)
+    assert all(len(drawn) == 1 for drawn in by_position.values())
+    assert len({next(iter(drawn)) for drawn in by_position.values()}) == len(by_position) == len(produced) // 2
 
 
 def test_multi_retrieval_is_deterministic_and_follows_the_seed(fixture_corpus_dir: Path) -> None:
@@ -834,16 +838,9 @@ def test_needle_prompts_share_tokens_up_to_their_divergence_token(fixture_corpus
     assert checked > 50
 
 
-# ---- known bugs (strict xfail: they pass once fixed, and then the marker must go) ----------------------------------
+# ---- regressions: controls share their start, every cell is checked before the first sample ---------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: haystack.py HaystackBuilder.build: with no needles (absent_control) the separator and rank variants '
-    'change nothing, so when the cut cannot hit the exact count the builder falls back to shifting the haystack '
-    'start by 1-3 tokens: the control context starts mid-word (e.g. "鼠歪着..." instead of "松鼠歪着...", " used to '
-    'think" instead of " I used to think") and no longer shares its prefix with the needle prompts of its start',
-)
 @pytest.mark.parametrize('path', [QWEN, CL100K])
 def test_control_haystack_starts_where_the_needle_haystacks_of_its_start_do(
     fixture_corpus_dir: Path, path: str
@@ -865,13 +862,6 @@ def test_control_haystack_starts_where_the_needle_haystacks_of_its_start_do(
     assert shifted == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: samples.py SubsetSampler.build (divergence = haystack.prompt_tokens) and SubsetSampler.plan '
-    '(divergence = target) give a control the whole prompt as divergence_token, but the prompt ends with the '
-    'template suffix (</text>, the question, ...) that no other prompt of its start shares: it diverges where its '
-    'haystack ends, ~35-45 tokens earlier',
-)
 @pytest.mark.parametrize('path', [QWEN, CL100K])
 def test_control_divergence_token_ends_with_its_haystack(fixture_corpus_dir: Path, path: str) -> None:
     extra = {'context_lengths': [1000], 'document_depth_percents': [50], 'absent_control': True, 'tokenizer_path': path}
@@ -899,13 +889,6 @@ def _all_or_nothing(fixture_corpus_dir: Path, extra: dict, subset: str) -> int:
     return 1 + len(rest)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: samples.py SubsetSampler.check_lengths probes only repeat 0 (chain 0 of task reasoning): with '
-    'num_repeats > 1 a later repeat asks a longer chain (en-greywater / zh-qingxi have 4 links), so at the '
-    '"shortest usable length" it names, building fails with NiahConfigError(context_lengths) after samples were '
-    'already yielded',
-)
 @pytest.mark.parametrize('subset', BOTH)
 def test_reasoning_repeats_at_the_shortest_usable_length_build_or_fail_upfront(
     fixture_corpus_dir: Path, subset: str
@@ -917,13 +900,6 @@ def test_reasoning_repeats_at_the_shortest_usable_length_build_or_fail_upfront(
     assert _all_or_nothing(fixture_corpus_dir, {**extra, 'context_lengths': [shortest]}, subset) == 2 * 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='BUG: samples.py SubsetSampler.check_lengths probes one multi_retrieval draw (the cell at the longest '
-    'length, depth 50), but every cell draws its own invented key, whose needles differ in token count: english, '
-    'num_needles=5, 11 depths, context_lengths=[265] passes the check and fails with '
-    'NiahConfigError(context_lengths) after 10 samples were yielded',
-)
 def test_multi_retrieval_near_the_minimum_builds_or_fails_upfront(fixture_corpus_dir: Path) -> None:
     extra = {'task': 'multi_retrieval', 'num_needles': 5, 'document_depth_percent_intervals': 11}
     built_counts = [

@@ -190,3 +190,17 @@ def test_inspect_and_cdme_names_run_through_evalscope(tmp_path, fixture_corpus_d
     assert counts == sorted([700 - 40] * 4 + [1400 - 40] * 4)
     questions = {request.messages[-1]['content'].split('<question>')[1] for request in requests}
     assert len(questions) == 2 and all('________' in question for question in questions)
+
+
+def test_grid_request_order_sends_lengths_outer_depths_inner(tmp_path, fixture_corpus_dir):
+    extra = {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, 'request_order': 'grid'}
+    with OpenAICompatServer({MODEL: chain_model}) as server:
+        run_task(_task(server, fixture_corpus_dir, tmp_path, extra))
+        requests = server.requests
+    predictions = tmp_path / 'predictions' / MODEL / 'needle_haystack_english.jsonl'
+    rows = [json.loads(line) for line in predictions.read_text(encoding='utf-8').splitlines()]
+    by_prompt = {row['messages'][-2]['content']: row['metadata'] for row in rows}
+    sent = [by_prompt[request.messages[-1]['content']] for request in requests]
+    assert [(m['context_length'], m['depth_percent']) for m in sent] == [
+        (length, depth) for length in LENGTHS for depth in DEPTHS
+    ]
