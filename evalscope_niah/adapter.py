@@ -74,7 +74,7 @@ logger = logging.getLogger(__name__)
 BENCHMARK_NAME = 'needle_haystack'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
-EVALUATION_VERSION = 'v3.0'  # v3.0: tasks, controls, repeats, needle banks, buffers; prompts built at inference
+EVALUATION_VERSION = 'v3.1'  # v3.1: controls start with their needle prompts; drawn facts per depth, not per length
 # OpenCompass-style summary (dataset/version/metric/mode/<model> columns) that `evalscope-niah plot --csv` reads.
 CDME_SUMMARY_FILE = 'needle_haystack_summary_opencompass.csv'
 ELIDED_PROMPT = '<haystack elided: stored once, in predictions/>'

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -424,6 +424,10 @@ def parse_params(extra_params: Mapping[str, Any] | None) -> NiahParams:
         first = exc.errors()[0]
         location = '.'.join(str(part) for part in first['loc']) or 'extra_params'
         message = first['msg'].removeprefix('Value error, ')
+        # A value given under another tool's name is reported under that name, the one the user wrote.
+        given = [name for name, canonical in ALIASES.items() if canonical == location and values.get(name) is not None]
+        if given and values.get(location) is None:
+            location, message = given[0], f'{message} ({given[0]} is the alias of {location})'
         raise NiahConfigError(location, f'{message} (got {first.get("input")!r})') from None
 
 
@@ -492,12 +496,10 @@ def _kamradt_logistic(x: float, *, scale: float = 100, midpoint: float = 50, ste
 
 
 def _type_name(annotation: Any) -> str:
+    if get_origin(annotation) is Literal and all(isinstance(choice, str) for choice in get_args(annotation)):
+        return 'str'
     text = str(annotation).replace('typing.', '')
     for raw, name in (
-        ("Literal['linear', 'sigmoid']", 'str'),
-        ("Literal['single', 'multi_retrieval', 'reasoning']", 'str'),
-        ("Literal['fixed', 'sequential', 'random']", 'str'),
-        ("Literal['absolute', 'relative']", 'str'),
         ('int | None', 'int'),
         ('list[int] | None', 'list[int]'),
         ('list[float] | None', 'list[float]'),

@@ -266,14 +266,24 @@ def levenshtein_score(answer: str, reference: str) -> float:
 def keyword_score(answer: str, *, keyword: str, reference: str) -> float:
     """CDME reasoning-needle score: 1.0 if the keyword occurs in the answer, else ``0.2 × levenshtein_score``.
 
-    The keyword match ignores case and all whitespace. Callers strip reasoning first (see ``rule_scores``).
+    The keyword match ignores case and all whitespace. Unlike CDME's plain substring test, a keyword that starts or
+    ends with a Latin letter or digit must not run on into another one there: 'Jackie' (the essays' corpus has one)
+    does not answer 'Jack'. Callers strip reasoning first (see ``rule_scores``).
     """
     key = _WHITESPACE.sub('', keyword).casefold()
     if not key:
         raise ValueError('keyword must contain a non-whitespace character')
-    if key in _WHITESPACE.sub('', answer).casefold():
+    pattern = r'\s*'.join(re.escape(character) for character in key)
+    if _WORD_CHARACTER.match(key[0]):
+        pattern = r'(?<![a-z0-9])' + pattern
+    if _WORD_CHARACTER.match(key[-1]):
+        pattern += r'(?![a-z0-9])'
+    if re.search(pattern, answer.casefold()):
         return 1.0
     return 0.2 * levenshtein_score(answer, reference)
+
+
+_WORD_CHARACTER = re.compile(r'[a-z0-9]')
 
 
 # --- combined ----------------------------------------------------------------------------------------------------

@@ -516,6 +516,17 @@ def test_alias_sets_its_canonical_parameter(alias: str, canonical: str, value: i
     assert getattr(parse_params({alias: value, canonical: value}), canonical) == value
 
 
+@pytest.mark.parametrize(
+    ('alias', 'canonical', 'value'),
+    [('num_repeats_per_file', 'num_repeats', 0), ('n_positions', 'document_depth_percent_intervals', 0)],
+)
+def test_a_bad_alias_value_is_reported_under_the_alias(alias: str, canonical: str, value: int) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({alias: value})
+    assert info.value.param == alias
+    assert f'alias of {canonical}' in str(info.value)
+
+
 def test_aliases_change_the_grids() -> None:
     params = parse_params({'min_context': 1000, 'max_context': 3000, 'n_contexts': 3, 'n_positions': 3})
     assert params.context_length_grid() == [1000, 2000, 3000]

@@ -238,10 +238,21 @@ def test_levenshtein_longer_paste_never_scores_higher() -> None:
         ('上海 人工智能 实验室', '上海人工智能实验室', 1.0),
         ('kitten', 'Dolores', 0.2 * (1 - 3 / 7)),  # reference 'sitting' below
         ('', 'Dolores', 0.0),
+        ("It is Jack's dish.", 'Jack', 1.0),
+        ('Chef jack.', 'Jack', 1.0),
+        ('他叫杰克吧', '杰克', 1.0),  # Chinese has no word boundaries: a plain substring
     ],
 )
 def test_keyword_score(answer: str, keyword: str, expected: float) -> None:
     assert keyword_score(answer, keyword=keyword, reference='sitting') == pytest.approx(expected)
+
+
+@pytest.mark.parametrize('answer', ['Jackie makes it.', 'It is HiJack.', 'Jack2 does'])
+def test_a_longer_word_holding_the_keyword_is_not_the_keyword(answer: str) -> None:
+    # CDME's substring test would give these 1.0; the essays corpus has a 'Jackie' a model may copy.
+    expected = 0.2 * levenshtein_score(answer, 'sitting')
+    assert expected < 1.0
+    assert keyword_score(answer, keyword='Jack', reference='sitting') == pytest.approx(expected)
 
 
 def test_keyword_score_rejects_blank_keyword() -> None:

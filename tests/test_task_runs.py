@@ -18,7 +18,7 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 
 from evalscope_niah.adapter import PENDING_PROMPT
-from evalscope_niah.report import RESULTS_FILE, SUMMARY_FILE, read_results
+from evalscope_niah.report import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE, read_cells_csv, read_results
 from evalscope_niah.tokenization import load_tokenizer
 
 MODEL = 'mock-model'
@@ -139,6 +139,15 @@ def test_requests_follow_the_prefix_friendly_order(multi_run):
         assert block[0]['control'] or block[0]['depth_percent'] == max(DEPTHS)
         depths = [metadata['depth_percent'] for metadata in block[1:] if not metadata['control']]
         assert depths == sorted(depths)
+
+
+def test_repeats_feed_each_cells_n_and_interval(multi_run):
+    cells = read_cells_csv(next(multi_run['work_dir'].rglob(CELLS_FILE)))
+    assert {(cell.context_length, cell.depth_percent) for cell in cells} == {
+        (length, depth) for length in LENGTHS for depth in DEPTHS
+    }
+    # Two repeats per cell; every one scored 1.0, so the bootstrap interval is the point itself.
+    assert all(cell.n == 2 and cell.ci_low == cell.ci_high == 1.0 for cell in cells)
 
 
 def test_summary_file_holds_effective_length_and_controls(multi_run):
