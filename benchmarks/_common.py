@@ -6,6 +6,7 @@ Kept free of evalscope and evalscope_niah imports: the parent processes that imp
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import platform
 import signal
@@ -122,6 +123,12 @@ def versions() -> dict[str, str]:
         except PackageNotFoundError:
             found[name] = 'not installed'
     return found
+
+
+def write_json_report(path: Path, fields: dict) -> None:
+    """FILE of --json: the machine and package versions, then the script's own figures."""
+    report = {'machine': machine(), 'versions': versions(), **fields}
+    path.write_text(json.dumps(report, indent=2) + '\n')
 
 
 def machine() -> str:

@@ -29,7 +29,7 @@ from _common import (
     machine,
     measure,
     shipped_tokenizer_dir,
-    versions,
+    write_json_report,
 )
 
 SUBSETS = ['english', 'chinese']
@@ -355,18 +355,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print('\n'.join(lines))
     if args.json:
-        report = {
-            'machine': machine(),
-            'versions': versions(),
-            'corpus': str(corpus),
-            'tokenizer_dir': str(tokenizer_dir),
-            'repeat': args.repeat,
-            'grids': {name: GRIDS[name] for name in grids},
-            'rows': [asdict(row) for row in bench.rows],
-            'recounts': recounts,
-            'verdicts': lines,
-        }
-        args.json.write_text(json.dumps(report, indent=2) + '\n')
+        write_json_report(
+            args.json,
+            {
+                'corpus': str(corpus),
+                'tokenizer_dir': str(tokenizer_dir),
+                'repeat': args.repeat,
+                'grids': {name: GRIDS[name] for name in grids},
+                'rows': [asdict(row) for row in bench.rows],
+                'recounts': recounts,
+                'verdicts': lines,
+            },
+        )
     return 0
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import bisect
 import inspect
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, check_corpus, format_table, machine, verdict, versions
+from _common import DEFAULT_CORPUS, check_corpus, format_table, machine, verdict, write_json_report
 
 SUBSETS = ['english', 'chinese']
 GRIDS: dict[str, dict[str, int]] = {
@@ -241,17 +240,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print('\n'.join(lines))
     if args.json:
-        report = {
-            'machine': machine(),
-            'versions': versions(),
-            'corpus': str(corpus),
-            'grids': {name: GRIDS[name] for name in grids},
-            'in_flight': args.in_flight,
-            'rows': [asdict(row) for row in rows],
-            'details': details,
-            'verdicts': lines,
-        }
-        args.json.write_text(json.dumps(report, indent=2) + '\n')
+        write_json_report(
+            args.json,
+            {
+                'corpus': str(corpus),
+                'grids': {name: GRIDS[name] for name in grids},
+                'in_flight': args.in_flight,
+                'rows': [asdict(row) for row in rows],
+                'details': details,
+                'verdicts': lines,
+            },
+        )
     return 0
 
 

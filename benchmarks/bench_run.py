@@ -44,7 +44,7 @@ from _common import (
     measure,
     shipped_tokenizer_dir,
     verdict,
-    versions,
+    write_json_report,
 )
 
 MODEL = 'needle-finder'
@@ -403,23 +403,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in explain(rows):
         print(line)
     if args.json:
-        report = {
-            'machine': machine(),
-            'versions': versions(),
-            'corpus': str(corpus),
-            'tokenizer_dir': str(tokenizer_dir),
-            'repeat': args.repeat,
-            'judge_grid': JUDGE_GRID,
-            'rows': [asdict(row) for row in rows],
-            'smoke_runs': {
-                'ours_cold': [asdict(side) for side in cold],
-                'ours_warm': [asdict(side) for side in warm],
-                'builtin': [asdict(side) for side in builtin],
-                'import_evalscope_seconds': floors,
+        write_json_report(
+            args.json,
+            {
+                'corpus': str(corpus),
+                'tokenizer_dir': str(tokenizer_dir),
+                'repeat': args.repeat,
+                'judge_grid': JUDGE_GRID,
+                'rows': [asdict(row) for row in rows],
+                'smoke_runs': {
+                    'ours_cold': [asdict(side) for side in cold],
+                    'ours_warm': [asdict(side) for side in warm],
+                    'builtin': [asdict(side) for side in builtin],
+                    'import_evalscope_seconds': floors,
+                },
+                'grid_runs': {side: asdict(result) for side, result in grid_runs.items()},
             },
-            'grid_runs': {side: asdict(result) for side, result in grid_runs.items()},
-        }
-        args.json.write_text(json.dumps(report, indent=2) + '\n')
+        )
     return 0
 
 

@@ -43,7 +43,7 @@ from _common import (
     proc_status_mb,
     shipped_tokenizer_dir,
     verdict,
-    versions,
+    write_json_report,
 )
 
 SUBSET = 'english'
@@ -364,20 +364,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     print('\n'.join(lines))
     if args.json:
-        report = {
-            'machine': machine(),
-            'versions': versions(),
-            'corpus': str(corpus),
-            'tokenizer_dir': str(tokenizer_dir),
-            'grid': GRID,
-            'cap_seconds': args.cap,
-            'ram_mb': ram_mb,
-            'rows': [asdict(row) for row in rows],
-            'children': bench.details,
-            'memory_limits': limits,
-            'verdicts': lines,
-        }
-        args.json.write_text(json.dumps(report, indent=2) + '\n')
+        write_json_report(
+            args.json,
+            {
+                'corpus': str(corpus),
+                'tokenizer_dir': str(tokenizer_dir),
+                'grid': GRID,
+                'cap_seconds': args.cap,
+                'ram_mb': ram_mb,
+                'rows': [asdict(row) for row in rows],
+                'children': bench.details,
+                'memory_limits': limits,
+                'verdicts': lines,
+            },
+        )
     return 0
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from tests.support.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
 from tests.support.reports import cell_scores
+from tests.support.tasks import judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -54,23 +55,16 @@ def depth_sensitive_model(messages: list[dict]) -> str:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides) -> TaskConfig:
-    settings = {
-        'model': MODEL,
-        'api_url': server.base_url,
-        'api_key': 'x',
-        'eval_type': 'openai_api',
-        'datasets': ['needle_haystack'],
-        'dataset_args': {
-            'needle_haystack': {
-                'local_path': str(corpus_dir),
-                'extra_params': {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS},
-            }
-        },
-        'judge': {'models': [{'model_id': JUDGE, 'api_url': server.base_url, 'api_key': 'x'}]},
-        'work_dir': str(work_dir),
-        'no_timestamp': True,
-        'generation_config': {'retries': 2, 'retry_interval': 0},
-    }
+    extra = {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS}
+    settings = task_settings(
+        server,
+        corpus_dir,
+        work_dir,
+        model=MODEL,
+        extra=extra,
+        judge=judge_block(server, JUDGE),
+        generation_config={'retries': 2, 'retry_interval': 0},
+    )
     settings.update(overrides)
     return TaskConfig(**settings)
 

@@ -23,6 +23,7 @@ from tests.support.openai_server import (
     overlap_grader,
 )
 from tests.support.reports import cell_scores, overall_scores
+from tests.support.tasks import judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -52,31 +53,16 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides: Any) -> TaskConfig:
-    settings: dict[str, Any] = {
-        'model': MODEL,
-        'api_url': server.base_url,
-        'api_key': 'x',
-        'eval_type': 'openai_api',
-        'datasets': ['needle_haystack'],
-        'dataset_args': {
-            'needle_haystack': {
-                'local_path': str(corpus_dir),
-                'subset_list': ['english'],
-                'extra_params': {'context_lengths': [600], 'document_depth_percents': [0]},
-            }
-        },
-        'judge': {'strategy': 'rule'},
-        'work_dir': str(work_dir),
-        'no_timestamp': True,
-        'generation_config': dict(FAST),
-    }
+    extra = {'context_lengths': [600], 'document_depth_percents': [0]}
+    settings = task_settings(
+        server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=dict(FAST)
+    )
     settings.update(overrides)
     return TaskConfig(**settings)
 
 
 def _judge(server: OpenAICompatServer, **generation: Any) -> dict[str, Any]:
-    config = {**FAST, **generation}
-    return {'models': [{'model_id': JUDGE, 'api_url': server.base_url, 'api_key': 'x', 'generation_config': config}]}
+    return judge_block(server, JUDGE, **{**FAST, **generation})
 
 
 def _results(work_dir: Path) -> list:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
+from tests.support.tasks import judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -66,23 +67,19 @@ class SlowModel:
 
 
 def _settings(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, extra: dict[str, Any]) -> dict[str, Any]:
-    return {
-        'model': MODEL,
-        'api_url': server.base_url,
-        'api_key': 'x',
-        'eval_type': 'openai_api',
-        'datasets': ['needle_haystack'],
-        'dataset_args': {
-            'needle_haystack': {'local_path': str(corpus_dir), 'subset_list': ['english'], 'extra_params': extra}
-        },
-        'judge': {'models': [{'model_id': JUDGE, 'api_url': server.base_url, 'api_key': 'x'}]},
-        'work_dir': str(work_dir),
-        'no_timestamp': True,
-        'eval_batch_size': 1,  # one request in flight: the kill lands between samples or inside one
-        'ignore_errors': True,
-        'generation_config': {'retries': 1, 'retry_interval': 0},  # one attempt: the failure is final in run 1
-        'model_args': {'max_retries': 0},
-    }
+    return task_settings(
+        server,
+        corpus_dir,
+        work_dir,
+        model=MODEL,
+        extra=extra,
+        subsets=['english'],
+        judge=judge_block(server, JUDGE),
+        eval_batch_size=1,  # one request in flight: the kill lands between samples or inside one
+        ignore_errors=True,
+        generation_config={'retries': 1, 'retry_interval': 0},  # one attempt: the failure is final in run 1
+        model_args={'max_retries': 0},
+    )
 
 
 def _rows(path: Path) -> list[dict]:

@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.openai_server import OpenAICompatServer
 from tests.support.reports import cell_scores, overall_scores
+from tests.support.tasks import task_settings
 
 pytest.importorskip('evalscope')
 
@@ -53,21 +54,16 @@ def chain_model(messages: list[dict]) -> str:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, extra: dict, **overrides) -> TaskConfig:
-    settings = {
-        'model': MODEL,
-        'api_url': server.base_url,
-        'api_key': 'x',
-        'eval_type': 'openai_api',
-        'datasets': ['needle_haystack'],
-        'dataset_args': {
-            'needle_haystack': {'local_path': str(corpus_dir), 'subset_list': ['english'], 'extra_params': extra}
-        },
-        'judge': {'strategy': 'rule'},
-        'work_dir': str(work_dir),
-        'no_timestamp': True,
-        'eval_batch_size': 1,  # one request at a time: the order the server sees is the order we chose
-        'generation_config': {'retries': 1, 'retry_interval': 0},
-    }
+    settings = task_settings(
+        server,
+        corpus_dir,
+        work_dir,
+        model=MODEL,
+        extra=extra,
+        subsets=['english'],
+        eval_batch_size=1,  # one request at a time: the order the server sees is the order we chose
+        generation_config={'retries': 1, 'retry_interval': 0},
+    )
     settings.update(overrides)
     return TaskConfig(**settings)
 
