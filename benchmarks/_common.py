@@ -125,6 +125,18 @@ def versions() -> dict[str, str]:
     return found
 
 
+# Both adapters take these extra_params names; the 128k grid is the one long-context users ask for.
+GRIDS: dict[str, dict[str, int]] = {
+    'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths
+    '128k': {
+        'context_lengths_min': 1000,
+        'context_lengths_max': 128000,
+        'context_lengths_num_intervals': 15,
+        'document_depth_percent_intervals': 15,
+    },
+}
+
+
 def write_json_report(path: Path, fields: dict) -> None:
     """FILE of --json: the machine and package versions, then the script's own figures."""
     report = {'machine': machine(), 'versions': versions(), **fields}

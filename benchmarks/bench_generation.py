@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     BUILTIN_MODULE,
     DEFAULT_CORPUS,
+    GRIDS,
     check_corpus,
     child_env,
     machine,
@@ -33,16 +34,6 @@ from _common import (
 )
 
 SUBSETS = ['english', 'chinese']
-# Both adapters take these extra_params names; the 128k grid is the one long-context users ask for.
-GRIDS: dict[str, dict[str, int]] = {
-    'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths
-    '128k': {
-        'context_lengths_min': 1000,
-        'context_lengths_max': 128000,
-        'context_lengths_num_intervals': 15,
-        'document_depth_percent_intervals': 15,
-    },
-}
 SPEEDUP_GOAL, MEMORY_GOAL, PREVIEW_GOAL_S = 10.0, 0.5, 2.0
 
 

@@ -31,18 +31,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, check_corpus, format_table, machine, verdict, write_json_report
+from _common import DEFAULT_CORPUS, GRIDS, check_corpus, format_table, machine, verdict, write_json_report
 
 SUBSETS = ['english', 'chinese']
-GRIDS: dict[str, dict[str, int]] = {
-    'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths
-    '128k': {
-        'context_lengths_min': 1000,
-        'context_lengths_max': 128000,
-        'context_lengths_num_intervals': 15,
-        'document_depth_percent_intervals': 15,
-    },
-}
 
 
 @dataclass

@@ -41,21 +41,12 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, format_table, machine  # stdlib only: the replay runs where evalscope is not
+from _common import DEFAULT_CORPUS, GRIDS, format_table, machine  # stdlib only: the replay runs where evalscope is not
 
 FORMAT = 'evalscope-niah-server-order/1'
 ORDERS = ('grid', 'prefix')
 ORDER_LABELS = {'grid': 'grid order (built-in)', 'prefix': 'ours: prefix_friendly_order'}
 PREDICTED_IN_FLIGHT = (1, 2, 4, 8, 16)
-GRIDS: dict[str, dict[str, int]] = {
-    'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths
-    '128k': {
-        'context_lengths_min': 1000,
-        'context_lengths_max': 128000,
-        'context_lengths_num_intervals': 15,
-        'document_depth_percent_intervals': 15,
-    },
-}
 
 
 # ---- files ---------------------------------------------------------------------------------------------------------
