@@ -172,7 +172,7 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _eval(argv: list[str]) -> int:
     """Run EvalScope's own CLI after registering our adapter, so every `evalscope eval` flag works unchanged."""
-    from .adapter import register
+    from .integration import register
 
     register()
     from evalscope.cli.cli import run_cmd
@@ -352,6 +352,7 @@ def _preview(args: argparse.Namespace) -> int:
 def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
     from .estimate import PlannedRequest, estimate_tokens, format_estimate, parse_prices
     from .samples import iter_plans
+    from .tasks import get_task
     from .tokenization import load_tokenizer
 
     for flag, value in (('--max-tokens', args.max_tokens), ('--judge-max-tokens', args.judge_max_tokens)):
@@ -365,7 +366,7 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
             prompt_tokens=plan.cell.context_length - params.length_buffer,
             question=plan.question,
             reference=plan.reference_answer,
-            judged=not args.no_judge and plan.task == 'single' and not plan.cell.control,
+            judged=not args.no_judge and get_task(plan.task).is_judged(plan.meta()),
         )
         for plan in iter_plans(params, limit=args.limit, **options)
     ]

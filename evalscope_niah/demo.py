@@ -86,7 +86,7 @@ def _local_server(say):
 def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
     from evalscope import TaskConfig, run_task
 
-    from .adapter import register
+    from .integration import register
 
     register()
     judge = (

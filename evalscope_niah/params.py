@@ -13,9 +13,9 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import NiahConfigError
+from .tasks import get_task, task_names
 
 Language = Literal['en', 'zh']
-Task = Literal['single', 'multi_retrieval', 'reasoning']
 
 EN_NEEDLE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
 EN_QUESTION = 'What is the best thing to do in San Francisco?'
@@ -52,13 +52,20 @@ class SubsetConfig(BaseModel):
     needles: list[str] | None = None
     retrieval_question: str | None = None
     answer: str | None = None
-    task: Task | None = None
+    task: str | None = None  # a registered task name (tasks.task_names())
 
     @field_validator('retrieval_question', 'corpus_file', 'answer')
     @classmethod
     def _non_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
             raise ValueError('must not be empty')
+        return value
+
+    @field_validator('task')
+    @classmethod
+    def _known_task(cls, value: str | None) -> str | None:
+        if value is not None and value not in task_names():
+            raise ValueError(f'must be {_choices(task_names())}')
         return value
 
 
@@ -73,7 +80,7 @@ class ResolvedSubset(BaseModel):
     needles: tuple[str, ...]
     retrieval_question: str
     answer: str | None  # the short answer inside the needle, when known: the guide and guess detection use it
-    task: Task
+    task: str
 
     @property
     def reference_answer(self) -> str:
@@ -130,11 +137,9 @@ class NiahParams(BaseModel):
         description="Tokenizer that measures lengths: a model id, a local directory, or 'tiktoken:<encoding>'.",
     )
     show_score: bool = Field(False, description='Write each cell score on the heatmap images.')
-    task: Task = Field(
+    task: str = Field(
         'single',
-        description="'single': the needle(s) and question of each subset; 'multi_retrieval': num_needles distinct "
-        "facts and one question asking for all, scored per needle (recall, precision); 'reasoning': a chain of "
-        'linked needles (OpenCompass CDME) placed diff percent apart, keyword-scored.',
+        description='; '.join(f"'{name}': {get_task(name).description}" for name in task_names()) + '.',
     )
     num_needles: int = Field(3, description="Facts per sample for task 'multi_retrieval' (1-20).")
     diff: float = Field(
@@ -200,6 +205,13 @@ class NiahParams(BaseModel):
         description='Per-subset overrides or new subsets: {name: {corpus_file, language, needles, '
         'retrieval_question}}. Built-in: english (PaulGraham_Essays.txt), chinese (Journey_to_the_West.txt).',
     )
+
+    @field_validator('task')
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        if value not in task_names():
+            raise ValueError(f'must be {_choices(task_names())}')
+        return value
 
     @field_validator('context_lengths_min', 'context_lengths_max')
     @classmethod
@@ -332,12 +344,12 @@ class NiahParams(BaseModel):
                 f'{self.document_depth_percent_min} is larger than document_depth_percent_max '
                 f'({self.document_depth_percent_max})',
             )
-        if self.needle_bank is not None and self.task != 'single':
+        if self.needle_bank is not None and not get_task(self.task).accepts_bank:
             raise NiahConfigError(
                 'needle_bank', f"draws single needles; task {self.task!r} brings its own needles (use task 'single')"
             )
         for name, override in self.subsets.items():
-            if self.needle_bank is not None and override.task not in (None, 'single'):
+            if self.needle_bank is not None and override.task is not None and not get_task(override.task).accepts_bank:
                 raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
             _check_needles(override.needles, param=f'subsets.{name}.needles')
             if name not in DEFAULT_SUBSETS and (override.corpus_file is None or override.language is None):
@@ -477,6 +489,11 @@ def _tiktoken_for_model(model: Any) -> str:
             'tokenizer_model',
             f'unknown OpenAI model {model!r}; known to tiktoken: {known}, ... (or set tokenizer_path)',
         ) from None
+
+
+def _choices(names: tuple[str, ...]) -> str:
+    quoted = [repr(name) for name in names]
+    return quoted[0] if len(quoted) == 1 else f'{", ".join(quoted[:-1])} or {quoted[-1]}'
 
 
 def _linspace_rounded(low: float, high: float, count: int) -> list[int]:

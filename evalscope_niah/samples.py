@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -22,38 +21,24 @@ from .haystack import (
     next_sentence_start,
     prompt_frame,
 )
-from .needles import (
-    BankNeedle,
-    answer_format_guide,
-    draw_needles,
-    load_needle_bank,
-    multi_retrieval_set,
-    pick_chain,
-    reasoning_chains,
-)
+from .metadata import GridCell, SampleMeta
+from .needles import BankNeedle, draw_needles, load_needle_bank
 from .params import NiahParams, ResolvedSubset
 from .prompts import PromptSpec
+from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
-ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
-
-
-@dataclass(frozen=True)
-class GridCell:
-    """One sample's coordinates. ``depth_percent`` None marks the needle-absent control cell of a length.
-
-    ``repeat`` selects the haystack's starting point in the corpus; ``draw`` the needle drawn from a needle bank.
-    """
-
-    subset: str
-    context_length: int
-    depth_percent: float | None
-    repeat: int = 0
-    draw: int = 0
-
-    @property
-    def control(self) -> bool:
-        return self.depth_percent is None
+__all__ = [
+    'GridCell',
+    'NeedleSample',
+    'SamplePlan',
+    'SubsetSampler',
+    'cells_within_limit',
+    'grid',
+    'iter_plans',
+    'iter_samples',
+    'subset_samplers',
+]
 
 
 @dataclass(frozen=True)
@@ -71,6 +56,29 @@ class SamplePlan:
     start_token: int  # where the haystack starts in the (repeated) corpus
     prefix_tokens: int  # tokens every prompt of this subset and start shares before the haystack
     divergence_token: int  # estimated prompt token where this prompt stops sharing text with longer ones
+    distractor_values: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+
+    def meta(self) -> SampleMeta:
+        """The sample's metadata as planned; the build adds what it measures."""
+        cell = self.cell
+        return SampleMeta(
+            subset=cell.subset,
+            language=self.language,
+            task=self.task,
+            context_length=cell.context_length,
+            depth_percent=cell.depth_percent,
+            repeat=cell.repeat,
+            draw=cell.draw,
+            needles=self.needles,
+            question=self.question,
+            reference_answer=self.reference_answer,
+            answer_keys=self.answer_keys,
+            start_token=self.start_token,
+            divergence_token=self.divergence_token,
+            distractor_values=self.distractor_values,
+            candidates=self.candidates,
+        )
 
 
 @dataclass(frozen=True)
@@ -156,8 +164,10 @@ class SubsetSampler:
         self.tokenizer = tokenizer
         self.prompt = prompt
         self.params = params
+        self.task = get_task(subset.task)
         self.bank = self._bank_draws()
-        for needles, param in self._all_needles():
+        self.context = PlanContext(subset=subset, params=params, bank=self.bank)
+        for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
             if occurring is not None:
                 raise NiahConfigError(
@@ -191,44 +201,18 @@ class SubsetSampler:
             seed=params.sampling_seed,
         )
 
-    def _all_needles(self) -> list[tuple[tuple[str, ...], str]]:
-        """Every fixed needle text this subset may insert, with the parameter that chose it (for the corpus check)."""
-        name = self.subset.name
-        if self.bank:
-            return [((entry.needle,), 'needle_bank') for entry in self.bank]
-        if self.subset.task == 'reasoning':
-            return [(chain.needles, 'task') for chain in reasoning_chains(self.subset.language)]
-        if self.subset.task == 'multi_retrieval':
-            return []  # invented names and random numbers, drawn per sample
-        return [(self.subset.needles, f'subsets.{name}.needles')]
-
     def plan(self, cell: GridCell) -> SamplePlan:
         subset, params = self.subset, self.params
         language = subset.language
         depth = cell.depth_percent if cell.depth_percent is not None else 0.0
-        needle_depths: tuple[float, ...] | None = None
-        if subset.task == 'multi_retrieval':
-            facts = multi_retrieval_set(language=language, count=params.num_needles, seed=self._seed(cell))
-            needles, question, reference = facts.needles, facts.question, facts.reference
-            keys, guide = facts.values, None
-        elif subset.task == 'reasoning':
-            chain = pick_chain(language, index=cell.repeat)
-            needles = chain.needles
-            if params.shuffle_links:
-                order = list(needles)
-                random.Random(self._seed(cell)).shuffle(order)
-                needles = tuple(order)
-            needle_depths = tuple(min(100.0, depth + number * params.diff) for number in range(len(needles)))
-            question, reference, keys = chain.question, chain.reference, (chain.answer,)
-            guide = answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=language)
-        elif self.bank:
-            entry = self.bank[cell.draw]
-            needles, question, reference, keys = (entry.needle,), entry.question, entry.needle, (entry.answer,)
-            guide = answer_format_guide(needle=entry.needle, answer=entry.answer, language=language)
-        else:
-            needles, question, reference = subset.needles, subset.retrieval_question, subset.reference_answer
-            keys = (subset.answer,) if subset.answer else ()
-            guide = answer_format_guide(needle=needles[0], answer=subset.answer, language=language)
+        choice = self.task.choose(self.context, cell, seed=self._seed(cell))
+        needles, needle_depths, question, reference = (
+            choice.needles,
+            choice.needle_depths,
+            choice.question,
+            choice.reference_answer,
+        )
+        guide = choice.guide
         if params.guide and guide:
             question = f'{question} {guide}' if language == 'en' else f'{question}{guide}'
         if cell.control:
@@ -251,10 +235,12 @@ class SubsetSampler:
             needle_depths=needle_depths,
             question=question,
             reference_answer=reference,
-            answer_keys=tuple(keys),
+            answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
             prefix_tokens=self._prefix_tokens,
             divergence_token=divergence,
+            distractor_values=choice.distractor_values,
+            candidates=choice.candidates,
         )
 
     def _seed(self, cell: GridCell) -> int:
@@ -384,15 +370,25 @@ class SubsetSampler:
 _MAX_BUILDERS = 64
 
 
+def cells_within_limit(cells: list[GridCell], limit: int | float | None, *, shuffle: bool = False) -> list[GridCell]:
+    """The cells EvalScope will run under ``--limit``: the first N (an int), or that share (a float below 1). With
+    shuffle EvalScope picks any, so every cell must be checkable."""
+    if shuffle or limit is None:
+        return cells
+    count = int(limit) if isinstance(limit, int) or limit >= 1 else max(1, int(len(cells) * limit))
+    return cells[:count]
+
+
 def subset_samplers(
     params: NiahParams,
     *,
     corpus_dir: Path,
     subsets: Sequence[str],
     prompt: PromptSpec | None = None,
-    limit: int | None = None,
+    limit: int | float | None = None,
+    shuffle: bool = False,
 ) -> list[tuple[SubsetSampler, list[GridCell]]]:
-    """One sampler per subset with its cells; ``limit`` keeps the first N cells of each subset (EvalScope's --limit).
+    """One sampler per subset with the cells to run (see ``cells_within_limit``, EvalScope's --limit).
 
     Everything that can be checked without building a haystack (subsets, corpus files, tokenizer, lengths) is
     checked for all subsets here, so a bad config fails before the first sample and before any model call.
@@ -402,7 +398,7 @@ def subset_samplers(
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
     for name in subsets:
         resolved = params.resolve_subset(name)
-        cells = grid(params, [name])[: limit if limit is not None else None]
+        cells = cells_within_limit(grid(params, [name]), limit, shuffle=shuffle)
         if not cells:
             continue
         sampler = SubsetSampler(

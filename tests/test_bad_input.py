@@ -25,7 +25,7 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
-from evalscope_niah.adapter import register
+from evalscope_niah.integration import register
 from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
 

@@ -1,0 +1,91 @@
+"""What a task is: a type that plans its needles, names what it checks in the corpus, and scores answers by rule.
+
+A task never sees EvalScope or a haystack. Sample planning hands it a ``PlanContext`` (the subset, the parameters and
+the bank draws) and a cell; scoring hands it the final answer (reasoning stripped) and the sample's metadata.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..metadata import GridCell, SampleMeta
+
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task']
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    """What a task may read when it plans a sample (typed loosely: tasks must not import params or samples)."""
+
+    subset: Any  # params.ResolvedSubset
+    params: Any  # params.NiahParams
+    bank: tuple[Any, ...] = ()  # needles.BankNeedle draws of this subset, when a needle bank is used
+
+    @property
+    def language(self) -> str:
+        return self.subset.language
+
+
+@dataclass(frozen=True)
+class NeedleChoice:
+    """A sample's needles and question before any haystack exists."""
+
+    needles: tuple[str, ...]
+    question: str  # as asked, before the answer-format guide is appended
+    reference_answer: str
+    answer_keys: tuple[str, ...]
+    needle_depths: tuple[float, ...] | None = None  # one depth per needle; None spreads them from the cell depth
+    guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
+    distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
+    distractor_values: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RuleScore:
+    """One answer's rule score. ``values['acc']`` is the accuracy; the other values are reported beside it.
+
+    ``certain`` says the rule alone may decide (the judge is skipped under ``llm_recall``); ``explanation`` says why
+    the score is what it is, for the results file and a person reading a red cell.
+    """
+
+    values: Mapping[str, float]
+    certain: bool = True
+    explanation: str = ''
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def accuracy(self) -> float:
+        return self.values['acc']
+
+
+class Task(ABC):
+    """One kind of needle-in-a-haystack sample. A new task is one subclass registered with ``register_task``."""
+
+    name: ClassVar[str]
+    description: ClassVar[str] = ''
+    # Whether the LLM judge grades its answers; a task scored exactly by rule says False.
+    judged: ClassVar[bool] = False
+    # Whether the subset's own needles / retrieval_question (and a needle bank) are what it asks about.
+    uses_subset_needles: ClassVar[bool] = False
+    # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
+    accepts_bank: ClassVar[bool] = False
+
+    def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
+        """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
+        in the corpus (a model could answer without retrieving). Tasks that invent their facts return []."""
+        return []
+
+    @abstractmethod
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        """The needles and question of one cell; ``seed`` is stable across runs and the same at every length."""
+
+    @abstractmethod
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        """Score a final answer (reasoning already stripped) against the sample's answer keys."""
+
+    def is_judged(self, meta: SampleMeta) -> bool:
+        return self.judged and not meta.control
