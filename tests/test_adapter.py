@@ -26,9 +26,9 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 from evalscope.api.registry import BENCHMARK_REGISTRY
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import register
 from evalscope_niah.integration.adapter import ELIDED_HAYSTACK, NiahAdapter
-from evalscope_niah.errors import NiahConfigError
 
 LENGTHS = [600, 1200]
 DEPTHS = [0, 50, 100]

@@ -25,9 +25,9 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
-from evalscope_niah.integration import register
 from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration import register
 
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 GOOD_LENGTHS = {'context_lengths': [600], 'document_depth_percents': [50]}
