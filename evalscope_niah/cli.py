@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # Long because it declares every subcommand's flags in one place: the CLI's whole surface reads top to bottom.
     parser = argparse.ArgumentParser(prog='evalscope-niah', description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest='command', required=True)
 
@@ -135,6 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
     demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
     demo.set_defaults(handler=_demo)
+
+    doctor = commands.add_parser(
+        'doctor', help='check offline what a run would use: EvalScope, names, tokenizer, corpus, judge (no model call)'
+    )
+    doctor.add_argument('--dataset-args', type=_json_object, default={}, help='as for preview')
+    doctor.add_argument('--judge', type=_json_object, help="EvalScope's --judge JSON, as the run would get it")
+    doctor.set_defaults(handler=_doctor)
     return parser
 
 
@@ -171,19 +179,18 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _eval(argv: list[str]) -> int:
-    """Run EvalScope's own CLI after registering our adapter, so every `evalscope eval` flag works unchanged."""
-    from .integration import register
+    from .integration.run import run_evalscope_cli
 
-    register()
-    from evalscope.cli.cli import run_cmd
+    return run_evalscope_cli(argv)
 
-    saved = sys.argv
-    sys.argv = ['evalscope', *argv]
-    try:
-        run_cmd()
-    finally:
-        sys.argv = saved
-    return 0
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .integration.doctor import run_checks
+
+    checks = run_checks(dataset_args=args.dataset_args, judge=args.judge)
+    for check in checks:
+        print(check.line())
+    return 0 if all(check.ok for check in checks) else 1
 
 
 def _plot(args: argparse.Namespace) -> int:

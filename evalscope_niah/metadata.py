@@ -36,7 +36,7 @@ class GridCell:
         return f'(length {self.context_length}, {where}, repeat {self.repeat}, draw {self.draw})'
 
 
-_TUPLE_FIELDS = ('needles', 'answer_keys', 'distractor_values', 'achieved_depth_percents')
+_TUPLE_FIELDS = ('needles', 'answer_keys', 'distractor_values', 'candidates', 'achieved_depth_percents')
 
 
 @dataclass(frozen=True)

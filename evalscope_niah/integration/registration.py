@@ -146,7 +146,11 @@ def _override_unsupported() -> str | None:
         return 'the benchmark registry is no longer a dict'
     if lock is None or not (hasattr(lock, '__enter__') and hasattr(lock, '__exit__')):
         return 'the benchmark registry has no lock'
-    if importlib.util.find_spec(_BUILTIN_MODULE.rpartition('.')[0]) is None:
+    try:
+        found = importlib.util.find_spec(_BUILTIN_MODULE) is not None
+    except (ImportError, ValueError):  # a parent package missing, or not a package any more
+        found = False
+    if not found:
         return f'the built-in module {_BUILTIN_MODULE} is gone'
     return None
 
