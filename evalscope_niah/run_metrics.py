@@ -12,9 +12,13 @@ from typing import Any
 
 from .report import SampleResult, effective_context_length, summarize_subsets
 
-__all__ = ['MetricRecord', 'subset_metrics']
+__all__ = ['OVERALL_AGGREGATION', 'MetricRecord', 'subset_metrics']
 
 OVERALL = {'scope': 'overall'}
+# How a metric's subsets combine into the OVERALL row when a mean is wrong: counts add up; the effective length of
+# the run is the shortest subset's (each subset's is where its leading run of passing lengths ends, so the
+# shortest is the longest length at which every subset passes). Rates are left to EvalScope's weighted mean.
+OVERALL_AGGREGATION = {'judge_failures': 'sum', 'effective_context_length': 'min'}
 
 
 @dataclass(frozen=True)

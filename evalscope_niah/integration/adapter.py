@@ -33,6 +33,7 @@ from ..scoring import strip_reasoning
 from ..tasks import score_answer, task_for
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
+from .semantics import fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
 
@@ -357,6 +358,7 @@ class NiahAdapter(DefaultDataAdapter):
         return aggregates
 
     def _on_generate_report_end(self, report: Any, output_dir: str, **kwargs: Any) -> None:
+        fix_overall_rows(report)
         self._write_outputs(output_dir, plot=True)
 
     def finalize(self, *args: Any, **kwargs: Any) -> None:

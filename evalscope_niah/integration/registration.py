@@ -30,6 +30,7 @@ from ..params import DATASET_ID, DEFAULT_SUBSETS, extra_params_spec
 from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from .adapter import NiahAdapter
 from .evaluator import NiahEvaluator
+from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
 
@@ -88,6 +89,7 @@ def build_meta(name: str = PUBLIC_NAME) -> BenchmarkMeta:
 def register(*, override: bool | None = None) -> None:
     """Register ``niah`` (public API) and, unless disabled, take over ``needle_haystack``; idempotent."""
     register_public()
+    declare_metric_semantics((PUBLIC_NAME, OVERRIDDEN_NAME))
     if override is None:
         override = os.environ.get(OVERRIDE_VARIABLE, '1').strip().lower() not in ('0', 'false', 'no', 'off')
     if override:
