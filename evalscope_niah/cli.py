@@ -343,7 +343,7 @@ def _preview(args: argparse.Namespace) -> int:
         }
     )
     corpus_dir = resolve_corpus_dir(
-        local_path=dataset_args.get('local_path'), files=[subset.corpus_file for subset in resolved]
+        local_path=dataset_args.get('local_path'), files=[name for subset in resolved for name in subset.corpus_files]
     )
     if args.estimate or args.prices:
         return _estimate(args, params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt)

@@ -39,22 +39,36 @@ BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
 DATASET_ID = 'AI-ModelScope/Needle-in-a-Haystack-Corpus'
 
 
+# Corpus files read as JSON Lines (one record per line, the text in ``text_field``); any other name is plain text.
+JSONL_SUFFIXES = ('.jsonl', '.json-lines')
+DEFAULT_TEXT_FIELD = 'text'
+# More files than this for one subset is a mistake (or an attack), not a corpus.
+MAX_CORPUS_FILES = 1000
+
+
+def is_jsonl_file(name: str) -> bool:
+    return name.lower().endswith(JSONL_SUFFIXES)
+
+
 class SubsetConfig(BaseModel):
-    """One subset: its corpus file, language and (optionally) its own needles and question.
+    """One subset: its corpus (one file, or a list joined in order), language and optionally needles and question.
 
     ``needles`` / ``retrieval_question`` left as None take the top-level values, then the built-in defaults.
+    ``corpus_file`` and ``file_list`` (OpenCompass CDME's name) are alternatives: give one.
     """
 
     model_config = ConfigDict(extra='forbid', frozen=True)
 
     corpus_file: str | None = None
+    file_list: list[str] | None = None
+    text_field: str | None = None
     language: Language | None = None
     needles: list[str] | None = None
     retrieval_question: str | None = None
     answer: str | None = None
     task: str | None = None  # a registered task name (tasks.task_names())
 
-    @field_validator('retrieval_question', 'corpus_file', 'answer')
+    @field_validator('retrieval_question', 'corpus_file', 'answer', 'text_field')
     @classmethod
     def _non_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -68,14 +82,48 @@ class SubsetConfig(BaseModel):
             raise ValueError(f'must be {_choices(task_names())}')
         return value
 
+    @field_validator('file_list')
+    @classmethod
+    def _file_names(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None:
+            if not 1 <= len(value) <= MAX_CORPUS_FILES:
+                raise ValueError(f'must name 1 to {MAX_CORPUS_FILES} corpus files')
+            if any(not name.strip() for name in value):
+                raise ValueError('every file name must be non-empty')
+        return value
+
+    @model_validator(mode='after')
+    def _one_corpus(self) -> SubsetConfig:
+        if self.corpus_file is not None and self.file_list is not None:
+            raise ValueError("give 'corpus_file' or 'file_list', not both")
+        # A field name that no file of this subset reads would be silently ignored.
+        if self.text_field is not None and not any(is_jsonl_file(name) for name in self.corpus_file_names() or []):
+            raise ValueError(
+                f"'text_field' applies to JSON Lines corpus files ({', '.join(JSONL_SUFFIXES)}); "
+                "this subset's corpus_file / file_list names none"
+            )
+        return self
+
+    def corpus_file_names(self) -> list[str] | None:
+        """The files this entry names, in order; None when it names none (the built-in default applies)."""
+        if self.file_list is not None:
+            return list(self.file_list)
+        return [self.corpus_file] if self.corpus_file is not None else None
+
 
 class ResolvedSubset(BaseModel):
-    """A subset with every field decided: what sample generation consumes."""
+    """A subset with every field decided: what sample generation consumes.
+
+    ``corpus_file`` names the corpus in messages and results: the file, or for a ``file_list`` the files joined
+    with ' + '. What to download and read is ``corpus_files``.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     name: str
     corpus_file: str
+    file_list: tuple[str, ...] = ()  # non-empty when the corpus was given as a file list
+    text_field: str = DEFAULT_TEXT_FIELD
     language: Language
     needles: tuple[str, ...]
     retrieval_question: str
@@ -85,6 +133,28 @@ class ResolvedSubset(BaseModel):
     @property
     def reference_answer(self) -> str:
         return '\n'.join(self.needles)
+
+    @property
+    def corpus_files(self) -> tuple[str, ...]:
+        """Every file the corpus is read from, in order (relative to the corpus directory)."""
+        return self.file_list or (self.corpus_file,)
+
+    @property
+    def corpus_param(self) -> str:
+        """The parameter that named the files, for error messages: ``subsets.<name>.corpus_file`` or ``file_list``."""
+        return f'subsets.{self.name}.{"file_list" if self.file_list else "corpus_file"}'
+
+
+def _resolved_corpus(default: SubsetConfig, override: SubsetConfig) -> dict[str, Any]:
+    # Files named by the override replace the default's, whichever of corpus_file / file_list either used.
+    chosen = override if override.corpus_file_names() is not None else default
+    names = chosen.corpus_file_names() or ['']
+    from_list = chosen.file_list is not None
+    return {
+        'corpus_file': ' + '.join(names) if from_list else names[0],
+        'file_list': tuple(names) if from_list else (),
+        'text_field': override.text_field or default.text_field or DEFAULT_TEXT_FIELD,
+    }
 
 
 # Adding a subset means adding an entry here (or passing one in ``subsets``), nothing else.
@@ -202,8 +272,8 @@ class NiahParams(BaseModel):
     )
     subsets: dict[str, SubsetConfig] = Field(
         default_factory=dict,
-        description='Per-subset overrides or new subsets: {name: {corpus_file, language, needles, '
-        'retrieval_question}}. Built-in: english (PaulGraham_Essays.txt), chinese (Journey_to_the_West.txt).',
+        description='Per-subset overrides or new subsets: {name: {corpus_file or file_list, text_field, language, '
+        'needles, retrieval_question}}. Built-in: english (PaulGraham_Essays.txt), chinese (Journey_to_the_West.txt).',
     )
 
     @field_validator('task')
@@ -352,11 +422,11 @@ class NiahParams(BaseModel):
             if self.needle_bank is not None and override.task is not None and not get_task(override.task).accepts_bank:
                 raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
             _check_needles(override.needles, param=f'subsets.{name}.needles')
-            if name not in DEFAULT_SUBSETS and (override.corpus_file is None or override.language is None):
+            if name not in DEFAULT_SUBSETS and (override.corpus_file_names() is None or override.language is None):
                 raise NiahConfigError(
                     f'subsets.{name}',
-                    f"a new subset needs 'corpus_file' and 'language' ('en' or 'zh'); "
-                    f'built-in subsets are {sorted(DEFAULT_SUBSETS)}',
+                    f"a new subset needs 'corpus_file' and 'language' ('en' or 'zh'), or 'file_list' in place of "
+                    f'corpus_file; built-in subsets are {sorted(DEFAULT_SUBSETS)}',
                 )
         return self
 
@@ -409,7 +479,7 @@ class NiahParams(BaseModel):
         answer = override.answer or (default.answer if own_needles else None)
         return ResolvedSubset(
             name=name,
-            corpus_file=override.corpus_file or default.corpus_file or '',
+            **_resolved_corpus(default, override),
             language=override.language or default.language or 'en',
             needles=tuple(needle.strip() for needle in needles),
             retrieval_question=question.strip(),

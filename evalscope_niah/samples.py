@@ -153,7 +153,7 @@ class SubsetSampler:
         if not has_sentence_boundary(corpus.text, subset.language):
             # Needles would silently fall back to word starts (or, in Chinese, anywhere): refuse the corpus instead.
             raise NiahConfigError(
-                f'subsets.{subset.name}.corpus_file',
+                subset.corpus_param,
                 f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
                 f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
                 f'{SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '

@@ -100,7 +100,7 @@ class NiahAdapter(DefaultDataAdapter):
 
     def load(self) -> tuple[DatasetDict, None]:
         subsets = [self.params.resolve_subset(name) for name in self.subset_list]
-        corpus_dir = self._corpus_dir([subset.corpus_file for subset in subsets])
+        corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
         self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
         samplers = subset_samplers(
             self.params,

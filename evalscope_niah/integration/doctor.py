@@ -96,18 +96,21 @@ def _corpus(params: Any, dataset_args: Mapping[str, Any]) -> list[Check]:
     except NiahConfigError as exc:
         return [Check('subsets', False, str(exc), 'choose subsets the parameters define')]
     local_path = dataset_args.get('local_path')
+    files = [name for subset in subsets for name in subset.corpus_files]
     if not local_path:
         return [
             Check(
                 'corpus',
                 True,
-                f'no local_path: the run downloads {", ".join(s.corpus_file for s in subsets)} from ModelScope '
+                f'no local_path: the run downloads {", ".join(files)} from ModelScope '
                 f'{DATASET_ID} (needs network; not checked here)',
             )
         ]
     checks = []
     try:
-        directory = resolve_corpus_dir(local_path=local_path, files=[subset.corpus_file for subset in subsets])
+        directory = resolve_corpus_dir(
+            local_path=local_path, files=[name for subset in subsets for name in subset.corpus_files]
+        )
     except NiahConfigError as exc:
         return [Check('corpus', False, str(exc), 'point local_path at the folder holding the corpus files')]
     for subset in subsets:
