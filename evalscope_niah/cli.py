@@ -373,7 +373,7 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
             prompt_tokens=plan.cell.context_length - params.length_buffer,
             question=plan.question,
             reference=plan.reference_answer,
-            judged=not args.no_judge and get_task(plan.task).is_judged(plan.meta()),
+            judged=not args.no_judge and get_task(plan.task).is_judged(plan.meta),
         )
         for plan in iter_plans(params, limit=args.limit, **options)
     ]

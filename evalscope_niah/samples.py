@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .corpus import Corpus, load_corpus
@@ -41,81 +41,40 @@ __all__ = [
 ]
 
 
+class _ReadsAsMeta:
+    """A plan or sample reads as its metadata (plan.question, sample.context_length): one set of field names."""
+
+    meta: SampleMeta
+
+    def __getattr__(self, name: str):
+        if name == 'meta':  # not yet set (copy, unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.meta, name)
+
+
 @dataclass(frozen=True)
-class SamplePlan:
+class SamplePlan(_ReadsAsMeta):
     """Everything about a sample except its haystack: cheap, so a whole grid of plans costs nothing to hold."""
 
-    cell: GridCell
-    task: str
-    language: str
-    needles: tuple[str, ...]  # inserted into the haystack, in insertion order (none for a control cell)
+    meta: SampleMeta  # needles in insertion order (none for a control cell); question as asked, guide included
     needle_depths: tuple[float, ...] | None  # one target depth per needle; None spreads them from the cell depth
-    question: str  # as asked, guide included
-    reference_answer: str
-    answer_keys: tuple[str, ...]  # what a correct answer contains: the answer, the magic numbers, the chain's keyword
-    start_token: int  # where the haystack starts in the (repeated) corpus
     prefix_tokens: int  # tokens every prompt of this subset and start shares before the haystack
-    divergence_token: int  # estimated prompt token where this prompt stops sharing text with longer ones
-    distractor_values: tuple[str, ...] = ()
-    candidates: tuple[str, ...] = ()
-
-    def meta(self) -> SampleMeta:
-        """The sample's metadata as planned; the build adds what it measures."""
-        cell = self.cell
-        return SampleMeta(
-            subset=cell.subset,
-            language=self.language,
-            task=self.task,
-            context_length=cell.context_length,
-            depth_percent=cell.depth_percent,
-            repeat=cell.repeat,
-            draw=cell.draw,
-            needles=self.needles,
-            question=self.question,
-            reference_answer=self.reference_answer,
-            answer_keys=self.answer_keys,
-            start_token=self.start_token,
-            divergence_token=self.divergence_token,
-            distractor_values=self.distractor_values,
-            candidates=self.candidates,
-        )
 
 
 @dataclass(frozen=True)
-class NeedleSample:
-    subset: str
-    language: str
-    task: str
-    context_length: int
-    depth_percent: float | None
-    repeat: int
-    draw: int
-    control: bool
-    achieved_depth_percent: float | None
-    achieved_depth_percents: tuple[float, ...]
-    prompt_tokens: int
-    haystack_tokens: int
-    needles: tuple[str, ...]
-    question: str
-    reference_answer: str
-    answer_keys: tuple[str, ...]
-    start_token: int
-    divergence_token: int  # first prompt token that differs from a same-start prompt with a deeper needle
+class NeedleSample(_ReadsAsMeta):
+    """A built sample: its metadata with what the build measured, and the prompt."""
+
+    meta: SampleMeta
     system_prompt: str
     user_prompt: str
-    corpus_file: str
-    corpus_sha256: str
-    tokenizer: str
 
     def messages(self) -> list[dict[str, str]]:
         user = {'role': 'user', 'content': self.user_prompt}
         return [{'role': 'system', 'content': self.system_prompt}, user] if self.system_prompt else [user]
 
     def to_record(self) -> dict:
-        record = asdict(self)
-        for name in ('needles', 'achieved_depth_percents', 'answer_keys'):
-            record[name] = list(record[name])
-        del record['system_prompt'], record['user_prompt']
+        record = self.meta.to_dict()
         record['messages'] = self.messages()
         return record
 
@@ -227,21 +186,24 @@ class SubsetSampler:
             haystack = target - self._prefix_tokens
             usable = max(0, haystack - params.start_buffer - params.end_buffer)
             divergence = self._prefix_tokens + params.start_buffer + round(usable * first / 100)
-        return SamplePlan(
-            cell=cell,
-            task=subset.task,
+        meta = SampleMeta(
+            subset=cell.subset,
             language=language,
+            task=subset.task,
+            context_length=cell.context_length,
+            depth_percent=cell.depth_percent,
+            repeat=cell.repeat,
+            draw=cell.draw,
             needles=tuple(needles),
-            needle_depths=needle_depths,
             question=question,
             reference_answer=reference,
             answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
-            prefix_tokens=self._prefix_tokens,
             divergence_token=divergence,
             distractor_values=choice.distractor_values,
             candidates=choice.candidates,
         )
+        return SamplePlan(meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens)
 
     def _seed(self, cell: GridCell) -> int:
         # Stable across processes and platforms (hash() is salted): a rerun draws the same numbers and links. The
@@ -340,30 +302,20 @@ class SubsetSampler:
         else:
             divergence = plan.prefix_tokens + haystack.haystack_tokens
         achieved = haystack.achieved_depth_percents
-        return NeedleSample(
-            subset=subset.name,
-            language=subset.language,
-            task=plan.task,
-            context_length=cell.context_length,
-            depth_percent=cell.depth_percent,
-            repeat=cell.repeat,
-            draw=cell.draw,
-            control=cell.control,
+        meta = plan.meta.with_build(
             achieved_depth_percent=achieved[0] if achieved else None,
             achieved_depth_percents=achieved,
             prompt_tokens=haystack.prompt_tokens,
             haystack_tokens=haystack.haystack_tokens,
-            needles=plan.needles,
-            question=plan.question,
-            reference_answer=plan.reference_answer,
-            answer_keys=plan.answer_keys,
-            start_token=plan.start_token,
             divergence_token=divergence,
-            system_prompt=self.prompt.system_prompt,
-            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
             corpus_file=subset.corpus_file,
             corpus_sha256=self.corpus.sha256,
             tokenizer=self.tokenizer.name,
+        )
+        return NeedleSample(
+            meta=meta,
+            system_prompt=self.prompt.system_prompt,
+            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
         )
 
 

@@ -142,9 +142,7 @@ class NiahAdapter(DefaultDataAdapter):
 
     def record_to_sample(self, record: dict[str, Any]) -> Sample:
         plan = self._samplers[record['subset']].plan(GridCell(**record))
-        return Sample(
-            input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta().to_dict()
-        )
+        return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
 
     def _messages(self, user_prompt: str) -> list[Any]:
         messages: list[Any] = [ChatMessageUser(content=user_prompt)]
@@ -159,17 +157,7 @@ class NiahAdapter(DefaultDataAdapter):
         built = sampler.build(sampler.plan(meta.cell))
         sample.input = self._messages(built.user_prompt)
         # The haystack stays out of metadata: it is stored once, in the prediction's messages.
-        measured = meta.with_build(
-            prompt_tokens=built.prompt_tokens,
-            haystack_tokens=built.haystack_tokens,
-            achieved_depth_percent=built.achieved_depth_percent,
-            achieved_depth_percents=built.achieved_depth_percents,
-            divergence_token=built.divergence_token,
-            corpus_file=built.corpus_file,
-            corpus_sha256=built.corpus_sha256,
-            tokenizer=built.tokenizer,
-        )
-        sample.metadata.update(measured.to_dict())
+        sample.metadata.update(built.meta.to_dict())
 
     # ---- inference: retries EvalScope does not do, and a record of what still fails -----------------------------
 
