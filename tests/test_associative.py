@@ -266,6 +266,10 @@ def test_check_corpus_finds_inserted_english_targets_terms_and_names() -> None:
     assert "name 'Stellan' occurs in the corpus; it is not used" in result.messages()
     assert 'en-semper' not in {pair.id for pair in result.usable_pairs()}
     assert 'Stellan' not in result.usable_names()
+    # The result is cached and shared between calls, so it is read-only.
+    assert check_corpus(planted, language='en') is result
+    with pytest.raises(TypeError):
+        result.pairs_found['en-semper'] = ()  # type: ignore[index]
 
 
 def test_check_corpus_english_matches_whole_words_only() -> None:
