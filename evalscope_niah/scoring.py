@@ -564,8 +564,11 @@ class ControlScore:
     explanation: str = field(default='', compare=False)
 
 
-# Scanned prefix of an answer; a longer one is no clean abstention anyway.
+# Scanned prefix of an answer; a longer one is no clean abstention (or plain answer) anyway.
 _MAX_SCAN_CHARS = 20_000
+# Occurrences of a key examined for cues and lists: each costs a scan of its sentence, so a reply repeating the key
+# thousands of times must not cost thousands of scans.
+_MAX_SPANS = 20
 
 
 def _abstention(final: str) -> re.Match[str] | None:
@@ -768,7 +771,7 @@ def _key_spans(text: str, key: str) -> list[tuple[int, int]]:
 def _cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excluded: str) -> list[tuple[str, str]]:
     before, after = _CUE_WINDOW[language]
     hits: list[tuple[str, str]] = []
-    for start, end in spans:
+    for start, end in spans[:_MAX_SPANS]:
         # The key itself is cut out of the window: its own words are not cues.
         window = text[max(0, start - before) : start] + ' | ' + text[end : end + after]
         hits.extend(_cue_hits(window, excluded))
@@ -778,7 +781,7 @@ def _cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, exc
 def _is_list_item(text: str, spans: Sequence[tuple[int, int]], *, language: str) -> bool:
     """True when the key is one short item among other short items ('saffron, teal or crimson', '藏青色、墨绿色')."""
     limit = 3 if language == 'en' else 6
-    for start, end in spans:
+    for start, end in spans[:_MAX_SPANS]:
         left = max((m.end() for m in _SENTENCE_END.finditer(text, 0, start)), default=0)
         right_end = _SENTENCE_END.search(text, end)
         sentence = text[left : right_end.start() if right_end else len(text)]

@@ -6,6 +6,8 @@ import collections
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.needles import MAX_DISTRACTORS, MULTI_KEYS, Distractor, distractor_facts, multi_retrieval_set
 from tests.support.adversarial import OUTCOMES, TASKS, Case, all_cases, meets, score_case, summary
 
 CASES = all_cases()
@@ -44,3 +46,45 @@ def test_summary_reports_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     print(table)  # pytest -s shows the figures for the README
     rows = table.splitlines()[2:]
     assert [row.split('|')[1].strip() for row in rows] == list(TASKS)
+
+
+# --- distractor facts (evalscope_niah.needles.distractor_facts) --------------------------------------------------
+
+
+@pytest.mark.parametrize('language', ['en', 'zh'])
+def test_distractor_facts_are_other_keys_with_fresh_values(language: str) -> None:
+    facts = multi_retrieval_set(language=language, count=5, seed=3)
+    distractors = distractor_facts(language=language, count=40, seed=3, exclude_values=facts.values, name=facts.key)
+    assert len(distractors) == 40
+    values = [d.value for d in distractors]
+    assert len(set(values)) == 40 and not set(values) & set(facts.values)
+    assert all(len(v) == 7 and not v.startswith('0') for v in values)
+    assert facts.key not in {d.key for d in distractors}
+    assert {d.key for d in distractors} <= set(MULTI_KEYS[language])
+    # Same sentence form as the needles, so only the key tells them apart.
+    template = facts.needles[0].replace(facts.key, '{key}').replace(facts.values[0], '{value}')
+    assert all(d.needle == template.format(key=d.key, value=d.value) for d in distractors)
+
+
+def test_distractor_facts_are_reproducible_and_seed_dependent() -> None:
+    def draw(seed: int) -> list[Distractor]:
+        return distractor_facts(language='en', count=6, seed=seed, exclude_values=(), name='Quillmere')
+
+    assert draw(1) == draw(1)
+    assert draw(1) != draw(2)
+    assert distractor_facts(language='en', count=0, seed=1, exclude_values=(), name='Quillmere') == []
+
+
+@pytest.mark.parametrize(
+    ('options', 'message'),
+    [
+        ({'count': -1}, 'between 0 and'),
+        ({'count': MAX_DISTRACTORS + 1}, 'between 0 and'),
+        ({'exclude_values': '1234567'}, 'not a string'),
+    ],
+)
+def test_distractor_facts_reject_bad_arguments(options: dict, message: str) -> None:
+    arguments = {'language': 'en', 'count': 3, 'seed': 0, 'exclude_values': (), 'name': 'Quillmere', **options}
+    with pytest.raises(NiahConfigError, match=message) as raised:
+        distractor_facts(**arguments)
+    assert raised.value.param == 'distractors'
