@@ -713,19 +713,25 @@ _SENTENCE_END = re.compile(r'[.!?。！？\n]')
 
 
 def _cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
-    """(kind, cue) pairs found in ``window``, leaving out cue words that the needle or question use themselves."""
+    """(kind, cue) pairs found in ``window``, leaving out cue words that the needle or question use themselves.
+
+    ``excluded`` comes from ``_excluded_cue_text``: Chinese cues are looked up as substrings, English ones as whole
+    words (the needle's 'door' does not excuse an 'or')."""
     hits = []
     for cues in (_EN_CUES, _ZH_CUES):
         for kind, pattern in cues.items():
             for match in pattern.finditer(window):
-                word = match.group().casefold()
-                if word not in excluded:
-                    hits.append((kind, match.group()))
+                cue = match.group()
+                probe = cue if _CJK_CHAR.match(cue) else f' {" ".join(_en_words(cue))} '
+                if probe not in excluded:
+                    hits.append((kind, cue))
     return hits
 
 
 def _excluded_cue_text(*texts: str) -> str:
-    return ' '.join(_normalise(text) for text in texts)
+    # Word tokens between single spaces (for whole-word English look-ups) followed by the raw normalised text.
+    normalised = ' '.join(_normalise(text) for text in texts)
+    return f' {" ".join(_en_words(normalised))} \n{normalised}'
 
 
 def _en_key_spans(text: str, key: str) -> list[tuple[int, int]]:
@@ -893,7 +899,7 @@ def single_needle_score(
                 return _cue_verdict(hits, f'needle recall {recall:.2f}')
         certain = rule_is_certain(recall)
         return RuleVerdict(
-            recall if certain else min(recall, UNCERTAIN_SCORE_CAP) if long_answer else recall,
+            recall if certain else min(recall, UNCERTAIN_SCORE_CAP),
             certain,
             f'no short answer known; needle recall {recall:.2f}' + ('' if certain else ': a judge decides'),
             ('recall',),
@@ -1048,7 +1054,7 @@ def reasoning_answer_score(
         return RuleVerdict(
             UNCERTAIN_SCORE_CAP * factor, True, 'far longer than the reference: pasted text, not an answer', ('long',)
         )
-    hits = _cue_near(text, spans, language=language, excluded=_excluded_cue_text(*candidates))
+    hits = _cue_near(text, spans, language=language, excluded=_excluded_cue_text(reference, *candidates))
     if hits:
         return _cue_verdict(hits, 'names the keyword')
     others = [c for c in candidates if _normalise(c) != _normalise(keyword) and _candidate_spans(text, c)]

@@ -882,7 +882,7 @@ def test_reasoning_one_asserted_candidate_passes(answer: str) -> None:
     [
         ('Jack, La Giostra, Florence', 'list'),
         ('Jack La Giostra', 'list'),
-        ('Jack, Pim, Osgood or Corvin', 'list'),  # names that are not chain candidates count too
+        ('Jack, Pim, Osgood, Corvin', 'list'),  # names that are not chain candidates count too
         ('It is not Jack.', 'negation'),
         ('Jackie.', 'missing'),
     ],
@@ -955,3 +955,15 @@ def test_entry_points_are_fast_on_a_megabyte(hostile: str) -> None:
     score_multi(hostile, reference='4821937', answer_keys=('4821937',), language='en', distractor_values=('1234567',))
     score_control(hostile, answer_keys=('Jack',), language='zh')
     assert time.perf_counter() - started < 5.0
+
+
+def test_single_cue_excuse_is_by_whole_word() -> None:
+    # The needle's 'door' holds the letters 'or' but does not excuse the hedge 'or' in the answer.
+    verdict = single_needle_score(
+        'saffron or teal',
+        needles=('The keeper of the Varnholt Point lighthouse repaints her front door saffron every April.',),
+        question='What colour?',
+        language='en',
+        answer_keys=('saffron',),
+    )
+    assert verdict.certain is False and 'hedge' in verdict.flags
