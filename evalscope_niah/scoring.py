@@ -1022,6 +1022,50 @@ def _candidate_spans(text: str, candidate: str) -> list[tuple[int, int]]:
     return [m.span() for m in re.finditer(pattern, text)]
 
 
+# What may stand between two names of a list: separators, 'and'/'or', '和'/'或', brackets, whitespace.
+_LIST_GAP = re.compile(r'(?:[\s,，、;；/|()（）\[\]&+-]|\band\b|\bor\b|和|或者?|与|及)*', re.IGNORECASE)
+
+
+def _en_guessed_names(original: str) -> list[str]:
+    """Capitalised names in an English answer, except a single word opening a sentence ('Yes', 'Definitely')."""
+    names = []
+    for match in _EN_NAME.finditer(original[:_MAX_SCAN_CHARS]):
+        opening = not original[: match.start()].strip() or original[: match.start()].rstrip()[-1] in '.!?:;"\'('
+        if opening and ' ' not in match.group():
+            continue
+        names.extend(_en_names(match.group()))
+    return names
+
+
+def _listed_neighbour(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    *,
+    keyword: str,
+    candidates: Sequence[str],
+    language: str,
+    original: str,
+) -> str | None:
+    """The first other name that sits right next to the keyword with only list separators between them
+    ('Jack La Giostra', '柯远山、唢呐', 'Jack and Pim'), or None. 'Corvin Halse likes the oboe best' names two
+    candidates but asserts one: words stand between them."""
+    pool = list(candidates)
+    if language == 'en':
+        # Capitalised names that are not candidates count too: a list of guessed names is still a list.
+        pool += _en_guessed_names(original)
+    names: list[tuple[int, int, str]] = []
+    for name in dict.fromkeys(pool):
+        if _normalise(name) != _normalise(keyword):
+            names += [(*span, name) for span in _candidate_spans(text, name)[:_MAX_SPANS]]
+    names = [name for name in names if not any(name[0] < end and start < name[1] for start, end in spans)]
+    for start, end in spans[:_MAX_SPANS]:
+        for name_start, name_end, name in names:
+            gap = text[end:name_start] if name_start >= end else text[name_end:start]
+            if len(gap) <= 12 and _LIST_GAP.fullmatch(gap):
+                return name
+    return None
+
+
 def reasoning_answer_score(
     answer: str, *, keyword: str, candidates: Sequence[str], language: str, reference: str | None = None
 ) -> RuleVerdict:
@@ -1057,20 +1101,15 @@ def reasoning_answer_score(
     hits = _cue_near(text, spans, language=language, excluded=_excluded_cue_text(reference, *candidates))
     if hits:
         return _cue_verdict(hits, 'names the keyword')
-    others = [c for c in candidates if _normalise(c) != _normalise(keyword) and _candidate_spans(text, c)]
-    if language == 'en':
-        # Capitalised names that are not candidates count too: a list of guessed names is still a list.
-        others += [n for n in _en_names(final[:_MAX_SCAN_CHARS]) if n.casefold() != keyword.casefold()]
-    others = list(dict.fromkeys(o.casefold() for o in others))
     if _is_list_item(text, spans, language=language):
         return RuleVerdict(0.1, True, 'the keyword is one item of a list of names', ('list',))
-    if others:
-        rest = text
-        for name in [keyword, *others]:
-            rest = rest.replace(_normalise(name), ' ')
-        filler = _answer_size(rest, language) if language == 'en' else len(_CJK_CHAR.findall(rest))
-        if filler <= (3 if language == 'en' else 4):
-            return RuleVerdict(0.1, True, f'names {len(others) + 1} candidates with nothing to pick one out', ('list',))
+    neighbour = _listed_neighbour(
+        text, spans, keyword=keyword, candidates=candidates, language=language, original=final
+    )
+    if neighbour:
+        return RuleVerdict(
+            0.1, True, f'the keyword is listed next to another name ({neighbour!r}) with nothing to pick one', ('list',)
+        )
     return RuleVerdict(1.0, True, 'asserts the keyword, one candidate, plainly', ('exact',))
 
 
