@@ -6,6 +6,9 @@ Pure Python and deterministic, so they run without a judge model and can be chec
 * ``levenshtein_score`` / ``keyword_score``: OpenCompass CDME-style string similarity, kept for comparability.
 * ``multi_retrieval_scores``: recall/precision/F1 of several numeric needle values (multi-value retrieval).
 * ``absent_control_score``: the needle-absent control cell, where the right answer is an abstention.
+* ``score_single`` / ``score_multi`` / ``score_reasoning`` / ``score_control``: one entry point per task, each
+  returning a ``RuleVerdict`` (score, ``certain``, an explanation and flags). ``certain`` False hands the answer to a
+  judge (negation or hedge near the fact, paraphrase, other language, pasted text); its score never passes.
 """
 
 from __future__ import annotations
