@@ -6,6 +6,7 @@ them onto EvalScope 1.14's adapter hooks.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib
 import logging
@@ -42,7 +43,7 @@ from . import __version__, _autoload
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, JUDGE_USER_TEMPLATE, parse_verdict
 from .ordering import PrefixInfo, prefix_friendly_order
-from .params import DATASET_ID, DEFAULT_SUBSETS, NiahParams, extra_params_spec, parse_params
+from .params import DATASET_ID, DEFAULT_SUBSETS, check_dataset_args, extra_params_spec, parse_params
 from .prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE, PromptSpec
 from .report import (
     CELLS_FILE,
@@ -144,15 +145,11 @@ class NiahAdapter(DefaultDataAdapter):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # EvalScope hands over every spec value, defaults included; keep only what the user changed, so an alias
-        # (min_context) is not taken to contradict its canonical parameter's default (context_lengths_min).
-        defaults = NiahParams()
-        values = {
-            key: value
-            for key, value in self.extra_params.items()
-            if value is not None and not (key in NiahParams.model_fields and value == getattr(defaults, key))
-        }
-        self.params = parse_params(values)
+        # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
+        given = (
+            self._task_config.dataset_args.get(BENCHMARK_NAME, {}).get('extra_params') if self._task_config else None
+        )
+        self.params = parse_params(self.extra_params, user_given=given)
         self._results: dict[str, list[SampleResult]] = {}
         # Samples that raised after every retry, per subset (worker threads append: hence the lock).
         self._errors: dict[str, list[SampleResult]] = defaultdict(list)
@@ -183,7 +180,7 @@ class NiahAdapter(DefaultDataAdapter):
     # ---- samples ---------------------------------------------------------------------------------------------
 
     def load(self) -> tuple[DatasetDict, None]:
-        subsets = [self.params.resolve_subset(name) for name in self.subset_list]
+        subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([subset.corpus_file for subset in subsets])
         prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
         tokenizer = load_tokenizer(self.params.tokenizer_path)
@@ -744,8 +741,16 @@ def _judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
     return output
 
 
+class NiahBenchmarkMeta(BenchmarkMeta):
+    """EvalScope's metadata; our dataset_args are checked before EvalScope merges them (it drops unknown keys)."""
+
+    def _update(self, args: dict) -> None:
+        check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        super()._update(args)
+
+
 def build_meta() -> BenchmarkMeta:
-    return BenchmarkMeta(
+    return NiahBenchmarkMeta(
         name=BENCHMARK_NAME,
         pretty_name=f'Needle-in-a-Haystack (evalscope-niah {__version__})',
         description=DESCRIPTION,

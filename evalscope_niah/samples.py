@@ -31,7 +31,7 @@ from .needles import (
     pick_chain,
     reasoning_chains,
 )
-from .params import NiahParams, ResolvedSubset
+from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
@@ -170,6 +170,9 @@ class SubsetSampler:
         # tokens as the longest prompt needs.
         needed = None if params.num_repeats > 1 else max_context_length + 512
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=needed)
+        check_corpus_repeats(
+            subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
+        )
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}

@@ -381,6 +381,8 @@ EXPECTED_TYPES = {
     'n_positions': 'int',
     'num_repeats_per_file': 'int',
     'tokenizer_model': 'str',
+    'max_corpus_repeats': 'int',
+    'allow_large_grid': 'bool',
     'subsets': 'dict',
 }
 
@@ -672,10 +674,10 @@ def test_new_parameters_are_validated_naming_the_parameter(extra: dict, param: s
 @pytest.mark.parametrize(
     'extra',
     [
-        {'num_needles': 1},
-        {'num_needles': 20},
-        {'diff': 0},
-        {'diff': 100},
+        {'task': 'multi_retrieval', 'num_needles': 1},
+        {'task': 'multi_retrieval', 'num_needles': 20},
+        {'task': 'reasoning', 'diff': 0},
+        {'task': 'reasoning', 'diff': 100},
         {'effective_length_threshold': 1},
         {'effective_length_threshold': 0.01},
         {'start_buffer': 0, 'end_buffer': 0, 'length_buffer': 0},
