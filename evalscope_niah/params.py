@@ -401,7 +401,6 @@ class NiahParams(BaseModel):
 
     def _nothing_ignored(self) -> None:
         """Refuse values the chosen task or needle source would silently replace."""
-        top_level_task = self.task if self.task != 'single' else None
         for field in ('needles', 'retrieval_question'):
             if getattr(self, field) is None:
                 continue
@@ -409,10 +408,14 @@ class NiahParams(BaseModel):
                 raise NiahConfigError(
                     field, f'{_bank_reason(self)}, so {field} would be ignored; give one or the other'
                 )
-            if top_level_task:
+            # Top-level values reach the subsets of task 'single' that do not bring their own.
+            used = self.task == 'single' or any(
+                override.task == 'single' and getattr(override, field) is None for override in self.subsets.values()
+            )
+            if not used:
                 raise NiahConfigError(
                     field,
-                    f'task {top_level_task!r} brings its own needles and question, so {field} would be ignored; use '
+                    f'task {self.task!r} brings its own needles and question, so {field} would be ignored; use '
                     "task 'single' with your own needles",
                 )
         for name, override in self.subsets.items():
