@@ -2,6 +2,19 @@
 
 The same model produces EvalScope's ``extra_params`` spec (``extra_params_spec``), so a default is written once.
 Names and defaults of EvalScope's built-in ``needle_haystack`` are kept so existing configs keep working.
+
+Limits (each refused with one NiahConfigError naming the parameter):
+
+- subset names (``subsets`` keys, ``subset_list``, ``--subset``): ASCII letters, digits, ``.``, ``_`` and ``-``, not
+  starting with ``.``, at most 64 characters; ``subset_list`` is a list of distinct names, never a string.
+- context lengths (``context_lengths``, ``context_lengths_min/max`` and their aliases): 1 to 10,000,000 tokens.
+- the corpus is repeated at most ``max_corpus_repeats`` times (default 20) to fill the longest context length.
+- at most 10,000 samples per run (grid cells x subsets) unless ``allow_large_grid: true``; 1,000,000 even then;
+  each grid axis (lengths, depths, num_repeats, n_needles, n_runs) at most 10,000 values.
+- values that would be ignored are refused: ``needles`` / ``retrieval_question`` (top level or per subset) with a
+  needle bank or with task ``multi_retrieval`` / ``reasoning``; ``num_needles`` without a ``multi_retrieval`` task,
+  ``diff`` / ``shuffle_links`` without a ``reasoning`` task; an alias and its canonical name with different values;
+  benchmark parameters placed in ``dataset_args`` beside ``extra_params`` instead of under it.
 """
 
 from __future__ import annotations
