@@ -322,11 +322,12 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def _preview(args: argparse.Namespace) -> int:
     from .corpus import resolve_corpus_dir
-    from .params import parse_params
+    from .params import check_dataset_args, parse_params
     from .prompts import PromptSpec
     from .samples import iter_samples
 
     dataset_args = args.dataset_args
+    check_dataset_args(dataset_args)
     unknown = sorted(set(dataset_args) - set(DATASET_ARGS_KEYS))
     if unknown:
         raise NiahConfigError('--dataset-args', f'unknown key {unknown[0]!r}; allowed: {", ".join(DATASET_ARGS_KEYS)}')
@@ -334,7 +335,7 @@ def _preview(args: argparse.Namespace) -> int:
         raise NiahConfigError('--limit', f'must be a positive number of samples (got {args.limit})')
     params = parse_params(dataset_args.get('extra_params'))
     subsets = args.subset or dataset_args.get('subset_list') or params.subset_names()
-    resolved = [params.resolve_subset(name) for name in subsets]
+    resolved = params.resolve_subsets(subsets)
     prompt = PromptSpec(
         **{
             field: dataset_args[key]

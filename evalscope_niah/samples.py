@@ -23,7 +23,7 @@ from .haystack import (
 )
 from .metadata import GridCell, SampleMeta
 from .needles import BankNeedle, draw_needles, load_needle_bank
-from .params import NiahParams, ResolvedSubset
+from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
@@ -139,6 +139,9 @@ class SubsetSampler:
         # tokens as the longest prompt needs.
         needed = None if params.num_repeats > 1 else max_context_length + 512
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=needed)
+        check_corpus_repeats(
+            subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
+        )
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}
@@ -348,9 +351,8 @@ def subset_samplers(
     prompt = prompt or PromptSpec()
     tokenizer = load_tokenizer(params.tokenizer_path)
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
-    for name in subsets:
-        resolved = params.resolve_subset(name)
-        cells = cells_within_limit(grid(params, [name]), limit, shuffle=shuffle)
+    for resolved in params.resolve_subsets(subsets):
+        cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
         sampler = SubsetSampler(

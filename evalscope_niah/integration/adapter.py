@@ -24,7 +24,7 @@ from ..corpus import resolve_corpus_dir
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
-from ..params import NiahParams, parse_params
+from ..params import parse_params
 from ..prompts import PromptSpec
 from ..report import SampleResult
 from ..run_metrics import subset_metrics
@@ -59,15 +59,9 @@ class NiahAdapter(DefaultDataAdapter):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        # EvalScope hands over every spec value, defaults included; keep only what the user changed, so an alias
-        # (min_context) is not taken to contradict its canonical parameter's default (context_lengths_min).
-        defaults = NiahParams()
-        values = {
-            key: value
-            for key, value in self.extra_params.items()
-            if value is not None and not (key in NiahParams.model_fields and value == getattr(defaults, key))
-        }
-        self.params = parse_params(values)
+        # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
+        given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
+        self.params = parse_params(self.extra_params, user_given=given)
         self._prompt: PromptSpec | None = None
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
@@ -99,7 +93,7 @@ class NiahAdapter(DefaultDataAdapter):
     # ---- samples ---------------------------------------------------------------------------------------------
 
     def load(self) -> tuple[DatasetDict, None]:
-        subsets = [self.params.resolve_subset(name) for name in self.subset_list]
+        subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
         self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
         samplers = subset_samplers(

@@ -11,6 +11,7 @@ the override.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import importlib.util
 import logging
@@ -26,7 +27,7 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..params import DATASET_ID, DEFAULT_SUBSETS, extra_params_spec
+from ..params import DATASET_ID, DEFAULT_SUBSETS, check_dataset_args, extra_params_spec
 from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from .adapter import NiahAdapter
 from .evaluator import NiahEvaluator
@@ -65,8 +66,17 @@ EvalScope's built-in, as `{OVERRIDDEN_NAME}`.
 """
 
 
+class NiahBenchmarkMeta(BenchmarkMeta):
+    """EvalScope's metadata; our dataset_args are checked before EvalScope merges them: it drops unknown keys and
+    fails with an AttributeError on an extra_params that is not a dict, before our adapter exists."""
+
+    def _update(self, args: dict) -> None:
+        check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        super()._update(args)
+
+
 def build_meta(name: str = PUBLIC_NAME) -> BenchmarkMeta:
-    return BenchmarkMeta(
+    return NiahBenchmarkMeta(
         name=name,
         pretty_name=f'Needle-in-a-Haystack (evalscope-niah {__version__})',
         description=DESCRIPTION,
