@@ -213,7 +213,7 @@ class HaystackBuilder:
                 texts, depths = ([separator], [100.0]) if separator else ([], [])
             else:
                 texts = [needle.strip() + separator for needle in self.needle_texts]
-                depths = list(needle_depths or _spread_depths(depth_percent, len(texts)))
+                depths = list(needle_depths or spread_depths(depth_percent, len(texts)))
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
             insertions = self._place_needles(texts, start, end, first_token, budget, depths, rank=rank)
@@ -408,7 +408,7 @@ class HaystackBuilder:
         return tuple(depths)
 
 
-def _spread_depths(depth: float, count: int) -> list[float]:
+def spread_depths(depth: float, count: int) -> list[float]:
     # Later needles spread toward the end, as the built-in does.
     step = (100 - depth) / count if count else 0
     return [depth + number * step for number in range(count)]

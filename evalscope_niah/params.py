@@ -27,6 +27,7 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import NiahConfigError
+from .needles import MAX_DISTRACTORS
 from .tasks import get_task, task_names
 
 Language = Literal['en', 'zh']
@@ -69,8 +70,6 @@ MAX_SAMPLES_PER_RUN = 10_000
 # Even with allow_large_grid: every cell is held in memory as a sample, and each axis is materialised as a list.
 MAX_SAMPLES_HARD_LIMIT = 1_000_000
 MAX_GRID_AXIS = 10_000  # values of one grid axis: lengths, depths, num_repeats, n_needles, n_runs
-# Task-specific parameters: given with a task that does not use them, they would be silently ignored.
-_TASK_ONLY = {'num_needles': 'multi_retrieval', 'diff': 'reasoning', 'shuffle_links': 'reasoning'}
 
 
 # Corpus files read as JSON Lines (one record per line, the text in ``text_field``); any other name is plain text.
@@ -250,6 +249,22 @@ class NiahParams(BaseModel):
         25, description="Task 'reasoning': depth increment in percent of each following link (as CDME's diff)."
     )
     shuffle_links: bool = Field(False, description="Task 'reasoning': insert the links in a shuffled order.")
+    distractors: int | None = Field(
+        None,
+        description="Task 'multi_retrieval': distractor facts of the same form about other keys placed in the "
+        'haystack (RULER multi-key); None = 3 per needle, 0 = none (the task before v4).',
+    )
+    associative_distractor: bool = Field(
+        False,
+        description="Task 'associative': also place a sentence that shares the question's words but does not answer "
+        'it, away from the needle (NoLiMa-Hard).',
+    )
+    judge_check: Literal['stop', 'fallback', 'off'] = Field(
+        'stop',
+        description="Before the model runs, the judge grades calibration answers built from each subset's needle. "
+        "'stop': a judge that misgrades them stops the run; 'fallback': the run is scored by rule (labelled as "
+        "such); 'off': no check.",
+    )
     absent_control: bool = Field(
         False,
         description='Add one needle-absent control cell per context length: nothing inserted, the right answer is '
@@ -386,6 +401,13 @@ class NiahParams(BaseModel):
             raise ValueError('must be at least 1 (1: the corpus must hold the longest context without repeating)')
         return value
 
+    @field_validator('distractors')
+    @classmethod
+    def _distractor_count(cls, value: int | None) -> int | None:
+        if value is not None and not 0 <= value <= MAX_DISTRACTORS:
+            raise NiahConfigError('distractors', f'must be between 0 and {MAX_DISTRACTORS}, got {value}')
+        return value
+
     @field_validator('num_needles')
     @classmethod
     def _needle_count(cls, value: int) -> int:
@@ -504,8 +526,11 @@ class NiahParams(BaseModel):
                     field, f'{_bank_reason(self)}, so {field} would be ignored; give one or the other'
                 )
             # Top-level values reach the subsets of task 'single' that do not bring their own.
-            used = self.task == 'single' or any(
-                override.task == 'single' and getattr(override, field) is None for override in self.subsets.values()
+            used = get_task(self.task).uses_subset_needles or any(
+                override.task is not None
+                and get_task(override.task).uses_subset_needles
+                and getattr(override, field) is None
+                for override in self.subsets.values()
             )
             if not used:
                 raise NiahConfigError(
@@ -523,14 +548,14 @@ class NiahParams(BaseModel):
                         f'subsets.{name}.{field}',
                         f'{_bank_reason(self)}, so it would be ignored; give one or the other',
                     )
-                if task != 'single':
+                if not get_task(task).uses_subset_needles:
                     raise NiahConfigError(
                         f'subsets.{name}.{field}',
                         f"task {task!r} brings its own needles and question, so it would be ignored; use task 'single'",
                     )
         # model_fields_set holds what the user gave (aliases resolved): a default is never "given".
         tasks = {self.task, *(override.task for override in self.subsets.values() if override.task)}
-        for field, task in _TASK_ONLY.items():
+        for field, task in _task_only_parameters().items():
             given = field in self.model_fields_set and getattr(self, field) != NiahParams.model_fields[field].default
             if given and task not in tasks:
                 raise NiahConfigError(
@@ -614,6 +639,12 @@ class NiahParams(BaseModel):
     def draws_per_cell(self) -> int:
         """Needle draws per cell: n_needles x n_runs with a needle bank, else one."""
         return self.n_needles * self.n_runs if self.needle_bank is not None else 1
+
+    def effective_mode(self) -> str:
+        """The effective-length mode of this run: as given, else the task's own default (associative: relative)."""
+        if 'effective_length_mode' in self.model_fields_set:
+            return self.effective_length_mode
+        return get_task(self.task).effective_length_mode or self.effective_length_mode
 
 
 def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
@@ -815,6 +846,11 @@ def _tiktoken_for_model(model: Any) -> str:
             'tokenizer_model',
             f'unknown OpenAI model {model!r}; known to tiktoken: {known}, ... (or set tokenizer_path)',
         ) from None
+
+
+def _task_only_parameters() -> dict[str, str]:
+    """Parameters only one task reads (declared by the task types): given with another task they would be ignored."""
+    return {param: name for name in task_names() for param in get_task(name).own_parameters}
 
 
 def _choices(names: tuple[str, ...]) -> str:

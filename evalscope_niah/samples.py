@@ -20,6 +20,7 @@ from .haystack import (
     needle_text,
     next_sentence_start,
     prompt_frame,
+    spread_depths,
 )
 from .metadata import GridCell, SampleMeta
 from .needles import BankNeedle, draw_needles, load_needle_bank
@@ -57,8 +58,14 @@ class SamplePlan(_ReadsAsMeta):
     """Everything about a sample except its haystack: cheap, so a whole grid of plans costs nothing to hold."""
 
     meta: SampleMeta  # needles in insertion order (none for a control cell); question as asked, guide included
-    needle_depths: tuple[float, ...] | None  # one target depth per needle; None spreads them from the cell depth
+    # One target depth per inserted text (needles, then distractors); None spreads the needles from the cell depth.
+    needle_depths: tuple[float, ...] | None
     prefix_tokens: int  # tokens every prompt of this subset and start shares before the haystack
+    distractors: tuple[str, ...] = ()  # placed in the haystack beside the needles, never asked about
+
+    @property
+    def inserted(self) -> tuple[str, ...]:
+        return self.meta.needles + self.distractors
 
 
 @dataclass(frozen=True)
@@ -125,7 +132,7 @@ class SubsetSampler:
         self.params = params
         self.task = get_task(subset.task)
         self.bank = self._bank_draws()
-        self.context = PlanContext(subset=subset, params=params, bank=self.bank)
+        self.context = PlanContext(subset=subset, params=params, bank=self.bank, corpus_text=corpus.text)
         for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
             if occurring is not None:
@@ -177,8 +184,16 @@ class SubsetSampler:
         guide = choice.guide
         if params.guide and guide:
             question = f'{question} {guide}' if language == 'en' else f'{question}{guide}'
+        distractors = choice.distractors
+        if distractors:
+            # Explicit depths for every inserted text: the needles' own (or spread from the cell depth), then the
+            # distractors' (or evenly over the haystack).
+            count = len(distractors)
+            needle_depths = tuple(needle_depths or spread_depths(depth, len(needles))) + tuple(
+                choice.distractor_depths or ((index + 0.5) * 100 / count for index in range(count))
+            )
         if cell.control:
-            needles, needle_depths, reference = (), None, ABSENT_REFERENCE[language]
+            needles, needle_depths, reference, distractors = (), None, ABSENT_REFERENCE[language], ()
         target = cell.context_length - params.length_buffer
         if cell.control:
             # No needle: it shares text with the others up to where its haystack ends and the template suffix starts.
@@ -203,10 +218,13 @@ class SubsetSampler:
             answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
             divergence_token=divergence,
-            distractor_values=choice.distractor_values,
+            distractor_values=choice.distractor_values if distractors else (),
             candidates=choice.candidates,
+            extra={'judge_context': choice.judge_context} if choice.judge_context else {},
         )
-        return SamplePlan(meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens)
+        return SamplePlan(
+            meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens, distractors=tuple(distractors)
+        )
 
     def _seed(self, cell: GridCell) -> int:
         # Stable across processes and platforms (hash() is salted): a rerun draws the same numbers and links. The
@@ -261,9 +279,9 @@ class SubsetSampler:
         needs: dict[tuple[tuple[str, ...], str], int] = {}
         for cell in {replace(cell, context_length=0) for cell in cells}:
             plan = self.plan(cell)
-            key = (plan.needles, plan.question)
+            key = (plan.inserted, plan.question)
             if key not in needs:
-                needs[key] = self.minimum_length(plan.needles, plan.question)
+                needs[key] = self.minimum_length(plan.inserted, plan.question)
         shortest = self.params.length_buffer + max(needs.values())
         too_short = sorted({cell.context_length for cell in cells if cell.context_length < shortest})
         if too_short:
@@ -291,7 +309,7 @@ class SubsetSampler:
 
     def build(self, plan: SamplePlan) -> NeedleSample:
         cell, subset = plan.cell, self.subset
-        builder = self.builder(plan.needles, plan.question)
+        builder = self.builder(plan.inserted, plan.question)
         haystack = builder.build(
             context_length=cell.context_length - self.params.length_buffer,
             depth_percent=cell.depth_percent if cell.depth_percent is not None else 0.0,
@@ -305,6 +323,13 @@ class SubsetSampler:
         else:
             divergence = plan.prefix_tokens + haystack.haystack_tokens
         achieved = haystack.achieved_depth_percents
+        if plan.distractors:  # depths of the needles only, in corpus order
+            decoys = {text.strip() for text in plan.distractors}
+            achieved = tuple(
+                depth
+                for depth, item in zip(achieved, haystack.insertions, strict=True)
+                if item.text.strip() not in decoys
+            )
         meta = plan.meta.with_build(
             achieved_depth_percent=achieved[0] if achieved else None,
             achieved_depth_percents=achieved,

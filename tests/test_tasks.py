@@ -102,7 +102,7 @@ def test_unknown_task_names_the_registered_ones() -> None:
     with pytest.raises(NiahConfigError) as error:
         parse_params({'task': 'access_code'})
     assert error.value.param == 'task'
-    assert "'single', 'multi_retrieval' or 'reasoning'" in str(error.value)
+    assert "'single', 'multi_retrieval', 'reasoning' or 'associative'" in str(error.value)
     with pytest.raises(NiahConfigError):
         get_task('nope')
 

@@ -315,7 +315,7 @@ class NiahAdapter(DefaultDataAdapter):
         errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
         params = self.params
         records = subset_metrics(
-            results, errors, threshold=params.effective_length_threshold, mode=params.effective_length_mode
+            results, errors, threshold=params.effective_length_threshold, mode=params.effective_mode()
         )
         aggregates += [
             AggScore(
@@ -362,7 +362,7 @@ class NiahAdapter(DefaultDataAdapter):
             output_dir,
             results,
             threshold=params.effective_length_threshold,
-            mode=params.effective_length_mode,
+            mode=params.effective_mode(),
             show_score=params.show_score,
             plot=plot,
         )

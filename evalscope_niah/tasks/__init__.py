@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..metadata import SampleMeta
+from .associative import Associative
 from .base import NeedleChoice, PlanContext, RuleScore, Task
 from .control import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval import MultiRetrieval
@@ -11,13 +12,14 @@ from .registry import get_task, register_task, task_names, unregister_task
 from .single import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call.
-for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain):
+for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
     register_task(_builtin)
 
 __all__ = [
     'ABSENT_CONTROL',
     'ABSENT_REFERENCE',
     'AbsentControl',
+    'Associative',
     'MultiRetrieval',
     'NeedleChoice',
     'PlanContext',

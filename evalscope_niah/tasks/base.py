@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..metadata import GridCell, SampleMeta
+from ..scoring import levenshtein_score
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task']
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'verdict_score']
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class PlanContext:
     subset: Any  # params.ResolvedSubset
     params: Any  # params.NiahParams
     bank: tuple[Any, ...] = ()  # needles.BankNeedle draws of this subset, when a needle bank is used
+    corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property
     def language(self) -> str:
@@ -40,8 +42,10 @@ class NeedleChoice:
     needle_depths: tuple[float, ...] | None = None  # one depth per needle; None spreads them from the cell depth
     guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
+    distractor_depths: tuple[float, ...] | None = None  # one per distractor; None spreads them over the haystack
     distractor_values: tuple[str, ...] = ()
-    candidates: tuple[str, ...] = ()
+    candidates: tuple[str, ...] = ()  # answers the task knows of: naming several of them is hedging
+    judge_context: str | None = None  # what the judge needs beside the reference (an associative hop)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,10 @@ class Task(ABC):
     uses_subset_needles: ClassVar[bool] = False
     # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
     accepts_bank: ClassVar[bool] = False
+    # Parameters only this task reads: refused with another task, where they would be silently ignored.
+    own_parameters: ClassVar[tuple[str, ...]] = ()
+    # The effective-length mode this task reports by default (None: the parameter's default).
+    effective_length_mode: ClassVar[str | None] = None
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
@@ -89,3 +97,12 @@ class Task(ABC):
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control
+
+
+def verdict_score(verdict: Any, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
+    """A rule verdict (scoring.RuleVerdict) as the task's RuleScore: its score is the accuracy, the values in
+    ``reported`` and CDME's Levenshtein similarity to the reference are reported beside it."""
+    values = {'acc': verdict.score, **reported, 'levenshtein': levenshtein_score(answer, meta.reference_answer)}
+    return RuleScore(
+        values=values, certain=verdict.certain, explanation=verdict.explanation, extra={'flags': list(verdict.flags)}
+    )

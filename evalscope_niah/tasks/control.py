@@ -23,7 +23,7 @@ class AbsentControl(Task):
         control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
         return RuleScore(
             values={'acc': control.score, 'abstained': float(control.abstained), 'guessed': float(control.guessed)},
-            explanation='abstained' if control.abstained else ('guessed the fact' if control.guessed else 'answered'),
+            explanation=control.explanation,
         )
 
 

@@ -1,4 +1,7 @@
-"""A chain of linked needles (OpenCompass CDME): only together do they answer the question; keyword-scored."""
+"""A chain of linked needles (OpenCompass CDME): only together do they answer the question.
+
+The answer must assert exactly one candidate, not negated (a list of the chain's names or a pasted context fails);
+CDME's own keyword score is reported beside it for comparability."""
 
 from __future__ import annotations
 
@@ -6,13 +9,14 @@ import random
 
 from ..metadata import GridCell, SampleMeta
 from ..needles import answer_format_guide, pick_chain, reasoning_chains
-from ..scoring import keyword_score, levenshtein_score
-from .base import NeedleChoice, PlanContext, RuleScore, Task
+from ..scoring import keyword_score, score_reasoning
+from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
 
 
 class ReasoningChain(Task):
     name = 'reasoning'
-    description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart, keyword-scored'
+    description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
+    own_parameters = ('diff', 'shuffle_links')
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         return [(chain.needles, 'task') for chain in reasoning_chains(context.language)]
@@ -36,12 +40,13 @@ class ReasoningChain(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        score = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
-        return RuleScore(
-            values={
-                'acc': score,
-                'rule_recall': 1.0 if score == 1.0 else 0.0,
-                'levenshtein': levenshtein_score(answer, meta.reference_answer),
-            },
-            explanation='keyword stated' if score == 1.0 else 'keyword missing (0.2 x Levenshtein)',
+        verdict = score_reasoning(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            reference=meta.reference_answer,
+            answer_keys=meta.answer_keys,
+            language=meta.language,
         )
+        keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
+        return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from ..metadata import GridCell, SampleMeta
 from ..needles import answer_format_guide
-from ..scoring import rule_is_certain, rule_scores
-from .base import NeedleChoice, PlanContext, RuleScore, Task
+from ..scoring import needle_recall, score_single
+from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
 
 
 class SingleNeedle(Task):
@@ -42,9 +42,14 @@ class SingleNeedle(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        scores = rule_scores(answer, needles=meta.needles, question=meta.question, language=meta.language)
-        return RuleScore(
-            values={'acc': scores.recall, 'rule_recall': scores.recall, 'levenshtein': scores.levenshtein},
-            certain=rule_is_certain(scores.recall),
-            explanation=f'needle-fact recall {scores.recall:.2f}',
+        verdict = score_single(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            reference=meta.reference_answer,
+            answer_keys=meta.answer_keys,
+            language=meta.language,
         )
+        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds.
+        recall = needle_recall(answer, needles=meta.needles, question=meta.question, language=meta.language)
+        return verdict_score(verdict, answer, meta, rule_recall=recall)
