@@ -96,3 +96,65 @@ def test_literal_matching_fails_and_the_hop_succeeds(
         if m.identity.name == 'accuracy' and m.identity.dimensions == {'scope': 'overall'}
     )
     assert low <= accuracy <= high
+
+
+def _associative_meta(language: str):
+    from evalscope_niah.metadata import SampleMeta
+
+    pair, name = load_pairs(language)[0], names(language)[0]
+    other = names(language)[1]
+    meta = SampleMeta(
+        subset='s',
+        language=language,
+        task='associative',
+        context_length=1000,
+        depth_percent=50.0,
+        repeat=0,
+        draw=0,
+        needles=(pair.needle_for(name),),
+        question=pair.question,
+        reference_answer=name,
+        answer_keys=(name,),
+        start_token=0,
+        divergence_token=0,
+        candidates=names(language),
+    )
+    return meta, pair, name, other
+
+
+_ASSOCIATIVE_CASES = {
+    'en': {
+        'right': ('{name}.', 'pass'),
+        'right, explained': ('{name}, because {needle}', 'pass'),
+        'other name': ('{other}.', 'fail'),
+        'name list': ('{name}, {other} or Marisol.', 'fail'),
+        'negation': ('It is not {name}.', 'fail'),
+        'refusal': ('The text does not say.', 'fail'),
+        'paste': ('{paste}', 'fail'),
+    },
+    'zh': {
+        'right': ('{name}。', 'pass'),
+        'other name': ('{other}。', 'fail'),
+        'name list': ('{name}、{other}或者别人。', 'fail'),
+        'negation': ('不是{name}。', 'fail'),
+        'refusal': ('文中没有提到。', 'fail'),
+        'paste': ('{paste}', 'fail'),
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ('language', 'category'), [(lang, cat) for lang, cases in _ASSOCIATIVE_CASES.items() for cat in cases]
+)
+def test_associative_answers_through_the_task_type(language: str, category: str) -> None:
+    from evalscope_niah.tasks import score_answer
+
+    meta, pair, name, other = _associative_meta(language)
+    template, expected = _ASSOCIATIVE_CASES[language][category]
+    filler = ' '.join(
+        load_pair.needle_for(n) for load_pair, n in zip(load_pairs(language)[1:8], names(language)[2:9], strict=True)
+    )
+    needle = pair.needle_for(name)
+    answer = template.format(name=name, other=other, needle=needle[0].lower() + needle[1:], paste=filler + needle)
+    score = score_answer(answer, meta)
+    assert (score.accuracy >= 0.9) if expected == 'pass' else (score.accuracy <= 0.3), (answer, score)

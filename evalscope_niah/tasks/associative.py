@@ -72,6 +72,7 @@ class Associative(Task):
             keyword=meta.answer_keys[0],
             candidates=meta.candidates,
             language=meta.language,
-            reference=meta.reference_answer,
+            # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
+            reference=' '.join(meta.needles) or meta.reference_answer,
         )
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)

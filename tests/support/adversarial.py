@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.needles import distractor_facts, load_needle_bank, multi_retrieval_set, reasoning_chains
 from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
-from evalscope_niah.scoring import RuleVerdict, score_control, score_multi, score_reasoning, score_single
+from evalscope_niah.scoring import RuleVerdict, strip_reasoning
+from evalscope_niah.tasks import score_answer
 
 TASKS = ('single', 'multi_retrieval', 'reasoning', 'control')
 OUTCOMES = ('pass', 'fail', 'judge')
@@ -457,18 +459,26 @@ def all_cases() -> list[Case]:
 
 
 def score_case(case: Case) -> RuleVerdict:
-    """The case through its task's stable entry point in evalscope_niah.scoring."""
-    fields = {
-        'needles': case.needles,
-        'question': case.question,
-        'reference': case.reference,
-        'answer_keys': case.answer_keys,
-        'language': case.language,
-    }
-    if case.task == 'multi_retrieval':
-        return score_multi(case.answer, distractor_values=case.distractor_values, **fields)
-    scorer = {'single': score_single, 'reasoning': score_reasoning, 'control': score_control}[case.task]
-    return scorer(case.answer, **fields)
+    """The case through the path a real run takes: its task type's rule score on the final answer (reasoning
+    stripped), from the sample metadata the adapter would hold."""
+    meta = SampleMeta(
+        subset='adversarial',
+        language=case.language,
+        task='single' if case.task == 'control' else case.task,
+        context_length=1000,
+        depth_percent=None if case.task == 'control' else 50.0,
+        repeat=0,
+        draw=0,
+        needles=case.needles,
+        question=case.question,
+        reference_answer=case.reference,
+        answer_keys=case.answer_keys,
+        start_token=0,
+        divergence_token=0,
+        distractor_values=case.distractor_values,
+    )
+    rule = score_answer(strip_reasoning(case.answer), meta)
+    return RuleVerdict(rule.accuracy, rule.certain, rule.explanation, tuple(rule.extra.get('flags', ())))
 
 
 def meets(case: Case, verdict: RuleVerdict) -> bool:
