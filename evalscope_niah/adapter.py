@@ -41,18 +41,15 @@ from pydantic import BaseModel
 from . import __version__, _autoload
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, JUDGE_USER_TEMPLATE, parse_verdict
+from .opencompass import write_opencompass_summaries
 from .ordering import PrefixInfo, prefix_friendly_order
 from .params import DATASET_ID, DEFAULT_SUBSETS, NiahParams, extra_params_spec, parse_params
 from .prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE, PromptSpec
-from .report import (
+from .results import (
     CELLS_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
     SampleResult,
-    effective_context_length,
-    summarize_cells,
-    summarize_subsets,
-    write_cdme_summary_csv,
     write_cells_csv,
     write_results,
     write_summary_json,
@@ -67,6 +64,7 @@ from .scoring import (
     rule_scores,
     strip_reasoning,
 )
+from .stats import effective_context_length, summarize_cells, summarize_subsets
 from .tokenization import load_tokenizer
 
 logger = logging.getLogger(__name__)
@@ -75,8 +73,6 @@ BENCHMARK_NAME = 'needle_haystack'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
 EVALUATION_VERSION = 'v3.1'  # v3.1: controls start with their needle prompts; drawn facts per depth, not per length
-# OpenCompass-style summary (dataset/version/metric/mode/<model> columns) that `evalscope-niah plot --csv` reads.
-CDME_SUMMARY_FILE = 'needle_haystack_summary_opencompass.csv'
 ELIDED_PROMPT = '<haystack elided: stored once, in predictions/>'
 # The dataset holds this until a sample's turn comes: haystacks are built at inference and dropped after it, so
 # memory grows with the requests in flight, not with the grid (a 10 x 10 grid of 1M-token prompts is ~400 MB).
@@ -528,9 +524,7 @@ class NiahAdapter(DefaultDataAdapter):
         write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
         threshold, mode = self.params.effective_length_threshold, self.params.effective_length_mode
         write_summary_json(os.path.join(output_dir, SUMMARY_FILE), results, threshold=threshold, mode=mode)
-        write_cdme_summary_csv(
-            os.path.join(output_dir, CDME_SUMMARY_FILE), cells, model=os.path.basename(os.path.normpath(output_dir))
-        )
+        write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
         if not plot:
             return
         effective = {

@@ -27,15 +27,9 @@ from matplotlib.colors import LinearSegmentedColormap, Normalize, to_hex
 from matplotlib.figure import Figure
 from matplotlib.transforms import blended_transform_factory
 
-from evalscope_niah.report import (
-    EMPTY_CELL,
-    CellSummary,
-    atomic_write_bytes,
-    atomic_write_text,
-    cell_grid,
-    format_depth,
-    length_labels,
-)
+from .atomic import atomic_write_bytes, atomic_write_text
+from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels
+from .stats import CellSummary
 
 __all__ = [
     'HeatmapError',

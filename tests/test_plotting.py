@@ -31,7 +31,7 @@ from evalscope_niah.plotting import (
     plot_heatmap_html,
     plot_heatmap_png,
 )
-from evalscope_niah.report import CellSummary
+from evalscope_niah.stats import CellSummary
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
