@@ -286,7 +286,15 @@ def _draw_missing(ax: Axes, subset: str) -> None:
     for spine in ax.spines.values():
         spine.set_color('#BBBBBB')
     ax.text(
-        0.5, 0.5, f'no {subset} results', ha='center', va='center', transform=ax.transAxes, color='#666666', fontsize=9
+        0.5,
+        0.5,
+        f'no {subset} results',
+        ha='center',
+        va='center',
+        transform=ax.transAxes,
+        color='#666666',
+        fontsize=9,
+        parse_math=False,  # subset names are data: a '$' is not mathtext
     )
 
 
@@ -312,7 +320,7 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
             entry = comparison.entry(run.label, subset)
             if entry is None:
                 _draw_missing(ax, subset)
-                ax.set_title(f'{run.label} · {subset}', fontsize=10)
+                ax.set_title(f'{run.label} · {subset}', fontsize=10, parse_math=False)
             else:
                 any_empty |= draw_heatmap(
                     ax,
@@ -323,9 +331,9 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
                     colorbar=False,
                 )
                 effective = _effective_text(entry.effective, labels)
-                ax.set_title(f'{run.label} · {subset}\neffective: {effective}', fontsize=10)
+                ax.set_title(f'{run.label} · {subset}\neffective: {effective}', fontsize=10, parse_math=False)
             ax.set_xlabel('Context length (tokens)' if row == n_rows - 1 else '')
-            ax.set_ylabel(f'{subset}\nNeedle depth (%)' if col == 0 else '')
+            ax.set_ylabel(f'{subset}\nNeedle depth (%)' if col == 0 else '', parse_math=False)
     add_accuracy_colorbar(fig, [ax for axes in grid for ax in axes])
     fig.suptitle(
         f'Needle in a haystack · effective context length ({comparison.mode}, threshold {comparison.threshold:g})',
