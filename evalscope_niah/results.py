@@ -337,8 +337,12 @@ def csv_text(rows: Iterable[Sequence[int | float | str | None]]) -> str:
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator='\n')
+    # The csv module quotes only the line terminator's characters, so a lone CR would end the row for any reader;
+    # the rare row holding one is written fully quoted instead.
+    quote_all = csv.writer(buffer, lineterminator='\n', quoting=csv.QUOTE_ALL)
     for row in rows:
-        writer.writerow([_spreadsheet_safe(value) for value in row])
+        fields = [_spreadsheet_safe(value) for value in row]
+        (quote_all if any('\r' in field for field in fields) else writer).writerow(fields)
     return buffer.getvalue()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -191,3 +193,56 @@ def test_read_summary_csv_reads_our_cells_csv_named_by_folder(tmp_path: Path) ->
     assert read_summary_csv(path) == {'qwen2.5-7b': cells}
     with pytest.raises(ValueError, match='dataset lengths present: none'):
         read_summary_csv(path, dataset_length='4k')
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What OpenCompass' CDME plotting script (tools/tools_needleinahaystack.py) does with our files
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def opencompass_heatmaps(path: Path) -> dict[str, dict[tuple[int, int], float]]:
+    """Per model column, the (Length, Depth) -> mean score grid, computed the way OpenCompass' script does it:
+    pandas reads the CSV, Length and Depth come out of the dataset name, every column after the four meta
+    columns is a model, its values go through float(), and rows of one cell are averaged.
+    """
+    pandas = pytest.importorskip('pandas')
+    frame = pandas.read_csv(path)
+    cells = frame['dataset'].map(lambda name: tuple(int(v) for v in re.search(r'Length(\d+)Depth(\d+)', name).groups()))
+    grids: dict[str, dict[tuple[int, int], float]] = {}
+    for model in frame.columns[4:]:
+        scores: dict[tuple[int, int], list[float]] = {}
+        for cell, value in zip(cells, frame[model], strict=True):
+            scores.setdefault(cell, []).append(float(value))
+        grids[model] = {cell: sum(values) / len(values) for cell, values in scores.items()}
+    return grids
+
+
+def test_opencompass_script_reads_each_subset_file_alone(tmp_path: Path) -> None:
+    results = [
+        *at_length(1000, [1.0, 0.5, 0.0]),  # en: depths 0, 50, 100
+        errored(context_length=2000, depth_percent=0.0),  # en: a cell without a score
+        sample(0.25, context_length=2000, depth_percent=50.0),
+        sample(1.0, subset='zh', context_length=1000, depth_percent=0.0),  # zh would be averaged into en's grid
+        sample(0.0, subset='zh', context_length=1000, depth_percent=50.0),
+    ]
+    en, zh = write_opencompass_summaries(tmp_path, summarize_cells(results), model='qwen')
+    assert opencompass_heatmaps(en) == {
+        'qwen': {(1000, 0): 100.0, (1000, 50): 50.0, (1000, 100): 0.0, (2000, 50): 25.0}  # (2000, 0) left empty
+    }
+    assert opencompass_heatmaps(zh) == {'qwen': {(1000, 0): 100.0, (1000, 50): 0.0}}
+    # And the same files read back through `evalscope-niah plot --csv`.
+    assert {c.subset for c in read_summary_csv(en)['qwen']} == {'en'}
+
+
+def test_opencompass_files_are_spreadsheet_safe(tmp_path: Path) -> None:
+    subset = '=HYPERLINK("http://evil.example","x")'
+    cells = summarize_cells([sample(1.0, subset=subset), sample(0.5, subset=subset, depth_percent=50.0)])
+    (path,) = write_opencompass_summaries(tmp_path, cells, model='@model')
+    assert path.name == 'needle_haystack_summary_opencompass__HYPERLINK_http_evil.example_x_.csv'
+    with open(path, encoding='utf-8', newline='') as handle:
+        fields = [field for row in csv.reader(handle) for field in row]
+    assert not any(field.startswith(('=', '+', '-', '@', '\t', '\r')) for field in fields)
+    back = read_summary_csv(path)
+    assert list(back) == ['@model']
+    assert {c.subset for c in back['@model']} == {subset}
+    assert opencompass_heatmaps(path) == {"'@model": {(1000, 0): 100.0, (1000, 50): 50.0}}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import dataclasses
+import io
 import json
 from pathlib import Path
 
@@ -10,11 +12,17 @@ import pytest
 
 from evalscope_niah.results import (
     CELL_CSV_COLUMNS,
+    CELLS_FILE,
+    MAX_TEXT_CHARS,
+    RESULTS_FILE,
     SUMMARY_FILE,
     SampleResult,
+    bounded_text,
+    csv_text,
     read_cells_csv,
     read_results,
     read_summary_json,
+    spreadsheet_unescape,
     write_cells_csv,
     write_results,
     write_summary_json,
@@ -25,7 +33,7 @@ from evalscope_niah.stats import (
     summarize_controls,
     summarize_subsets,
 )
-from tests.support.results import at_length, control, curve, errored, mixed_results, sample
+from tests.support.results import at_length, control, curve, errored, judged, mixed_results, sample
 
 # --------------------------------------------------------------------------------------------------------------------
 # SampleResult
@@ -228,3 +236,109 @@ def test_summary_json_validates_and_reader_rejects_other_files(tmp_path: Path) -
     (tmp_path / 'broken.json').write_text('{', encoding='utf-8')
     with pytest.raises(ValueError, match='not a needle_haystack summary'):
         read_summary_json(tmp_path / 'broken.json')
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What the model said, and how it was scored
+# --------------------------------------------------------------------------------------------------------------------
+
+NEW_FIELDS = ('answer', 'reasoning', 'judge_rating', 'served_prompt_tokens', 'served_completion_tokens', 'scoring')
+
+
+def test_new_fields_round_trip_and_are_absent_when_unset(tmp_path: Path) -> None:
+    full = dataclasses.replace(
+        judged(1.0, 1.0),
+        answer='The best thing is to eat a sandwich in "Dolores Park".\n',
+        reasoning='the document says…',
+        judge_rating=10.0,
+        served_prompt_tokens=4000,
+        served_completion_tokens=12,
+        scoring='judge',
+    )
+    plain = sample()
+    path = write_results(tmp_path / RESULTS_FILE, [full, plain])
+    first, second = (json.loads(line) for line in path.read_text(encoding='utf-8').splitlines())
+    assert {name: first[name] for name in NEW_FIELDS} == {name: getattr(full, name) for name in NEW_FIELDS}
+    assert not set(NEW_FIELDS) & set(second)  # old layout, byte for byte, when nothing new is known
+    assert read_results(path) == [full, plain]
+
+
+def test_rows_from_before_answers_still_read() -> None:
+    old_row = {k: v for k, v in judged(0.5, 0.5).to_dict().items() if k not in NEW_FIELDS}
+    restored = SampleResult.from_dict(old_row)
+    assert all(getattr(restored, name) is None for name in NEW_FIELDS)
+
+
+def test_answer_and_reasoning_are_bounded_with_a_cut_marker() -> None:
+    long = 'a' * 5000
+    result = dataclasses.replace(sample(), answer=long, reasoning='b' * 1001)
+    assert result.answer is not None and result.reasoning is not None
+    assert len(result.answer) <= MAX_TEXT_CHARS and len(result.reasoning) <= MAX_TEXT_CHARS
+    assert result.answer.startswith('a' * 900) and result.answer.endswith('chars]')
+    # The marker says how much is missing.
+    kept = result.answer.index(' […cut ')
+    assert f'cut {5000 - kept} chars' in result.answer
+    # Reading a bounded record back does not cut it again.
+    assert SampleResult.from_dict(result.to_dict()) == result
+    assert bounded_text('short') == 'short' and bounded_text(None) is None
+    with pytest.raises(ValueError, match='limit'):
+        bounded_text('x' * 50, limit=5)
+
+
+@pytest.mark.parametrize(
+    ('change', 'fragment'),
+    [
+        ({'scoring': 'vibes'}, 'scoring'),
+        ({'scoring': 'judge'}, 'judge_status'),  # scored by a judge that never answered
+        ({'judge_rating': float('nan')}, 'judge_rating'),
+        ({'served_prompt_tokens': -1}, 'served_prompt_tokens'),
+    ],
+)
+def test_new_fields_are_validated(change: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        dataclasses.replace(sample(), **change)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    'change',
+    [{'answer': 3}, {'judge_rating': '10'}, {'served_completion_tokens': 1.5}, {'served_prompt_tokens': True}],
+)
+def test_new_fields_from_dict_are_typed(change: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        SampleResult.from_dict({**sample().to_dict(), **change})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Spreadsheet safety
+# --------------------------------------------------------------------------------------------------------------------
+
+FORMULA_SUBSET = '=HYPERLINK("http://evil.example","click")'
+
+
+@pytest.mark.parametrize('text', [FORMULA_SUBSET, '+1', '-1', '@SUM(A1)', '\tx', '\rx', "'quoted", 'plain', ''])
+def test_csv_text_quotes_formula_starts_and_reads_back(text: str) -> None:
+    (row,) = list(csv.reader(io.StringIO(csv_text([[text, 1, -0.5, None]]), newline='')))
+    assert row[1:] == ['1', '-0.5', '']  # numbers are numbers, None is empty
+    if text[:1] in ('=', '+', '-', '@', '\t', '\r', "'"):
+        assert row[0] == "'" + text
+    else:
+        assert row[0] == text
+    assert spreadsheet_unescape(row[0]) == text
+
+
+def test_cells_csv_with_a_formula_subset_is_safe_and_round_trips(tmp_path: Path) -> None:
+    cells = summarize_cells([sample(1.0, subset=FORMULA_SUBSET), sample(0.0, subset='-minus')])
+    path = write_cells_csv(tmp_path / CELLS_FILE, cells)
+    with open(path, encoding='utf-8', newline='') as handle:
+        fields = [field for row in csv.reader(handle) for field in row]
+    assert not any(field.startswith(('=', '+', '@', '\t', '\r')) for field in fields)
+    assert not any(field.startswith('-') and not _is_number(field) for field in fields)
+    assert read_cells_csv(path) == cells
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
