@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Literal, overload
+from typing import IO, Any
 
 __all__ = ['atomic_write_bytes', 'atomic_write_text', 'atomic_writer']
 
@@ -20,14 +20,8 @@ __all__ = ['atomic_write_bytes', 'atomic_write_text', 'atomic_writer']
 _NEW_FILE_MODE = 0o644
 
 
-@overload
-def atomic_writer(path: str | os.PathLike[str], *, binary: Literal[False] = False) -> Iterator[IO[str]]: ...
-@overload
-def atomic_writer(path: str | os.PathLike[str], *, binary: Literal[True]) -> Iterator[IO[bytes]]: ...
-
-
 @contextmanager
-def atomic_writer(path: str | os.PathLike[str], *, binary: bool = False) -> Iterator[IO]:
+def atomic_writer(path: str | os.PathLike[str], *, binary: bool = False) -> Iterator[IO[Any]]:
     """Open a temporary file beside `path` for writing; on a clean exit it replaces `path`, else it is removed.
 
     Text mode is UTF-8 with no newline translation.  Missing parent directories are created; an existing file

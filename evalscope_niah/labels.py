@@ -4,14 +4,32 @@ the CLI and the demo print.  Shared by the heatmaps, the comparison figure and t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from .stats import CellSummary
 
-__all__ = ['EMPTY_CELL', 'cell_grid', 'format_cell_table', 'format_depth', 'format_tokens', 'length_labels']
+__all__ = [
+    'EMPTY_CELL',
+    'cell_grid',
+    'file_name_part',
+    'format_cell_table',
+    'format_depth',
+    'format_tokens',
+    'length_labels',
+]
 
 # What an empty cell shows, in the terminal table and on the heatmaps alike.
 EMPTY_CELL = '—'
+_UNSAFE_FILENAME_CHARS = re.compile(r'[^A-Za-z0-9._-]+')
+
+
+def file_name_part(name: str) -> str:
+    """`name` (a subset, from data) fit for a file name: runs of characters outside [A-Za-z0-9._-] become '_'.
+
+    Keeps names from escaping the output directory ('../x' -> '.._x') or breaking file names.
+    """
+    return _UNSAFE_FILENAME_CHARS.sub('_', name) or '_'
 
 
 def format_tokens(tokens: int, *, unit: int = 1000) -> str:

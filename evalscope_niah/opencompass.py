@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import atomic_write_text
-from .labels import format_depth, length_labels
+from .labels import file_name_part, format_depth, length_labels
 from .results import CELL_CSV_COLUMNS, CELLS_FILE, LEGACY_CELL_CSV_COLUMNS, csv_text, read_cells_csv
 from .results import spreadsheet_unescape as unescape
 from .stats import CellSummary
@@ -50,7 +50,6 @@ _CDME_VERSION = ''  # OpenCompass puts its dataset config hash here; we have non
 _CDME_METRIC = 'score'  # NeedleBench's evaluators report 'score'
 _CDME_MODE = 'gen'
 _CDME_DEFAULT_SUBSET = 'default'  # for names with nothing but length and depth
-_UNSAFE_FILENAME_CHARS = re.compile(r'[^A-Za-z0-9._-]+')
 
 
 def _dataset_length_tokens(tag: str) -> int:
@@ -74,7 +73,7 @@ def _dataset_length_tag(tokens: int) -> str:
 
 def opencompass_summary_file(subset: str) -> str:
     """File name of one subset's summary; characters outside [A-Za-z0-9._-] become '_' (as heatmap file names)."""
-    return f'{OPENCOMPASS_SUMMARY_PREFIX}_{_UNSAFE_FILENAME_CHARS.sub("_", subset) or "_"}.csv'
+    return f'{OPENCOMPASS_SUMMARY_PREFIX}_{file_name_part(subset)}.csv'
 
 
 def write_opencompass_summary(path: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str) -> Path:

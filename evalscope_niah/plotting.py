@@ -11,7 +11,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,7 +26,7 @@ from matplotlib.figure import Figure
 from .atomic import atomic_write_bytes
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
-from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels
+from .labels import EMPTY_CELL, cell_grid, file_name_part, format_depth, length_labels
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -47,7 +46,6 @@ logger = logging.getLogger(__name__)
 _PNG_DPI = 150
 # Above this many columns the length labels are rotated so they cannot overlap.
 _ROTATE_AFTER_COLUMNS = 8
-_UNSAFE_FILENAME_CHARS = re.compile(r'[^A-Za-z0-9._-]+')
 # The effective-length marker: dark and dashed so it reads on every colour of the red-green scale.
 _EFFECTIVE_COLOR = '#1A1A1A'
 
@@ -261,11 +259,6 @@ def plot_heatmap_png(
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _safe_name(subset: str) -> str:
-    # Subset names come from data; keep them from escaping output_dir or breaking file names.
-    return _UNSAFE_FILENAME_CHARS.sub('_', subset) or '_'
-
-
 def plot_all(
     cells: Iterable[CellSummary],
     *,
@@ -291,7 +284,7 @@ def plot_all(
     if not cell_list:
         raise ValueError('no cells to plot')
     subsets = sorted({c.subset for c in cell_list})
-    names = {subset: _safe_name(subset) for subset in subsets}
+    names = {subset: file_name_part(subset) for subset in subsets}
     if len(set(names.values())) != len(names):
         raise ValueError(f'subset names collide after making them file-name safe: {names}')
     out = Path(output_dir)
@@ -301,29 +294,14 @@ def plot_all(
     for subset in subsets:
         # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
         stem = f'{prefix}_{names[subset]}'
-        marked = effective.get(subset)
         note = (scoring_notes or {}).get(subset)
         try:
-            png = plot_heatmap_png(
-                cell_list,
-                subset=subset,
-                path=out / f'{stem}.png',
-                show_score=show_score,
-                title=title,
-                effective_length=marked,
-                scoring_note=note,
-            )
-            written.append(png)
+            options = {'title': title, 'effective_length': effective.get(subset), 'scoring_note': note}
             written.append(
-                plot_heatmap_html(
-                    cell_list,
-                    subset=subset,
-                    path=out / f'{stem}.html',
-                    title=title,
-                    effective_length=marked,
-                    scoring_note=note,
-                    answers=answers,
-                )
+                plot_heatmap_png(cell_list, subset=subset, path=out / f'{stem}.png', show_score=show_score, **options)
+            )
+            written.append(
+                plot_heatmap_html(cell_list, subset=subset, path=out / f'{stem}.html', answers=answers, **options)
             )
         except Exception as exc:  # keep drawing the other subsets; reported together below
             logger.error('heatmap for subset %r failed: %s: %s', subset, type(exc).__name__, exc, exc_info=exc)

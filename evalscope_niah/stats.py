@@ -22,6 +22,7 @@ __all__ = [
     'DEFAULT_EFFECTIVE_THRESHOLD',
     'EFFECTIVE_MODES',
     'Agreement',
+    'CellKey',
     'CellSummary',
     'ControlSummary',
     'EffectiveLength',

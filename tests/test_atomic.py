@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from evalscope_niah.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
 from evalscope_niah.results import (
     read_cells_csv,
     write_cells_csv,
@@ -49,3 +50,25 @@ def test_atomic_write_keeps_existing_permissions_and_creates_parents(tmp_path: P
     path.chmod(0o600)
     write_cells_csv(path, summarize_cells([sample()]))
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_streamed_write_replaces_only_when_complete(tmp_path: Path) -> None:
+    path = tmp_path / 'preview.jsonl'
+    atomic_write_text(path, 'old\n')
+    with pytest.raises(RuntimeError, match='midway'), atomic_writer(path) as handle:
+        handle.write('half of a new file\r\n')
+        assert path.read_text(encoding='utf-8') == 'old\n'  # readers still see the old file while writing
+        raise RuntimeError('midway')
+    assert path.read_text(encoding='utf-8') == 'old\n'
+    assert [p.name for p in tmp_path.iterdir()] == ['preview.jsonl']
+    with atomic_writer(path) as handle:
+        handle.write('line one\r\nline two\n')  # no newline translation either way
+    assert path.read_bytes() == b'line one\r\nline two\n'
+
+
+def test_binary_stream_and_bytes(tmp_path: Path) -> None:
+    with atomic_writer(tmp_path / 'a' / 'b.bin', binary=True) as handle:
+        handle.write(b'\x00\xff')
+    assert (tmp_path / 'a' / 'b.bin').read_bytes() == b'\x00\xff'
+    assert atomic_write_bytes(tmp_path / 'c.bin', b'x') == tmp_path / 'c.bin'
+    assert (tmp_path / 'c.bin').read_bytes() == b'x'

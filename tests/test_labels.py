@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalscope_niah.labels import format_cell_table, format_tokens, length_labels
+from evalscope_niah.labels import file_name_part, format_cell_table, format_tokens, length_labels
 from evalscope_niah.stats import (
     summarize_cells,
 )
@@ -64,3 +64,18 @@ def test_format_cell_table_errors() -> None:
     cells = summarize_cells([sample()])
     with pytest.raises(ValueError, match='duplicate'):
         format_cell_table(cells + cells, subset='en')
+
+
+@pytest.mark.parametrize(
+    ('name', 'expected'),
+    [
+        ('english', 'english'),
+        ('en.v2', 'en.v2'),
+        ('../../etc', '.._.._etc'),
+        ('a b/c', 'a_b_c'),
+        ('中文', '_'),
+        ('', '_'),
+    ],
+)
+def test_file_name_part_keeps_names_inside_the_directory(name: str, expected: str) -> None:
+    assert file_name_part(name) == expected
