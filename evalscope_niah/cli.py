@@ -8,18 +8,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
-    from .report import CellSummary, SampleResult
+    from .results import SampleResult
+    from .stats import CellSummary
 
 DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')
 # Model names from CSV headers go into file names: same rule as subset names in plotting.
@@ -203,8 +203,8 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
-    from .plotting import plot_all
-    from .report import RESULTS_FILE, read_results, summarize_cells
+    from .outputs import draw_heatmaps
+    from .results import RESULTS_FILE, read_results
 
     found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
@@ -218,10 +218,9 @@ def _plot(args: argparse.Namespace) -> int:
         return 1
     for results_file in found:
         results = read_results(results_file)
-        cells = summarize_cells(results)
         effective = _effective_lengths(results_file.parent, results)
-        for path in plot_all(
-            cells, output_dir=results_file.parent, show_score=args.show_score, effective_lengths=effective
+        for path in draw_heatmaps(
+            results_file.parent, results, effective_lengths=effective, show_score=args.show_score
         ):
             print(path)
     return 0
@@ -229,7 +228,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dict[str, int | None]:
     """Effective lengths as the run stored them (its threshold and mode), else computed with the defaults."""
-    from .report import RESULTS_FILE, SUMMARY_FILE, effective_context_length, read_summary_json
+    from .results import RESULTS_FILE, SUMMARY_FILE, read_summary_json
+    from .stats import effective_context_length
 
     grid: dict[str, set[int]] = {}
     for result in results:
@@ -249,8 +249,8 @@ def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dic
 
 
 def _plot_csv(args: argparse.Namespace) -> int:
+    from .opencompass import read_summary_csv
     from .plotting import plot_all
-    from .report import read_summary_csv
 
     missing = [str(path) for path in args.csv if not path.is_file()]
     if missing:
@@ -286,7 +286,7 @@ def _plot_csv(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .compare import NoResultsError, run_compare
-    from .report import RESULTS_FILE
+    from .results import RESULTS_FILE
 
     if not 0.0 < args.threshold <= 1.0:
         raise NiahConfigError('--threshold', f'must be in (0, 1], got {args.threshold}')
@@ -387,26 +387,17 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
     )
     text = format_estimate(rows, prices=prices)
     if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text + '\n', encoding='utf-8')
+        atomic_write_text(args.output, text + '\n')
     else:
         print(text)
     return 0
 
 
 def _write_jsonl_atomically(path: Path, records) -> None:
-    # Written next to the target and renamed at the end: an error midway leaves no half-written file.
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile('w', encoding='utf-8', dir=path.parent, suffix='.tmp', delete=False) as handle:
-        temporary = Path(handle.name)
-        try:
-            for record in records:
-                handle.write(json.dumps(record, ensure_ascii=False) + '\n')
-        except BaseException:
-            handle.close()
-            temporary.unlink(missing_ok=True)
-            raise
-    os.replace(temporary, path)
+    # Streamed: a preview of long prompts can be far bigger than memory should hold at once.
+    with atomic_writer(path) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + '\n')
 
 
 if __name__ == '__main__':

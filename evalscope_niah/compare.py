@@ -7,7 +7,6 @@ is recomputed from model outputs; the figure is built on an Agg-backed `Figure`,
 
 from __future__ import annotations
 
-import csv
 import io
 import os
 from collections.abc import Sequence
@@ -18,22 +17,19 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from .atomic import atomic_write_bytes, atomic_write_text
+from .labels import length_labels
 from .plotting import add_accuracy_colorbar, draw_heatmap
-from .report import (
+from .results import RESULTS_FILE, SampleResult, csv_text, read_results
+from .stats import (
     DEFAULT_EFFECTIVE_THRESHOLD,
-    RESULTS_FILE,
     CellSummary,
     EffectiveLength,
     EffectiveMode,
-    SampleResult,
-    atomic_write_bytes,
-    atomic_write_text,
+    check_effective_args,
     effective_context_length,
-    length_labels,
-    read_results,
     summarize_cells,
 )
-from .report import _check_effective_args as check_effective_args
 
 __all__ = [
     'COMPARE_CSV_COLUMNS',
@@ -247,16 +243,10 @@ def format_comparison_table(comparison: Comparison) -> str:
     return '\n'.join([heading, *lines])
 
 
-def _csv_text(value: int | float | str | None) -> str:
-    return '' if value is None else str(value)
-
-
 def write_comparison_csv(path: str | os.PathLike[str], comparison: Comparison) -> Path:
     """One row per (model, subset) with results, columns `COMPARE_CSV_COLUMNS`; lengths in tokens (atomically)."""
     runs = {run.label: run for run in comparison.runs}
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator='\n')
-    writer.writerow(COMPARE_CSV_COLUMNS)
+    rows: list[list[str | float | int | None]] = [list(COMPARE_CSV_COLUMNS)]
     for entry in comparison.entries:
         run, e = runs[entry.model], entry.effective
         values = {
@@ -273,8 +263,8 @@ def write_comparison_csv(path: str | os.PathLike[str], comparison: Comparison) -
             'shortest_length': e.per_length[0].context_length,
             'longest_length': e.per_length[-1].context_length,
         }
-        writer.writerow([_csv_text(values[column]) for column in COMPARE_CSV_COLUMNS])
-    return atomic_write_text(path, buffer.getvalue())
+        rows.append([values[column] for column in COMPARE_CSV_COLUMNS])
+    return atomic_write_text(path, csv_text(rows))
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -296,7 +286,15 @@ def _draw_missing(ax: Axes, subset: str) -> None:
     for spine in ax.spines.values():
         spine.set_color('#BBBBBB')
     ax.text(
-        0.5, 0.5, f'no {subset} results', ha='center', va='center', transform=ax.transAxes, color='#666666', fontsize=9
+        0.5,
+        0.5,
+        f'no {subset} results',
+        ha='center',
+        va='center',
+        transform=ax.transAxes,
+        color='#666666',
+        fontsize=9,
+        parse_math=False,  # subset names are data: a '$' is not mathtext
     )
 
 
@@ -322,7 +320,7 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
             entry = comparison.entry(run.label, subset)
             if entry is None:
                 _draw_missing(ax, subset)
-                ax.set_title(f'{run.label} · {subset}', fontsize=10)
+                ax.set_title(f'{run.label} · {subset}', fontsize=10, parse_math=False)
             else:
                 any_empty |= draw_heatmap(
                     ax,
@@ -333,9 +331,9 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
                     colorbar=False,
                 )
                 effective = _effective_text(entry.effective, labels)
-                ax.set_title(f'{run.label} · {subset}\neffective: {effective}', fontsize=10)
+                ax.set_title(f'{run.label} · {subset}\neffective: {effective}', fontsize=10, parse_math=False)
             ax.set_xlabel('Context length (tokens)' if row == n_rows - 1 else '')
-            ax.set_ylabel(f'{subset}\nNeedle depth (%)' if col == 0 else '')
+            ax.set_ylabel(f'{subset}\nNeedle depth (%)' if col == 0 else '', parse_math=False)
     add_accuracy_colorbar(fig, [ax for axes in grid for ax in axes])
     fig.suptitle(
         f'Needle in a haystack · effective context length ({comparison.mode}, threshold {comparison.threshold:g})',

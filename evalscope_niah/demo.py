@@ -17,7 +17,9 @@ from typing import Literal
 
 from .corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from .errors import NiahConfigError
-from .report import RESULTS_FILE, format_cell_table, read_results, summarize_cells, summarize_subsets
+from .labels import format_cell_table
+from .results import RESULTS_FILE, read_results
+from .stats import summarize_cells, summarize_subsets
 
 # Sized for 2 CPU cores, where SmolLM2 reads ~100-160 prompt tokens/s: 18 prompts and 18 judge calls in about
 # 6 minutes. Lengths are Qwen3 tokens; SmolLM2's own tokenizer needs ~2.4x as many for Chinese, so 2000 stays

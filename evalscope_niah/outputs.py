@@ -4,29 +4,26 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from .report import (
+from .opencompass import write_opencompass_summaries
+from .results import (
     CELLS_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
-    CellSummary,
     SampleResult,
-    effective_context_length,
-    summarize_cells,
-    write_cdme_summary_csv,
     write_cells_csv,
     write_results,
     write_summary_json,
 )
+from .stats import effective_context_length, samples_by_cell, summarize_cells
 
-__all__ = ['CDME_SUMMARY_FILE', 'draw_heatmaps', 'write_run_outputs']
+__all__ = ['draw_heatmaps', 'scoring_notes', 'write_run_outputs']
 
 logger = logging.getLogger(__name__)
 
-# OpenCompass-style summary (dataset/version/metric/mode/<model> columns) that `evalscope-niah plot --csv` reads.
-CDME_SUMMARY_FILE = 'needle_haystack_summary_opencompass.csv'
+RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
 
 
 def _grid_order(result: SampleResult) -> tuple:
@@ -42,7 +39,7 @@ def write_run_outputs(
     show_score: bool = False,
     plot: bool = True,
 ) -> None:
-    """Results JSONL, cells CSV, summary JSON, OpenCompass CSV and (``plot``) heatmaps, in grid order so that the
+    """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up. Drawing may fail without losing the scores: it is logged, not raised."""
     if not results:
         return
@@ -51,31 +48,41 @@ def write_run_outputs(
     cells = summarize_cells(results)
     write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
     write_summary_json(os.path.join(output_dir, SUMMARY_FILE), results, threshold=threshold, mode=mode)
-    write_cdme_summary_csv(
-        os.path.join(output_dir, CDME_SUMMARY_FILE), cells, model=os.path.basename(os.path.normpath(output_dir))
-    )
+    write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
     if not plot:
         return
+    effective = {
+        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
+        for subset in sorted({result.subset for result in results})
+    }
     try:
-        paths = draw_heatmaps(output_dir, results, cells, threshold=threshold, mode=mode, show_score=show_score)
+        paths = draw_heatmaps(output_dir, results, effective_lengths=effective, show_score=show_score)
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
     except Exception:  # plotting must not lose the scores, but it must not be silent either
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
+def scoring_notes(results: Sequence[SampleResult]) -> dict[str, str | None]:
+    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules)."""
+    fallback = {result.subset for result in results if result.scoring == 'rule_fallback'}
+    return {subset: RULE_FALLBACK_NOTE if subset in fallback else None for subset in {r.subset for r in results}}
+
+
 def draw_heatmaps(
     output_dir: str | os.PathLike[str],
     results: Sequence[SampleResult],
-    cells: Sequence[CellSummary],
     *,
-    threshold: float,
-    mode: str,
+    effective_lengths: Mapping[str, int | None],
     show_score: bool = False,
 ) -> list[Path]:
+    """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click."""
     from .plotting import plot_all  # matplotlib only when drawing
 
-    effective = {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
-        for subset in sorted({result.subset for result in results})
-    }
-    return plot_all(cells, output_dir=output_dir, show_score=show_score, effective_lengths=effective)
+    return plot_all(
+        summarize_cells(results),
+        output_dir=output_dir,
+        show_score=show_score,
+        effective_lengths=effective_lengths,
+        scoring_notes=scoring_notes(results),
+        answers=samples_by_cell(results),
+    )

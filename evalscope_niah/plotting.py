@@ -8,34 +8,29 @@ most, coloured with the same colormap as the PNG.
 
 from __future__ import annotations
 
-import html
 import io
-import json
 import logging
-import math
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
 from matplotlib.colorbar import Colorbar
-from matplotlib.colors import LinearSegmentedColormap, Normalize, to_hex
+from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
-from matplotlib.transforms import blended_transform_factory
 
-from evalscope_niah.report import (
-    EMPTY_CELL,
-    CellSummary,
-    atomic_write_bytes,
-    atomic_write_text,
-    cell_grid,
-    format_depth,
-    length_labels,
-)
+from .atomic import atomic_write_bytes
+from .heatmap_html import plot_heatmap_html
+from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
+from .labels import EMPTY_CELL, cell_grid, file_name_part, format_depth, length_labels
+from .stats import CellKey, CellSummary
+
+if TYPE_CHECKING:
+    from .results import SampleResult
 
 __all__ = [
     'HeatmapError',
@@ -48,16 +43,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Kamradt's red -> yellow -> green scale, shared by PNG and HTML so both read the same.
-_COLORS = ('#F0496E', '#EBB839', '#0CD79F')
-_CMAP = LinearSegmentedColormap.from_list('niah_accuracy', list(_COLORS))
-# Empty cells (no scored sample) must not look like any score on the red-green scale.
-_EMPTY_COLOR = '#D9D9D9'
-_DEFAULT_TITLE = 'Needle in a haystack'
 _PNG_DPI = 150
 # Above this many columns the length labels are rotated so they cannot overlap.
 _ROTATE_AFTER_COLUMNS = 8
-_UNSAFE_FILENAME_CHARS = re.compile(r'[^A-Za-z0-9._-]+')
 # The effective-length marker: dark and dashed so it reads on every colour of the red-green scale.
 _EFFECTIVE_COLOR = '#1A1A1A'
 
@@ -89,40 +77,19 @@ def _accuracy_matrix(
     return matrix
 
 
-def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
-    # n-weighted mean of cell means == mean over scored samples, matching SubsetSummary.accuracy.
-    pairs = [(c.accuracy, c.n) for c in cells if c.accuracy is not None and c.n > 0]
-    total = sum(n for _, n in pairs)
-    if total == 0:
-        return None, 0
-    return math.fsum(acc * n for acc, n in pairs) / total, total
-
-
-def _title_parts(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> tuple[str, str]:
-    """(heading, 'subset: ... · mean accuracy ... (n=...)'), shared by the PNG and the HTML heatmap."""
-    mean, total = _weighted_mean(grid.values())
-    mean_text = 'n/a' if mean is None else f'{mean:.2f}'
-    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total})'
-
-
-def _title(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> str:
-    return '\n'.join(_title_parts(subset, grid, title))
-
-
-def _fmt(value: float | None) -> str:
-    return 'n/a' if value is None else f'{value:.2f}'
-
-
-def _effective_column(lengths: Sequence[int], effective_length: int | None, *, subset: str) -> int | None:
-    """Column index of the effective length, None when there is none to mark."""
-    if effective_length is None:
-        return None
-    if effective_length not in lengths:
-        # A length off the grid means the caller mixed up runs or subsets; a line in a guessed place would mislead.
-        raise ValueError(
-            f'effective_length {effective_length} is not a context length of subset {subset!r} ({list(lengths)})'
-        )
-    return list(lengths).index(effective_length)
+def _png_title(
+    subset: str,
+    grid: dict[tuple[float, int], CellSummary],
+    title: str | None,
+    *,
+    effective_label: str | None,
+    scoring_note: str | None,
+) -> str:
+    # The effective length is stated here, above the grid, so no label can cover a cell's number.
+    heading, subheading = title_parts(subset, grid, title)
+    if effective_label is not None:
+        subheading = f'{subheading} · effective: {effective_label}'
+    return '\n'.join([heading, subheading, *([scoring_note] if scoring_note else [])])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -144,7 +111,7 @@ def _annotate_scores(ax: Axes, matrix: np.ndarray) -> None:
             # A dash says 'no score' rather than leaving the grid looking patchy.
             ax.text(col + 0.5, row + 0.5, EMPTY_CELL, ha='center', va='center', fontsize=8, color='#666666')
             continue
-        red, green, blue, _ = _CMAP(float(value))
+        red, green, blue, _ = CMAP(float(value))
         # Dark text on light cells, light on dark (relative luminance), so every score stays readable.
         dark = 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45
         ax.text(
@@ -158,23 +125,10 @@ def _annotate_scores(ax: Axes, matrix: np.ndarray) -> None:
         )
 
 
-def _mark_effective_length(ax: Axes, column: int, n_columns: int, label: str) -> None:
-    # The line sits on the right edge of the effective column: everything left of it passed.
-    x = column + 1
-    ax.axvline(x, color=_EFFECTIVE_COLOR, linestyle='--', linewidth=1.8)
-    # Text on the side with more room, inside the axes so it never collides with the title.
-    left_half = x <= n_columns / 2
-    ax.text(
-        x + (0.08 if left_half else -0.08),
-        0.985,
-        f'effective: {label}',
-        transform=blended_transform_factory(ax.transData, ax.transAxes),
-        ha='left' if left_half else 'right',
-        va='top',
-        fontsize=8,
-        color=_EFFECTIVE_COLOR,
-        bbox={'boxstyle': 'round,pad=0.2', 'facecolor': 'white', 'edgecolor': 'none', 'alpha': 0.85},
-    )
+def _mark_effective_length(ax: Axes, column: int) -> None:
+    # The line sits on the right edge of the effective column: everything left of it passed.  Its label goes into
+    # the title (callers' job), never inside the grid where it would cover a score.
+    ax.axvline(column + 1, color=_EFFECTIVE_COLOR, linestyle='--', linewidth=1.8)
 
 
 def draw_heatmap(
@@ -188,20 +142,19 @@ def draw_heatmap(
 ) -> bool:
     """Draw one subset's depth x length accuracy heatmap on `ax` (fixed 0-1 colour scale).
 
-    `effective_length` (a context length of the grid) adds a dashed line at the right edge of its column and an
-    'effective: 16k' label.  Without `colorbar` the caller adds a shared one (`add_accuracy_colorbar`).  Returns
-    True when some cell is empty (drawn grey), so the caller can explain grey once.  ValueError when the subset
-    has no cells or `effective_length` is not one of its lengths.
+    `effective_length` (a context length of the grid) adds a dashed line at the right edge of its column; the
+    caller states it in the title ('effective: 16k'), so nothing is drawn over the cells.  Without `colorbar` the
+    caller adds a shared one (`add_accuracy_colorbar`).  Returns True when some cell is empty (drawn grey), so the
+    caller can explain grey once.  ValueError when the subset has no cells or `effective_length` is not one of its
+    lengths.
     """
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    column = _effective_column(lengths, effective_length, subset=subset)
+    column = effective_column(lengths, effective_length, subset=subset)
     matrix = _accuracy_matrix(lengths, depths, grid)
     labels = length_labels(lengths)
-    ax.set_facecolor(_EMPTY_COLOR)  # masked (empty) cells show the axes background
+    ax.set_facecolor(EMPTY_COLOR)  # masked (empty) cells show the axes background
     # Plain matplotlib: seaborn's heatmap would import scipy.stats, seconds of a smoke run, for the same picture.
-    mesh = ax.pcolormesh(
-        np.ma.masked_invalid(matrix), cmap=_CMAP, vmin=0.0, vmax=1.0, edgecolors='white', linewidth=0.5
-    )
+    mesh = ax.pcolormesh(np.ma.masked_invalid(matrix), cmap=CMAP, vmin=0.0, vmax=1.0, edgecolors='white', linewidth=0.5)
     ax.set_xlim(0, len(lengths))
     ax.set_ylim(len(depths), 0)  # the shallowest depth on top
     ax.set_xticks(np.arange(len(lengths)) + 0.5, labels)
@@ -221,13 +174,13 @@ def draw_heatmap(
             label.set_rotation_mode('anchor')
     ax.tick_params(axis='y', labelrotation=0)
     if column is not None:
-        _mark_effective_length(ax, column, len(lengths), labels[column])
+        _mark_effective_length(ax, column)
     return bool(np.isnan(matrix).any())
 
 
 def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes]) -> Colorbar:
     """One colorbar for several heatmaps drawn with `colorbar=False`: the same fixed 0-1 scale they all use."""
-    mappable = ScalarMappable(norm=Normalize(vmin=0.0, vmax=1.0), cmap=_CMAP)
+    mappable = ScalarMappable(norm=Normalize(vmin=0.0, vmax=1.0), cmap=CMAP)
     return fig.colorbar(mappable, ax=list(axes), label='accuracy', shrink=0.9)
 
 
@@ -242,9 +195,12 @@ def _build_heatmap_figure(
     show_score: bool = False,
     title: str | None = None,
     effective_length: int | None = None,
+    scoring_note: str | None = None,
 ) -> Figure:
     """Draw the heatmap on a fresh Agg-backed Figure (not registered with pyplot); the caller owns and closes it."""
     lengths, depths, grid = cell_grid(cells, subset=subset)
+    column = effective_column(lengths, effective_length, subset=subset)
+    effective_label = None if column is None else length_labels(lengths)[column]
     fig = Figure(figsize=_figure_size(len(lengths), len(depths)), layout='constrained')
     FigureCanvasAgg(fig)  # attaches itself to fig; the constrained layout measures tick labels through it
     ax = fig.add_subplot()
@@ -257,7 +213,9 @@ def _build_heatmap_figure(
         raise
     ax.set_xlabel('Context length (tokens)')
     ax.set_ylabel('Needle depth (%)')
-    ax.set_title(_title(subset, grid, title), fontsize=11)
+    text = _png_title(subset, grid, title, effective_label=effective_label, scoring_note=scoring_note)
+    # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
+    ax.set_title(text, fontsize=11, parse_math=False)
     if has_empty:
         _add_empty_note(fig)
     return fig
@@ -271,13 +229,21 @@ def plot_heatmap_png(
     show_score: bool = False,
     title: str | None = None,
     effective_length: int | None = None,
+    scoring_note: str | None = None,
 ) -> Path:
     """Save the accuracy heatmap of one subset as PNG (atomically); ValueError when the subset has no cells.
 
-    `effective_length`, a context length of the subset, is marked by a dashed line and an 'effective: ...' label.
+    `effective_length`, a context length of the subset, is marked by a dashed line and stated in the title
+    ('effective: 16k').  `scoring_note` (e.g. 'scored by rule (judge failed qualification)') is a last title line.
+    Titles are drawn literally: a '$' in a subset name or title is not mathtext.
     """
     fig = _build_heatmap_figure(
-        cells, subset=subset, show_score=show_score, title=title, effective_length=effective_length
+        cells,
+        subset=subset,
+        show_score=show_score,
+        title=title,
+        effective_length=effective_length,
+        scoring_note=scoring_note,
     )
     try:
         buffer = io.BytesIO()
@@ -289,207 +255,8 @@ def plot_heatmap_png(
 
 
 # --------------------------------------------------------------------------------------------------------------------
-# HTML (self-contained table, no dependencies)
-# --------------------------------------------------------------------------------------------------------------------
-
-# One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
-_HOVER_LINES = (
-    'context length: {} tokens',
-    'depth: {}%',
-    'mean accuracy: {}',
-    'n: {}',
-    'rule recall mean: {}',
-    'judge failures: {}',
-    'errors: {}',
-    '95% CI: {}',
-)
-# Separates the hover fields inside a cell's data-h attribute; no formatted field contains it.
-_FIELD_SEP = '|'
-# Colour stops of the legend bar: the gradient between them is linear, like the colormap itself.
-_LEGEND_STOPS = 11
-_LEGEND_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
-
-_HTML_CSS = """\
-body{margin:16px 24px;font:13px/1.35 system-ui,-apple-system,'Segoe UI',Roboto,Helvetica,Arial,sans-serif;\
-color:#222;background:#fff}
-h1{font-size:17px;margin:0 0 2px}
-.sub{margin:0 0 12px;color:#444}
-table{border-collapse:separate;border-spacing:1px}
-th{font-weight:normal;color:#333;white-space:nowrap}
-tbody th{text-align:right;padding:0 6px 0 0}
-tfoot th{padding:4px 2px 0}
-td[data-h]{min-width:46px;height:26px;padding:0 4px;text-align:center;white-space:nowrap;color:#1a1a1a;\
-font-variant-numeric:tabular-nums;cursor:default}
-td[data-h]:hover{outline:2px solid #222;outline-offset:-1px}
-td.e{color:#666}
-td.ec,th.eff{border-right:2px dashed #1a1a1a}
-th.eff{font-weight:700}
-.effl{display:block;font-size:11px;font-weight:normal}
-.axis{font-weight:600}
-.yl{writing-mode:vertical-rl;transform:rotate(180deg);margin:0 4px}
-.xl{padding-top:6px}
-.leg{position:relative;min-width:84px;padding:0}
-.bar{position:absolute;top:0;bottom:0;left:14px;width:14px;border:1px solid #999}
-.tk{position:absolute;left:32px;transform:translateY(-50%);font-size:11px;line-height:1}
-.tk:before{content:'';position:absolute;left:-5px;top:50%;width:4px;border-top:1px solid #666}
-.ll{position:absolute;left:72px;top:50%;transform:translate(-50%,-50%) rotate(90deg)}
-.note{margin-top:8px;font-size:12px;color:#555}
-.sw{display:inline-block;width:12px;height:12px;vertical-align:-2px;border:1px solid #aaa}
-#tip{position:fixed;z-index:1;pointer-events:none;white-space:pre;background:#1e1e1e;color:#fff;\
-padding:6px 9px;border-radius:4px;font-size:12px;line-height:1.45}
-"""
-
-# Fills the tooltip from the hovered cell's data-h; the only script, inline, and no network access.
-_HTML_JS = """\
-(function(){
-var L=%s,t=document.getElementById('tip'),g=document.getElementById('grid');
-function hide(){t.hidden=true;}
-g.addEventListener('mousemove',function(e){
-var c=e.target.closest('td[data-h]');
-if(!c){hide();return;}
-var v=c.getAttribute('data-h').split('%s');
-t.textContent=L.map(function(s,i){return s.replace('{}',v[i]);}).join('\\n');
-t.hidden=false;
-var r=t.getBoundingClientRect(),x=e.clientX+14,y=e.clientY+14;
-if(x+r.width>innerWidth)x=Math.max(0,e.clientX-14-r.width);
-if(y+r.height>innerHeight)y=Math.max(0,e.clientY-14-r.height);
-t.style.left=x+'px';t.style.top=y+'px';
-});
-g.addEventListener('mouseleave',hide);
-})();
-"""
-
-
-def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
-    if cell is None:
-        return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a']
-    ci = 'n/a' if cell.ci_low is None or cell.ci_high is None else f'[{cell.ci_low:.2f}, {cell.ci_high:.2f}]'
-    return [
-        f'{length:,}',
-        format_depth(depth),
-        _fmt(cell.accuracy),
-        str(cell.n),
-        _fmt(cell.rule_recall),
-        str(cell.judge_failures),
-        str(cell.errors),
-        ci,
-    ]
-
-
-def _color(value: float) -> str:
-    """'#rrggbb' of an accuracy on the fixed 0-1 scale, exactly as the PNG colours it."""
-    return to_hex(_CMAP(value))
-
-
-def _esc(text: str) -> str:
-    return html.escape(text, quote=True).replace('\n', '<br>')
-
-
-def _score(cell: CellSummary | None) -> float | None:
-    """The cell's accuracy, or None when it has no colour (missing, nothing scored, or NaN)."""
-    if cell is None or cell.accuracy is None or math.isnan(cell.accuracy):
-        return None
-    return cell.accuracy
-
-
-def _cell_td(length: int, depth: float, cell: CellSummary | None, *, effective: bool = False) -> str:
-    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell)))
-    score = _score(cell)
-    # 'ec': the effective length's column, drawn with a dashed right border like the PNG's line.
-    classes = ' '.join(name for name, on in (('e', score is None), ('ec', effective)) if on)
-    class_attr = f' class="{classes}"' if classes else ''
-    if score is None:
-        return f'<td{class_attr} style="background:{_EMPTY_COLOR}" data-h="{fields}">{EMPTY_CELL}</td>'
-    return f'<td{class_attr} style="background:{_color(score)}" data-h="{fields}">{score:.2f}</td>'
-
-
-def _legend_td(n_rows: int) -> str:
-    stops = ','.join(_color(i / (_LEGEND_STOPS - 1)) for i in reversed(range(_LEGEND_STOPS)))
-    ticks = ''.join(f'<span class="tk" style="top:{100 * (1 - v):g}%">{v:g}</span>' for v in _LEGEND_TICKS)
-    return (
-        f'<td class="leg" rowspan="{n_rows}"><div class="bar" style="background:linear-gradient({stops})"></div>'
-        f'{ticks}<span class="ll axis">accuracy</span></td>'
-    )
-
-
-def _heatmap_html(
-    cells: Sequence[CellSummary], *, subset: str, title: str | None = None, effective_length: int | None = None
-) -> str:
-    """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources."""
-    lengths, depths, grid = cell_grid(cells, subset=subset)
-    column = _effective_column(lengths, effective_length, subset=subset)
-    labels = length_labels(lengths)
-    heading, subheading = _title_parts(subset, grid, title)
-    if column is not None:
-        subheading = f'{subheading} · effective context length: {labels[column]}'
-    n_cols = len(lengths)
-    rows = []
-    for row, depth in enumerate(depths):
-        parts = ['<tr>']
-        if row == 0:
-            parts.append(f'<th rowspan="{len(depths)}"><div class="yl axis">Needle depth (%)</div></th>')
-        parts.append(f'<th>{_esc(format_depth(depth))}</th>')
-        parts.extend(
-            _cell_td(length, depth, grid.get((depth, length)), effective=col == column)
-            for col, length in enumerate(lengths)
-        )
-        if row == 0:
-            parts.append(_legend_td(len(depths)))
-        parts.append('</tr>')
-        rows.append(''.join(parts))
-    col_labels = ''.join(
-        f'<th class="eff">{_esc(label)}<span class="effl">effective</span></th>'
-        if col == column
-        else f'<th>{_esc(label)}</th>'
-        for col, label in enumerate(labels)
-    )
-    has_empty = any(_score(grid.get((d, t))) is None for d in depths for t in lengths)
-    note = (
-        f'<p class="note"><span class="sw" style="background:{_EMPTY_COLOR}"></span> '
-        f'{EMPTY_CELL} = no scored sample</p>\n'
-        if has_empty
-        else ''
-    )
-    doc_title = _esc(f'{heading} · {subheading}'.replace('\n', ' '))
-    script = _HTML_JS % (json.dumps(list(_HOVER_LINES)), _FIELD_SEP)
-    return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
-        f'<title>{doc_title}</title>\n<style>\n{_HTML_CSS}</style>\n</head>\n<body>\n'
-        f'<h1>{_esc(heading)}</h1>\n<p class="sub">{_esc(subheading)}</p>\n'
-        '<table id="grid">\n<tbody>\n' + '\n'.join(rows) + '\n</tbody>\n<tfoot>\n'
-        f'<tr><th colspan="2"></th>{col_labels}<th></th></tr>\n'
-        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{n_cols}">Context length (tokens)</th><th></th></tr>\n'
-        '</tfoot>\n</table>\n'
-        f'{note}<div id="tip" role="tooltip" hidden></div>\n<script>\n{script}</script>\n</body>\n</html>\n'
-    )
-
-
-def plot_heatmap_html(
-    cells: Sequence[CellSummary],
-    *,
-    subset: str,
-    path: str | os.PathLike[str],
-    title: str | None = None,
-    effective_length: int | None = None,
-) -> Path:
-    """Save an interactive HTML heatmap of one subset (atomically); ValueError when the subset has no cells.
-
-    The file is self-contained and small (plain HTML table, inline CSS and a few lines of inline JS for the hover
-    tooltip; no external resources, works offline); identical inputs give identical bytes.  `effective_length`
-    marks that length's column (header and a dashed border) and is stated under the title.
-    """
-    return atomic_write_text(path, _heatmap_html(cells, subset=subset, title=title, effective_length=effective_length))
-
-
-# --------------------------------------------------------------------------------------------------------------------
 # All subsets
 # --------------------------------------------------------------------------------------------------------------------
-
-
-def _safe_name(subset: str) -> str:
-    # Subset names come from data; keep them from escaping output_dir or breaking file names.
-    return _UNSAFE_FILENAME_CHARS.sub('_', subset) or '_'
 
 
 def plot_all(
@@ -500,10 +267,15 @@ def plot_all(
     prefix: str = 'needle_haystack_heatmap',
     effective_lengths: Mapping[str, int | None] | None = None,
     title: str | None = None,
+    scoring_notes: Mapping[str, str | None] | None = None,
+    answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
 ) -> list[Path]:
     """Write `{prefix}_{subset}.png` and `.html` for every subset, in subset order.
 
     `effective_lengths` maps subset -> effective context length to mark (a missing subset or None: no mark).
+    `scoring_notes` maps subset -> a subtitle line such as 'scored by rule (judge failed qualification)'.
+    `answers` ((subset, length, depth) -> samples, as `stats.samples_by_cell` gives it) lets a click on a cell of
+    the HTML heatmap show its answers.
     Characters outside [A-Za-z0-9._-] in subset names become '_' in file names.  A subset that fails is logged
     and skipped so the others are still drawn; afterwards one `HeatmapError` names every failed subset.
     """
@@ -512,7 +284,7 @@ def plot_all(
     if not cell_list:
         raise ValueError('no cells to plot')
     subsets = sorted({c.subset for c in cell_list})
-    names = {subset: _safe_name(subset) for subset in subsets}
+    names = {subset: file_name_part(subset) for subset in subsets}
     if len(set(names.values())) != len(names):
         raise ValueError(f'subset names collide after making them file-name safe: {names}')
     out = Path(output_dir)
@@ -522,21 +294,14 @@ def plot_all(
     for subset in subsets:
         # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
         stem = f'{prefix}_{names[subset]}'
-        marked = effective.get(subset)
+        note = (scoring_notes or {}).get(subset)
         try:
-            png = plot_heatmap_png(
-                cell_list,
-                subset=subset,
-                path=out / f'{stem}.png',
-                show_score=show_score,
-                title=title,
-                effective_length=marked,
-            )
-            written.append(png)
+            options = {'title': title, 'effective_length': effective.get(subset), 'scoring_note': note}
             written.append(
-                plot_heatmap_html(
-                    cell_list, subset=subset, path=out / f'{stem}.html', title=title, effective_length=marked
-                )
+                plot_heatmap_png(cell_list, subset=subset, path=out / f'{stem}.png', show_score=show_score, **options)
+            )
+            written.append(
+                plot_heatmap_html(cell_list, subset=subset, path=out / f'{stem}.html', answers=answers, **options)
             )
         except Exception as exc:  # keep drawing the other subsets; reported together below
             logger.error('heatmap for subset %r failed: %s: %s', subset, type(exc).__name__, exc, exc_info=exc)

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .report import SampleResult, effective_context_length, summarize_subsets
+from .results import SampleResult
+from .stats import effective_context_length, summarize_subsets
 
 __all__ = ['OVERALL_AGGREGATION', 'MetricRecord', 'subset_metrics']
 

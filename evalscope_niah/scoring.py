@@ -855,7 +855,7 @@ def _cue_verdict(hits: list[tuple[str, str]], what: str) -> RuleVerdict:
     )
 
 
-def single_needle_score(
+def single_needle_score(  # long because the verdict is one ordered ladder of checks, each with its reason
     answer: str,
     *,
     needles: Sequence[str],

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .atomic import atomic_writer
 from .errors import NiahConfigError
 
 Message = dict[str, str]
@@ -475,10 +476,8 @@ def _read_index(path: Path) -> TokenIndex | None:
 
 
 def _write_index(path: Path, index: TokenIndex) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f'.{os.getpid()}.tmp.npz')
-    np.savez(temporary, chars=index.chars, tokens=index.tokens)
-    os.replace(temporary, path)
+    with atomic_writer(path, binary=True) as handle:
+        np.savez(handle, chars=index.chars, tokens=index.tokens)
 
 
 class TokenCounter:

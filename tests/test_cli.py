@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from evalscope_niah.cli import main
-from evalscope_niah.report import RESULTS_FILE, SampleResult, write_results
+from evalscope_niah.results import RESULTS_FILE, SampleResult, write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -153,7 +153,7 @@ def _write_run(work_dir: Path, model: str, good_up_to: dict[str, int], *, run: s
 
 
 def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.report import SUMMARY_FILE, read_results, write_summary_json
+    from evalscope_niah.results import SUMMARY_FILE, read_results, write_summary_json
 
     report_dir = _write_run(tmp_path / 'run', 'model', {'english': 2000})
     assert main(['plot', str(tmp_path / 'run')]) == 0
@@ -254,7 +254,8 @@ def test_plot_csv_refuses_two_models_sharing_file_names(tmp_path: Path, capsys) 
 
 
 def test_plot_from_our_cells_csv_and_missing_csv(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.report import CELLS_FILE, read_results, summarize_cells, write_cells_csv
+    from evalscope_niah.results import CELLS_FILE, read_results, write_cells_csv
+    from evalscope_niah.stats import summarize_cells
 
     report_dir = _write_run(tmp_path / 'run', 'my-model', {'english': 2000})
     cells_csv = write_cells_csv(report_dir / CELLS_FILE, summarize_cells(read_results(report_dir / RESULTS_FILE)))

@@ -21,7 +21,7 @@ from evalscope_niah.compare import (
     run_compare,
     write_comparison_csv,
 )
-from evalscope_niah.report import RESULTS_FILE, SampleResult, write_results
+from evalscope_niah.results import RESULTS_FILE, SampleResult, write_results
 
 
 def result(subset: str, length: int, depth: float | None, accuracy: float | None) -> SampleResult:
@@ -183,3 +183,18 @@ def test_comparison_png_and_run_compare_into_existing_dir(tmp_path: Path, work_d
     assert (output.png, output.csv) == (out_dir / 'compare.png', out_dir / 'compare.csv')
     assert output.table == format_comparison_table(output.comparison)
     assert sorted(p.name for p in out_dir.iterdir()) == ['compare.csv', 'compare.png']
+
+
+def test_comparison_csv_and_figure_take_hostile_names_literally(tmp_path: Path) -> None:
+    subset = '=HYPERLINK("http://evil.example","$x$")'
+    write_run(tmp_path / 'w', '@model', {subset: 2000})
+    output = run_compare([tmp_path / 'w'], output=tmp_path / 'out.png')
+    with open(output.csv, encoding='utf-8', newline='') as handle:
+        rows = list(csv.reader(handle))
+    assert not any(field.startswith(('=', '+', '-', '@', '\t', '\r')) for row in rows for field in row)
+    assert rows[1][:4] == ["'@model", "'@model", str(tmp_path / 'w'), "'" + subset]
+    fig = _build_comparison_figure(output.comparison, show_score=False)
+    try:
+        assert fig.axes[0].get_title() == f'@model · {subset}\neffective: 2k [2k, 2k]'  # drawn, '$' not mathtext
+    finally:
+        fig.clear()

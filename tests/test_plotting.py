@@ -18,20 +18,20 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
+from evalscope_niah.heatmap_html import _HOVER_LINES, _heatmap_html
+from evalscope_niah.heatmap_style import CMAP as _CMAP
+from evalscope_niah.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
 from evalscope_niah.plotting import (
-    _CMAP,
-    _EMPTY_COLOR,
-    _HOVER_LINES,
     HeatmapError,
     _build_heatmap_figure,
-    _heatmap_html,
     add_accuracy_colorbar,
     draw_heatmap,
     plot_all,
     plot_heatmap_html,
     plot_heatmap_png,
 )
-from evalscope_niah.report import CellSummary
+from evalscope_niah.results import SampleResult
+from evalscope_niah.stats import CellSummary, samples_by_cell, summarize_cells
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'
 
@@ -443,9 +443,17 @@ def test_png_marks_effective_length_at_right_edge_of_its_column(cells: list[Cell
     try:
         # Columns 1k, 4k, 32k span x in [0,1], [1,2], [2,3]: the 4k column ends at x = 2.
         assert dashed_vertical_lines(fig) == [2.0]
-        assert 'effective: 4k' in [t.get_text() for t in fig.axes[0].texts]
+        # Stated in the title, above the grid: nothing is drawn inside the axes that could cover a score.
+        assert fig.axes[0].get_title().splitlines()[1].endswith(' · effective: 4k')
+        assert list(fig.axes[0].texts) == []
     finally:
         fig.clear()
+    scored = _build_heatmap_figure(cells, subset='en', effective_length=4000, show_score=True)
+    try:
+        # With scores drawn, the only texts inside the grid are the scores (and dashes for empty cells).
+        assert all(re.fullmatch(r'\d\.\d\d|—', t.get_text()) for t in scored.axes[0].texts)
+    finally:
+        scored.clear()
     unmarked = _build_heatmap_figure(cells, subset='en')
     try:
         assert dashed_vertical_lines(unmarked) == []
@@ -533,3 +541,131 @@ def test_draw_heatmap_panels_share_one_colorbar(cells: list[CellSummary]) -> Non
         assert draw_heatmap(fig.add_subplot(), [cell(1000, 0.0, 1.0)], subset='en', colorbar=False) is False
     finally:
         fig.clear()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Literal titles, scoring note, answers in the HTML
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_png_draws_dollar_signs_literally(tmp_path: Path) -> None:
+    # Both would be mathtext if parsed; the second is not even valid mathtext and would raise on drawing.
+    subset, title = 'price $x^2$ set', r'model $\frac{$'
+    fig = _build_heatmap_figure([cell(1000, 0.0, 1.0, subset=subset)], subset=subset, title=title)
+    try:
+        heading, subheading = fig.axes[0].get_title().splitlines()
+        assert heading == title
+        assert subheading.startswith(f'subset: {subset} · ')
+    finally:
+        fig.clear()
+    path = plot_heatmap_png([cell(1000, 0.0, 1.0, subset=subset)], subset=subset, title=title, path=tmp_path / 'd.png')
+    assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+def test_scoring_note_is_a_subtitle_of_png_and_html(tmp_path: Path, cells: list[CellSummary]) -> None:
+    note = 'scored by rule (judge failed qualification)'
+    fig = _build_heatmap_figure(cells, subset='en', scoring_note=note)
+    try:
+        assert fig.axes[0].get_title().splitlines()[-1] == note
+    finally:
+        fig.clear()
+    page = _heatmap_html(cells, subset='en', scoring_note='<b>rule</b>')
+    assert '<p class="sub">&lt;b&gt;rule&lt;/b&gt;</p>' in page
+    assert 'class="sub">' in _heatmap_html(cells, subset='en') and '&lt;b&gt;' not in _heatmap_html(cells, subset='en')
+    written = plot_all(cells, output_dir=tmp_path, scoring_notes={'zh': note})
+    pages = {p.name: p.read_text(encoding='utf-8') for p in written if p.suffix == '.html'}
+    assert note in pages['needle_haystack_heatmap_zh.html']
+    assert note not in pages['needle_haystack_heatmap_en.html']
+
+
+def answer_sample(answer: str | None, accuracy: float | None = 1.0, **kwargs: object) -> SampleResult:
+    return SampleResult(
+        subset=str(kwargs.pop('subset', 'en')),
+        context_length=int(kwargs.pop('context_length', 1000)),  # type: ignore[arg-type]
+        depth_percent=float(kwargs.pop('depth_percent', 0.0)),  # type: ignore[arg-type]
+        accuracy=accuracy,
+        rule_recall=accuracy,
+        levenshtein=None,
+        answer=answer,
+        judge_accuracy=kwargs.pop('judge_accuracy', None),  # type: ignore[arg-type]
+        judge_status=str(kwargs.pop('judge_status', 'not_called')),
+        **kwargs,  # type: ignore[arg-type]
+    )
+
+
+class _Visible(HTMLParser):
+    """Text of the page outside <script>/<style>, and every <script> element's body."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.text: list[str] = []
+        self.scripts: list[str] = []
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ('script', 'style'):
+            self._in = tag
+            if tag == 'script':
+                self.scripts.append('')
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == self._in:
+            self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == 'script':
+            self.scripts[-1] += data
+        elif self._in is None:
+            self.text.append(data)
+
+
+def test_html_shows_each_cells_answers_escaped(cells: list[CellSummary]) -> None:
+    hostile = '<script>alert("x")</script> it\'s "quoted" & </pre></section>'
+    answers = {
+        ('en', 1000, 0.0): [
+            answer_sample(hostile, judge_accuracy=1.0, judge_status='ok', judge_rating=10.0, scoring='judge'),
+            answer_sample('Dolores Park', 0.0, judge_status='failed', scoring='rule_fallback', reasoning='<think>'),
+        ],
+        ('en', 32000, 50.0): [answer_sample(None, None, error='HTTP 500 <b>')],
+        ('zh', 1000, 0.0): [answer_sample('不同的子集', subset='zh')],  # another subset: not on this page
+    }
+    page = _heatmap_html(cells, subset='en', answers=answers)
+    parsed = _Visible()
+    parsed.feed(page)
+    text = ''.join(parsed.text)
+    # The hostile answer is text, not markup: no script of it ran into the page, and it reads back verbatim.
+    assert hostile in text
+    assert len(parsed.scripts) == 1 and 'alert' not in parsed.scripts[0]
+    assert '<script>alert' not in page
+    assert 'score 1.00 · judge rating 10 · judge ok · rule recall 1.00 · scoring: judge · scored' in text
+    assert 'score 0.00 · judge rating n/a · judge failed · rule recall 0.00 · scoring: rule_fallback' in text
+    assert 'error: HTTP 500 <b>' in text and '(no answer recorded)' in text
+    assert '不同的子集' not in text
+    # Two cells have panels, linked by number; every panel starts hidden.
+    assert re.findall(r'data-a="(\d+)"', page) == ['0', '1']
+    assert page.count('<section class="ans" id="ans-') == 2 == page.count('" hidden><h2>')
+    assert '1k tokens · depth 0% · 2 sample(s)' in text
+
+
+def test_html_without_answers_is_unchanged(cells: list[CellSummary]) -> None:
+    plain = _heatmap_html(cells, subset='en')
+    assert _heatmap_html(cells, subset='en', answers={}) == plain
+    assert 'data-a="' not in plain and 'id="ans-' not in plain and 'Click a cell' not in plain
+
+
+def test_html_answers_are_bounded_per_cell() -> None:
+    many = [answer_sample(f'answer {i}') for i in range(25)]
+    page = _heatmap_html([cell(1000, 0.0, 1.0)], subset='en', answers={('en', 1000, 0.0): many})
+    assert 'answer 19<' in page and 'answer 20<' not in page
+    assert '5 more in the results file' in page
+    long = answer_sample('x' * 5000)
+    assert len(long.answer or '') <= 1000  # bounded when recorded
+
+
+def test_plot_all_passes_answers_to_the_html(tmp_path: Path) -> None:
+    results = [answer_sample('Dolores Park'), answer_sample('sandwich', subset='zh', context_length=2000)]
+    written = plot_all(summarize_cells(results), output_dir=tmp_path, answers=samples_by_cell(results))
+    pages = {p.name: p.read_text(encoding='utf-8') for p in written if p.suffix == '.html'}
+    assert 'Dolores Park' in pages['needle_haystack_heatmap_en.html']
+    assert 'sandwich' in pages['needle_haystack_heatmap_zh.html']
+    assert 'sandwich' not in pages['needle_haystack_heatmap_en.html']

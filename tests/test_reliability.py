@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalscope_niah.report import read_results
+from evalscope_niah.results import read_results
 from tests.support.openai_server import (
     FaultPlan,
     OpenAICompatServer,

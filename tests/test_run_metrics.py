@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalscope_niah.report import SampleResult
+from evalscope_niah.results import SampleResult
 from evalscope_niah.run_metrics import subset_metrics
 
 

@@ -19,7 +19,7 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 
 from evalscope_niah.integration.adapter import PENDING_PROMPT
-from evalscope_niah.report import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE, read_cells_csv, read_results
+from evalscope_niah.results import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE, read_cells_csv, read_results
 from evalscope_niah.tokenization import load_tokenizer
 
 MODEL = 'mock-model'

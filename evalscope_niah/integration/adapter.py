@@ -26,7 +26,7 @@ from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
 from ..params import parse_params
 from ..prompts import PromptSpec
-from ..report import SampleResult
+from ..results import SampleResult
 from ..run_metrics import subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import strip_reasoning

@@ -1,0 +1,49 @@
+"""What the PNG and the HTML heatmaps share: the colour scale, the empty-cell colour, the heading and the column
+of the effective length.  Kept apart so that neither heatmap module imports the other.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from matplotlib.colors import LinearSegmentedColormap
+
+from .stats import CellSummary
+
+__all__ = ['CMAP', 'EMPTY_COLOR', 'effective_column', 'title_parts']
+
+# Kamradt's red -> yellow -> green scale, shared by PNG and HTML so both read the same.
+_COLORS = ('#F0496E', '#EBB839', '#0CD79F')
+CMAP = LinearSegmentedColormap.from_list('niah_accuracy', list(_COLORS))
+# Empty cells (no scored sample) must not look like any score on the red-green scale.
+EMPTY_COLOR = '#D9D9D9'
+_DEFAULT_TITLE = 'Needle in a haystack'
+
+
+def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
+    # n-weighted mean of cell means == mean over scored samples, matching SubsetSummary.accuracy.
+    pairs = [(c.accuracy, c.n) for c in cells if c.accuracy is not None and c.n > 0]
+    total = sum(n for _, n in pairs)
+    if total == 0:
+        return None, 0
+    return math.fsum(acc * n for acc, n in pairs) / total, total
+
+
+def title_parts(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> tuple[str, str]:
+    """(heading, 'subset: ... · mean accuracy ... (n=...)'), shared by the PNG and the HTML heatmap."""
+    mean, total = _weighted_mean(grid.values())
+    mean_text = 'n/a' if mean is None else f'{mean:.2f}'
+    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total})'
+
+
+def effective_column(lengths: Sequence[int], effective_length: int | None, *, subset: str) -> int | None:
+    """Column index of the effective length, None when there is none to mark."""
+    if effective_length is None:
+        return None
+    if effective_length not in lengths:
+        # A length off the grid means the caller mixed up runs or subsets; a line in a guessed place would mislead.
+        raise ValueError(
+            f'effective_length {effective_length} is not a context length of subset {subset!r} ({list(lengths)})'
+        )
+    return list(lengths).index(effective_length)

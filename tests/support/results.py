@@ -1,0 +1,94 @@
+"""Builders of `SampleResult` records shared by the result, statistics and OpenCompass tests."""
+
+from __future__ import annotations
+
+from evalscope_niah.results import SampleResult
+from evalscope_niah.stats import CellSummary
+
+
+def sample(
+    accuracy: float | None = 1.0,
+    *,
+    subset: str = 'en',
+    context_length: int = 1000,
+    depth_percent: float = 0.0,
+    rule_recall: float | None = None,
+    levenshtein: float | None = None,
+    judge_accuracy: float | None = None,
+    judge_status: str = 'not_called',
+    error: str | None = None,
+    budget_exhausted: bool = False,
+    precision: float | None = None,
+) -> SampleResult:
+    return SampleResult(
+        subset=subset,
+        context_length=context_length,
+        depth_percent=depth_percent,
+        accuracy=accuracy,
+        rule_recall=rule_recall,
+        levenshtein=levenshtein,
+        judge_accuracy=judge_accuracy,
+        judge_status=judge_status,
+        error=error,
+        budget_exhausted=budget_exhausted,
+        precision=precision,
+    )
+
+
+def control(
+    accuracy: float | None = 1.0, *, guessed: bool | None = False, subset: str = 'en', context_length: int = 1000, **kw
+) -> SampleResult:
+    """A needle-absent control sample: accuracy 1.0 = abstained correctly."""
+    return SampleResult(
+        subset=subset,
+        context_length=context_length,
+        depth_percent=None,
+        accuracy=accuracy,
+        rule_recall=None,
+        levenshtein=None,
+        judge_accuracy=None,
+        judge_status='not_called',
+        control=True,
+        guessed=guessed,
+        **kw,
+    )
+
+
+def errored(**kwargs: object) -> SampleResult:
+    return sample(None, error='HTTP 500 from model server', **kwargs)  # type: ignore[arg-type]
+
+
+def judged(judge: float, rule: float, **kwargs: object) -> SampleResult:
+    return sample(judge, judge_accuracy=judge, rule_recall=rule, judge_status='ok', **kwargs)  # type: ignore[arg-type]
+
+
+def only_cell(cells: list[CellSummary]) -> CellSummary:
+    assert len(cells) == 1
+    return cells[0]
+
+
+def mixed_results() -> list[SampleResult]:
+    return [
+        judged(1.0, 1 / 3, context_length=4600, depth_percent=33.333333333333336),
+        sample(0.1 + 0.2, rule_recall=0.3, levenshtein=2 / 3, judge_status='failed', depth_percent=50.0),
+        errored(context_length=128000, depth_percent=100.0, budget_exhausted=True),
+        sample(0.0, subset='中文', error=None, judge_status='not_called', levenshtein=0.0),
+        sample(None, error='line1\nline2 "quoted" ✓'),
+    ]
+
+
+def at_length(context_length: int, scores: list[float], *, subset: str = 'en') -> list[SampleResult]:
+    """Samples at one length, spread over three depths (the effective length pools depths)."""
+    return [
+        sample(score, subset=subset, context_length=context_length, depth_percent=(0.0, 50.0, 100.0)[i % 3])
+        for i, score in enumerate(scores)
+    ]
+
+
+def curve(*accuracies: float, n: int = 20) -> list[SampleResult]:
+    """n samples at 1k, 2k, 4k, ... with exactly the given mean accuracy each (rounded to 1/n)."""
+    results: list[SampleResult] = []
+    for i, accuracy in enumerate(accuracies):
+        ones = round(accuracy * n)
+        results += at_length(1000 * 2**i, [1.0] * ones + [0.0] * (n - ones))
+    return results
