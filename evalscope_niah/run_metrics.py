@@ -6,6 +6,7 @@ subset at once (effective length, control rates, judge agreement, error and budg
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,7 @@ from typing import Any
 from .results import SampleResult
 from .stats import effective_context_length, summarize_subsets
 
-__all__ = ['OVERALL_AGGREGATION', 'MetricRecord', 'subset_metrics']
+__all__ = ['OVERALL_AGGREGATION', 'MetricRecord', 'served_drift_message', 'served_ratios', 'subset_metrics']
 
 OVERALL = {'scope': 'overall'}
 # How a metric's subsets combine into the OVERALL row when a mean is wrong: counts add up; the effective length of
@@ -38,7 +39,37 @@ def subset_metrics(
     records = _effective_lengths(needle_results, threshold=threshold, mode=mode)
     records += _control_rates([result for result in results if result.control])
     records += _subset_shares(needle_results)
+    records += _served_ratio([*results, *errors])
     return records
+
+
+# Outside this band the grid's length labels are not the model's own tokens, and the report says so in words.
+SERVED_RATIO_BAND = (0.95, 1.05)
+
+
+def served_ratios(results: Sequence[SampleResult]) -> list[float]:
+    """Served prompt tokens (the server's usage) over planned ones (the cell's exact length), per sample."""
+    return [r.served_prompt_tokens / r.context_length for r in results if r.served_prompt_tokens]
+
+
+def _served_ratio(results: Sequence[SampleResult]) -> list[MetricRecord]:
+    ratios = served_ratios(results)
+    return [MetricRecord('served_prompt_ratio', float(statistics.median(ratios)), len(ratios))] if ratios else []
+
+
+def served_drift_message(results: Sequence[SampleResult], *, subset: str, tokenizer: str) -> str | None:
+    """One sentence when the model read notably more or fewer tokens than the lengths say; None when they agree."""
+    ratios = served_ratios([result for result in results if result.subset == subset])
+    if not ratios:
+        return None
+    median = statistics.median(ratios)
+    if SERVED_RATIO_BAND[0] <= median <= SERVED_RATIO_BAND[1]:
+        return None
+    return (
+        f'subset {subset}: lengths are {tokenizer} tokens; this model read {median:.2f}x as many (median; '
+        f'min {min(ratios):.2f}x, max {max(ratios):.2f}x over {len(ratios)} samples). Size the grid in its own '
+        "tokens with tokenizer_path: 'server' or its tokenizer"
+    )
 
 
 def _effective_lengths(results: Sequence[SampleResult], *, threshold: float, mode: str) -> list[MetricRecord]:

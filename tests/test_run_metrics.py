@@ -60,3 +60,18 @@ def test_judge_agreement_is_reported_when_the_judge_answered() -> None:
     metrics = _by_name(subset_metrics(judged, [], threshold=0.85, mode='absolute'))
     assert metrics['judge_rule_agreement'] == 0.5
     assert metrics['judge_failures'] == 0
+
+
+def test_served_tokens_give_a_ratio_and_words_when_lengths_are_not_the_models() -> None:
+    from evalscope_niah.run_metrics import served_drift_message
+
+    drifted = [_result(1000, 1.0, served_prompt_tokens=2180), _result(2000, 1.0, served_prompt_tokens=4300)]
+    metrics = _by_name(subset_metrics(drifted, [], threshold=0.85, mode='absolute'))
+    assert metrics['served_prompt_ratio'] == pytest.approx((2.18 + 2.15) / 2)
+    message = served_drift_message(drifted, subset='english', tokenizer='Qwen/Qwen3-0.6B')
+    assert 'lengths are Qwen/Qwen3-0.6B tokens; this model read 2.17x as many (median' in message
+    exact = [_result(1000, 1.0, served_prompt_tokens=1000)]
+    assert served_drift_message(exact, subset='english', tokenizer='q') is None
+    unreported = [_result(1000, 1.0)]  # no usage: no ratio, no words, never a 0
+    assert 'served_prompt_ratio' not in _by_name(subset_metrics(unreported, [], threshold=0.85, mode='absolute'))
+    assert served_drift_message(unreported, subset='english', tokenizer='q') is None

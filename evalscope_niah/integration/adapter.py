@@ -26,8 +26,8 @@ from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
 from ..params import parse_params
 from ..prompts import PromptSpec
-from ..results import SampleResult
-from ..run_metrics import subset_metrics
+from ..results import SampleResult, bounded_text
+from ..run_metrics import served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import strip_reasoning
 from ..tasks import score_answer, task_for
@@ -218,16 +218,18 @@ class NiahAdapter(DefaultDataAdapter):
         try:
             budget = budget_failure(task_state.output)
             if budget is None:
-                return super().calculate_metrics(task_state)
-            if budget == 'token limit' and self._answer_complete(task_state, meta):
+                sample_score = super().calculate_metrics(task_state)
+            elif budget == 'token limit' and self._answer_complete(task_state, meta):
                 # Models often answer, then ramble into the limit: the answer is there, judge it, count the cut.
                 sample_score = super().calculate_metrics(task_state)
                 sample_score.score.metadata = {**(sample_score.score.metadata or {}), 'budget_exhausted': True}
-                return sample_score
-            return self._budget_score(task_state, budget)
+            else:
+                sample_score = self._budget_score(task_state, budget)
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
             self._record_error(meta, exc)
             raise
+        sample_score.score.metadata = {**(sample_score.score.metadata or {}), **_served(task_state)}
+        return sample_score
 
     def _elided_prompt(self, meta: SampleMeta) -> str:
         prompt = self._prompt or PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
@@ -314,6 +316,10 @@ class NiahAdapter(DefaultDataAdapter):
         # Samples that errored this run have no SampleScore; count them beside the scored ones.
         errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
         params = self.params
+        for subset in sorted(subsets):
+            drift = served_drift_message(results, subset=subset, tokenizer=params.tokenizer_path)
+            if drift:
+                logger.warning('needle_haystack: %s', drift)
         records = subset_metrics(
             results, errors, threshold=params.effective_length_threshold, mode=params.effective_mode()
         )
@@ -368,6 +374,29 @@ class NiahAdapter(DefaultDataAdapter):
         )
 
 
+def _served(task_state: TaskState) -> dict[str, Any]:
+    """What the server says it read and wrote (usage), and the reasoning it sent apart from the answer. Absent, not
+    zero, when the endpoint reports no usage (a prompt is never 0 tokens)."""
+    output = task_state.output
+    served: dict[str, Any] = {}
+    usage = output.usage if output is not None else None
+    if usage is not None and usage.input_tokens:
+        served['served_prompt_tokens'] = int(usage.input_tokens)
+        served['served_completion_tokens'] = int(usage.output_tokens)
+    reasoning = _reasoning_text(output)
+    if reasoning:
+        served['reasoning'] = bounded_text(reasoning)
+    return served
+
+
+def _reasoning_text(output: Any) -> str:
+    if output is None or output.empty or isinstance(output.message.content, str):
+        completion = '' if output is None or output.empty else output.completion
+        final = strip_reasoning(completion)
+        return completion[: len(completion) - len(final)].strip() if final and completion.endswith(final) else ''
+    return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
+
+
 def _meta(sample_score: SampleScore) -> SampleMeta:
     return SampleMeta.from_dict(sample_score.sample_metadata or {})
 
@@ -376,8 +405,10 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
     score = sample_score.score
     meta = _meta(sample_score)
     value = score.value or {}
-    judged = bool((score.metadata or {}).get('judge_attempts'))
+    extra = score.metadata or {}
+    judged = bool(extra.get('judge_attempts'))
     judge_ok = judged and score.status == ScoreStatus.SUCCESS and 'judge_accuracy' in value
+    rating = extra.get('judge_rating')
     return SampleResult(
         subset=meta.subset,
         context_length=meta.context_length,
@@ -390,5 +421,11 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         levenshtein=value.get('levenshtein'),
         judge_accuracy=value.get('judge_accuracy') if judge_ok else None,
         judge_status='ok' if judge_ok else ('failed' if judged else 'not_called'),
-        budget_exhausted=bool((score.metadata or {}).get('budget_exhausted')),
+        budget_exhausted=bool(extra.get('budget_exhausted')),
+        answer=score.extracted_prediction if score.extracted_prediction is not None else None,
+        reasoning=extra.get('reasoning'),
+        judge_rating=float(rating) if judge_ok and rating is not None else None,
+        served_prompt_tokens=extra.get('served_prompt_tokens'),
+        served_completion_tokens=extra.get('served_completion_tokens'),
+        scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
     )
