@@ -182,7 +182,7 @@ MAX_REPLY_CHARS = 100_000
 # the tag word, searched for in what is cut off (plain substring searches, fast on any text).
 _THINK_WORDS = ('think', 'THINK', 'Think')
 # The verdict sits at the end of a reply; a judge that writes more than this after its reasoning block is rambling.
-MAX_VERDICT_CHARS = 10_000
+MAX_VERDICT_CHARS = 8_000
 
 # The text is normalised first (NFKC: full-width colons, digits and brackets become ASCII; every whitespace run
 # becomes one space or one newline), so every pattern below allows at most one whitespace character per gap and
@@ -333,26 +333,27 @@ def _brace_spans(text: str) -> list[tuple[int, int]]:
     outermost: list[tuple[int, int, list[tuple[int, int]]]] = []
     in_string = False
     escaped_at = -1
-    for match in _JSON_SYNTAX.finditer(text):
-        char, at = match.group(), match.start()
+    # Positions first, then one tight loop: this runs once per brace or quote of the verdict text.
+    for at in [match.start() for match in _JSON_SYNTAX.finditer(text)]:
+        char = text[at]
         if in_string:
             if at == escaped_at:
                 continue
             if char == '\\':
                 escaped_at = at + 1
-            elif char in '"\n':
+            elif char == '"' or char == '\n':
                 in_string = False
-            continue
-        if char == '"' and stack:
-            in_string = True
         elif char == '{':
             stack.append((at, []))
-        elif char == '}' and stack:
-            start, children = stack.pop()
+        elif char == '}':
             if stack:
-                stack[-1][1].append((start, at + 1))
-            else:
-                outermost.append((start, at + 1, children))
+                start, children = stack.pop()
+                if stack:
+                    stack[-1][1].append((start, at + 1))
+                else:
+                    outermost.append((start, at + 1, children))
+        elif char == '"' and stack:
+            in_string = True
     # Spans inside a brace that never closed have no closed parent: they are outermost.
     for _start, children in stack:
         outermost.extend((child_start, child_end, []) for child_start, child_end in children)
@@ -385,7 +386,7 @@ _MISSING = object()
 
 def _key(obj: Mapping[str, Any], names: tuple[str, ...], *, depth: int = 1) -> Any:
     """The value of the first key in ``names`` (case-insensitive), also one object deep; else ``_MISSING``."""
-    lowered = {unicodedata.normalize('NFKC', str(k)).strip().casefold(): v for k, v in obj.items()}
+    lowered = {_key_name(k): v for k, v in obj.items()}
     value = next((lowered[n] for n in names if n in lowered), _MISSING)
     if value is _MISSING and depth > 0:
         # {"evaluation": {"rating": 7}}
@@ -393,6 +394,10 @@ def _key(obj: Mapping[str, Any], names: tuple[str, ...], *, depth: int = 1) -> A
             if isinstance(nested, dict) and (value := _key(nested, names, depth=depth - 1)) is not _MISSING:
                 break
     return value
+
+
+def _key_name(key: str) -> str:
+    return (key if key.isascii() else unicodedata.normalize('NFKC', key)).strip().casefold()
 
 
 def _normalise(text: str) -> str:
@@ -460,7 +465,8 @@ def parse_verdict(text: str) -> Verdict:
 
     strong: list[_Reading] = []
     reasoning = ''
-    rest = body
+    pieces: list[str] = []  # the body with every rating object blanked out
+    pos = 0
     for start, end, obj in _json_objects(body):
         value = _key(obj, _RATING_KEYS)
         if value is _MISSING:
@@ -472,7 +478,9 @@ def parse_verdict(text: str) -> Verdict:
         if not reasoning and isinstance(why := _key(obj, _REASON_KEYS), str):
             reasoning = why.strip()
         # Blank the object out (same length keeps positions) so numbers in its reasoning are not read as ratings.
-        rest = rest[:start] + ' ' * (end - start) + rest[end:]
+        pieces += [body[pos:start], ' ' * (end - start)]
+        pos = end
+    rest = ''.join(pieces) + body[pos:]
 
     for pattern in _STRONG_PATTERNS:
         strong.extend(_classify(m.start(), m.group('value')) for m in pattern.finditer(rest))
