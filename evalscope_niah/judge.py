@@ -184,14 +184,14 @@ _THINK_WORDS = ('think', 'THINK', 'Think')
 # The verdict sits at the end of a reply; a judge that writes more than this after its reasoning block is rambling.
 MAX_VERDICT_CHARS = 8_000
 
-# The text is normalised first (NFKC: full-width colons, digits and brackets become ASCII; every whitespace run
-# becomes one space or one newline), so every pattern below allows at most one whitespace character per gap and
+# The text is normalised first (full-width colons, digits and brackets become ASCII; every whitespace run becomes
+# one space or one newline), so every pattern below allows at most one whitespace character per gap and
 # uses no nested or adjacent unbounded repeats: each match attempt does bounded work.
 #
 # A rating value: a number, optionally "out of N" or a percentage (both kept to refuse other scales), or a
 # letter grade (kept to refuse it).
 _VALUE = (
-    r'(?P<value>-?\d+(?:\.\d+)?(?:\s?(?:/|out of)\s?\d+(?:\.\d+)?)?(?:\s?%)?(?![\d.]\d)'
+    r'(?P<value>-?\d+(?:\.\d+)?(?:\s?(?:/|out of)\s?\d+(?:\.\d+)?)?(?:\s?%)?(?![\d.]\d|[eE][+-]?\d)'
     r'|(?-i:[A-F])[+-]?(?![\w+-]))'
 )
 _MARK = r'(?:\s?(?:\*\*|__|[*_"\'`]))'
@@ -303,12 +303,15 @@ def _json_reading(position: int, value: Any) -> _Reading | str:
     """A JSON rating value as a reading, or why it is not a number."""
     if isinstance(value, bool) or value is None or isinstance(value, (list, dict)):
         return f'JSON rating is not a number: {json.dumps(value)[:40]}'
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        # A huge JSON integer would overflow float(); anything past the scale is just out of range.
+        return _Reading(position, float(max(-1_000_000, min(1_000_000, value))))
+    if isinstance(value, float):
         if not math.isfinite(value):
             return f'JSON rating is not a number: {value!r}'
-        if isinstance(value, float) and abs(value) <= 1:
+        if abs(value) <= 1:
             return _Reading(position, None, f'{value} looks like a 0..1 score')
-        return _Reading(position, float(value))
+        return _Reading(position, value)
     text = _normalise(str(value)[:100])
     match = _VALUE_ONLY.match(text)
     if match is None:
@@ -408,6 +411,8 @@ def _normalise(text: str) -> str:
 
 
 def _fmt(value: float) -> str:
+    if not math.isfinite(value) or abs(value) >= 1_000_000:
+        return f'{value:.3g}'
     return str(int(value)) if value.is_integer() else str(value)
 
 

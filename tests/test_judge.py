@@ -287,6 +287,8 @@ def test_parse_verdict_keeps_judge_reasoning() -> None:
         ('Rating: 7\nScore: 4/5', 'another scale'),
         ('{"rating": true}', 'not a number'),
         ('得分：12分', 'rating 12 is outside'),
+        ('Rating: 1e5', 'no rating found'),
+        ('{"rating": 1' + '0' * 400 + '}', 'rating 1e+06 is outside'),
     ],
 )
 def test_parse_verdict_unparsable(reply: str, reason: str) -> None:
@@ -308,6 +310,9 @@ def test_parse_verdict_unparsable(reply: str, reason: str) -> None:
         '{' * 1000,
         '{"a": ' * 50_000,
         'Rating: ' + '9' * 400,
+        '{"rating": 1' + '0' * 400 + '}',
+        '{"rating": 1e400}',
+        '{"rating": "' + '9' * 400 + '/' + '9' * 400 + '"}',
     ],
 )
 def test_parse_verdict_never_raises(reply: str) -> None:
