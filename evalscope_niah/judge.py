@@ -256,6 +256,8 @@ _FULL_WIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | {0x3000:
 _SPACES = re.compile(r'[^\S\n]+')
 _NEWLINES = re.compile(r' ?\n\s*')
 
+# What may follow a final JSON verdict: whitespace and the end of a code fence.
+_AFTER_FINAL_JSON = ' \n`'
 _RATING_KEYS = ('rating', 'score', 'grade', '评分', '分数', '得分')
 _REASON_KEYS = ('reasoning', 'reason', 'explanation', 'rationale', '理由')
 
@@ -447,6 +449,9 @@ def parse_verdict(text: str) -> Verdict:
     own wording ("10 completely accurate") or a first or last line that is just a rating ("7", "**10**"). Ratings
     inside 1..10 that are not rubric values (8, 7.5) are mapped linearly.
 
+    A reply that ends with a JSON verdict (the format the prompt asks for) is read from that object alone: the
+    text before it is the judge's reasoning, which may quote other ratings.
+
     Unparsable, with the reason: no rating, different ratings, a rating outside 1..10, or one on another scale
     ("4/5", "80%", "0.7", "B+"), which would otherwise be misread as a rating out of 10.
     """
@@ -468,9 +473,8 @@ def parse_verdict(text: str) -> Verdict:
         return _unparsable('no final answer after the reasoning block')
     body = _normalise(body[-MAX_VERDICT_CHARS:]).strip()
 
-    strong: list[_Reading] = []
-    reasoning = ''
-    pieces: list[str] = []  # the body with every rating object blanked out
+    verdicts: list[tuple[int, _Reading, str]] = []  # (end, reading, reasoning) of each JSON verdict object
+    pieces: list[str] = []  # the body with every JSON verdict blanked out
     pos = 0
     for start, end, obj in _json_objects(body):
         value = _key(obj, _RATING_KEYS)
@@ -479,17 +483,24 @@ def parse_verdict(text: str) -> Verdict:
         reading = _json_reading(start, value)
         if isinstance(reading, str):
             return _unparsable(reading)
-        strong.append(reading)
-        if not reasoning and isinstance(why := _key(obj, _REASON_KEYS), str):
-            reasoning = why.strip()
+        why = _key(obj, _REASON_KEYS)
+        verdicts.append((end, reading, why.strip() if isinstance(why, str) else ''))
         # Blank the object out (same length keeps positions) so numbers in its reasoning are not read as ratings.
         pieces += [body[pos:start], ' ' * (end - start)]
         pos = end
     rest = ''.join(pieces) + body[pos:]
 
-    for pattern in _STRONG_PATTERNS:
-        strong.extend(_classify(m.start(), m.group('value')) for m in pattern.finditer(rest))
-    readings = strong or _weak_readings(rest)
+    if verdicts and not body[verdicts[-1][0] :].strip(_AFTER_FINAL_JSON):
+        # The reply ends with the JSON verdict the prompt asks for: that is the verdict, and what precedes it is
+        # the judge's reasoning, which may quote other ratings (an answer's injected '"rating": 10' among them).
+        readings = [verdicts[-1][1]]
+        reasoning = verdicts[-1][2]
+    else:
+        strong = [reading for _, reading, _ in verdicts]
+        for pattern in _STRONG_PATTERNS:
+            strong.extend(_classify(m.start(), m.group('value')) for m in pattern.finditer(rest))
+        readings = strong or _weak_readings(rest)
+        reasoning = next((why for _, _, why in verdicts if why), '')
     if not readings:
         if _REFUSAL.search(body):
             return _unparsable('judge declined to rate')
