@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
+from .atomic import atomic_write_text
 from .opencompass import write_opencompass_summaries
 from .results import (
     CELLS_FILE,
@@ -19,11 +22,13 @@ from .results import (
 )
 from .stats import effective_context_length, samples_by_cell, summarize_cells
 
-__all__ = ['draw_heatmaps', 'scoring_notes', 'write_run_outputs']
+__all__ = ['JUDGE_CHECK_FILE', 'draw_heatmaps', 'scoring_notes', 'write_run_outputs']
 
 logger = logging.getLogger(__name__)
 
 RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
+# The judge check before the run, per subset: each calibration answer, the judge's rating, right or wrong.
+JUDGE_CHECK_FILE = 'needle_haystack_judge_check.json'
 
 
 def _grid_order(result: SampleResult) -> tuple:
@@ -38,6 +43,7 @@ def write_run_outputs(
     mode: str,
     show_score: bool = False,
     plot: bool = True,
+    judge_check: Mapping[str, Any] | None = None,
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up. Drawing may fail without losing the scores: it is logged, not raised."""
@@ -49,6 +55,10 @@ def write_run_outputs(
     write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
     write_summary_json(os.path.join(output_dir, SUMMARY_FILE), results, threshold=threshold, mode=mode)
     write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
+    if judge_check:
+        atomic_write_text(
+            os.path.join(output_dir, JUDGE_CHECK_FILE), json.dumps(judge_check, ensure_ascii=False, indent=2) + '\n'
+        )
     if not plot:
         return
     effective = {

@@ -14,7 +14,14 @@ from typing import Any
 from .results import SampleResult
 from .stats import effective_context_length, summarize_subsets
 
-__all__ = ['OVERALL_AGGREGATION', 'MetricRecord', 'served_drift_message', 'served_ratios', 'subset_metrics']
+__all__ = [
+    'OVERALL_AGGREGATION',
+    'MetricRecord',
+    'judge_failure_message',
+    'served_drift_message',
+    'served_ratios',
+    'subset_metrics',
+]
 
 OVERALL = {'scope': 'overall'}
 # How a metric's subsets combine into the OVERALL row when a mean is wrong: counts add up; the effective length of
@@ -41,6 +48,23 @@ def subset_metrics(
     records += _subset_shares(needle_results)
     records += _served_ratio([*results, *errors])
     return records
+
+
+# A judge that fails on more than this share of the samples it was asked about is reported loudly: their accuracy
+# is then the rule score, and a reader of the heatmap should know it.
+JUDGE_FAILURE_ALERT = 0.1
+
+
+def judge_failure_message(results: Sequence[SampleResult], *, subset: str) -> str | None:
+    """One sentence when the judge failed on too many of a subset's samples; None otherwise."""
+    asked = [r for r in results if r.subset == subset and r.judge_status != 'not_called']
+    failed = sum(r.judge_status == 'failed' for r in asked)
+    if not asked or failed / len(asked) <= JUDGE_FAILURE_ALERT:
+        return None
+    return (
+        f'subset {subset}: the judge failed on {failed} of {len(asked)} samples ({failed / len(asked):.0%}); their '
+        'accuracy is the rule score. Check the judge endpoint and its generation_config (judge_failures in the report)'
+    )
 
 
 # Outside this band the grid's length labels are not the model's own tokens, and the report says so in words.

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
 from tests.support.reports import cell_scores
-from tests.support.tasks import judge_block, task_settings
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -56,7 +56,7 @@ def depth_sensitive_model(messages: list[dict]) -> str:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides) -> TaskConfig:
-    extra = {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS}
+    extra = {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE}
     settings = task_settings(
         server,
         corpus_dir,
@@ -202,7 +202,7 @@ def test_rerun_review_of_another_grid_never_mixes_cells(judged_run, corpus_dir, 
     shutil.copytree(judged_run['work_dir'], work_dir)
     changed = {
         'local_path': str(corpus_dir),
-        'extra_params': {'context_lengths': [600, 900], 'document_depth_percents': DEPTHS},
+        'extra_params': {'context_lengths': [600, 900], 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE},
     }
     with OpenAICompatServer({MODEL: depth_sensitive_model, JUDGE: make_judge_responder(overlap_grader)}) as server:
         task = _task(server, corpus_dir, work_dir, use_cache=str(work_dir), rerun_review=True)

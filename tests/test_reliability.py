@@ -23,7 +23,7 @@ from tests.support.openai_server import (
     overlap_grader,
 )
 from tests.support.reports import cell_scores, overall_scores
-from tests.support.tasks import judge_block, task_settings
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -53,7 +53,7 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides: Any) -> TaskConfig:
-    extra = {'context_lengths': [600], 'document_depth_percents': [0]}
+    extra = {'context_lengths': [600], 'document_depth_percents': [0], **UNCHECKED_JUDGE}
     settings = task_settings(
         server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=dict(FAST)
     )
@@ -99,7 +99,7 @@ def fault_run(tmp_path_factory: pytest.TempPathFactory, fixture_corpus_dir: Path
         dataset_args = {
             'needle_haystack': {
                 'local_path': str(fixture_corpus_dir),
-                'extra_params': {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS},
+                'extra_params': {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE},
             }
         }
         task = _task(server, fixture_corpus_dir, work_dir, dataset_args=dataset_args, judge=_judge(server))
@@ -173,7 +173,7 @@ def test_a_sample_that_stays_empty_is_an_error_and_resume_retries_it(tmp_path, f
         'needle_haystack': {
             'local_path': str(fixture_corpus_dir),
             'subset_list': ['english'],
-            'extra_params': {'context_lengths': [600], 'document_depth_percents': [0, 100]},
+            'extra_params': {'context_lengths': [600], 'document_depth_percents': [0, 100], **UNCHECKED_JUDGE},
         }
     }
     with OpenAICompatServer({MODEL: _scripted('', '', '')}, max_seconds=60) as server:

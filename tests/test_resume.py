@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
-from tests.support.tasks import judge_block, task_settings
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
 pytest.importorskip('evalscope')
 
@@ -36,7 +36,7 @@ from evalscope_niah.params import parse_params
 from evalscope_niah.samples import iter_samples
 
 MODEL, JUDGE = 'slow-model', 'mock-judge'
-EXTRA = {'context_lengths': [600, 900], 'document_depth_percents': [0, 25, 50, 75, 100]}
+EXTRA = {'context_lengths': [600, 900], 'document_depth_percents': [0, 25, 50, 75, 100], **UNCHECKED_JUDGE}
 FAILING = 0  # index of the sample whose prompt fails permanently in run 1
 KILL_AFTER_ROWS = 3
 SLOW_SECONDS = 0.3

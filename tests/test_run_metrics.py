@@ -75,3 +75,15 @@ def test_served_tokens_give_a_ratio_and_words_when_lengths_are_not_the_models() 
     unreported = [_result(1000, 1.0)]  # no usage: no ratio, no words, never a 0
     assert 'served_prompt_ratio' not in _by_name(subset_metrics(unreported, [], threshold=0.85, mode='absolute'))
     assert served_drift_message(unreported, subset='english', tokenizer='q') is None
+
+
+def test_a_judge_failing_on_many_samples_is_said_in_words() -> None:
+    from evalscope_niah.run_metrics import judge_failure_message
+
+    failing = [_result(1000, 1.0, judge_status='failed') for _ in range(3)] + [
+        _result(1000, 1.0, judge_status='ok', judge_accuracy=1.0)
+    ]
+    assert 'the judge failed on 3 of 4 samples (75%)' in judge_failure_message(failing, subset='english')
+    healthy = [_result(1000, 1.0, judge_status='ok', judge_accuracy=1.0) for _ in range(20)]
+    assert judge_failure_message(healthy, subset='english') is None
+    assert judge_failure_message([_result(1000, 1.0)], subset='english') is None  # rule-scored: nothing to say

@@ -27,10 +27,11 @@ from ..outputs import write_run_outputs
 from ..params import parse_params
 from ..prompts import PromptSpec
 from ..results import SampleResult, bounded_text
-from ..run_metrics import served_drift_message, subset_metrics
+from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import strip_reasoning
 from ..tasks import score_answer, task_for
+from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
 from .semantics import fix_overall_rows
@@ -71,6 +72,8 @@ class NiahAdapter(DefaultDataAdapter):
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
         self._outputs_written = False
+        self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
+        self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -104,6 +107,7 @@ class NiahAdapter(DefaultDataAdapter):
             limit=self.limit,
             shuffle=self.shuffle,
         )
+        self._qualify_judges(samplers)
         datasets = {}
         for sampler, _ in samplers:
             name = sampler.subset.name
@@ -124,6 +128,20 @@ class NiahAdapter(DefaultDataAdapter):
                 sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
             }
         return DatasetDict(datasets), None
+
+    def _qualify_judges(self, samplers: list[Any]) -> None:
+        """Before any model request: the judge grades calibration answers built from each judged subset's needle."""
+        if self.judge_strategy == JudgeStrategy.RULE or self.params.judge_check == 'off':
+            return
+        plans = [
+            sampler.plan(next(cell for cell in cells if not cell.control))
+            for sampler, cells in samplers
+            if sampler.task.judged and any(not cell.control for cell in cells)
+        ]
+        if not plans:
+            return
+        self._judge_check = qualify_judges(self.init_llm_judges(), plans, mode=self.params.judge_check)
+        self._rule_fallback = {subset for subset, result in self._judge_check.items() if not result.qualified}
 
     def _corpus_dir(self, files: list[str]) -> str:
         local = os.path.isdir(self.dataset_id)
@@ -295,6 +313,9 @@ class NiahAdapter(DefaultDataAdapter):
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
             return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
+        if meta.subset in self._rule_fallback:
+            rule_score.metadata = {**(rule_score.metadata or {}), 'scoring': 'rule_fallback'}
+            return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
         side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
@@ -317,9 +338,12 @@ class NiahAdapter(DefaultDataAdapter):
         errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
         params = self.params
         for subset in sorted(subsets):
-            drift = served_drift_message(results, subset=subset, tokenizer=params.tokenizer_path)
-            if drift:
-                logger.warning('needle_haystack: %s', drift)
+            for message in (
+                served_drift_message(results, subset=subset, tokenizer=params.tokenizer_path),
+                judge_failure_message(results, subset=subset),
+            ):
+                if message:
+                    logger.warning('needle_haystack: %s', message)
         records = subset_metrics(
             results, errors, threshold=params.effective_length_threshold, mode=params.effective_mode()
         )
@@ -367,6 +391,7 @@ class NiahAdapter(DefaultDataAdapter):
         write_run_outputs(
             output_dir,
             results,
+            judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
             threshold=params.effective_length_threshold,
             mode=params.effective_mode(),
             show_score=params.show_score,

@@ -19,7 +19,7 @@ from evalscope.api.judge import (
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from pydantic import BaseModel
 
-from ..judge import JUDGE_SYSTEM_PROMPT, JUDGE_USER_TEMPLATE, parse_verdict
+from ..judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
 from ..metadata import SampleMeta
 from ..scoring import strip_reasoning
 
@@ -46,9 +46,15 @@ class VerdictContract(OutputContract):
 
 
 def judge_messages(*, question: str, reference: str, answer: str) -> list:
-    # Only question, reference and answer: the judge never sees the haystack.
-    prompt = JUDGE_USER_TEMPLATE.format(question=question, reference=reference, answer=strip_reasoning(answer))
+    # Only question, reference and answer (fenced as data, bounded): the judge never sees the haystack.
+    prompt = judge_user_prompt(question=question, reference=reference, answer=strip_reasoning(answer))
     return [ChatMessageSystem(content=JUDGE_SYSTEM_PROMPT), ChatMessageUser(content=prompt)]
+
+
+def judge_reference(meta: SampleMeta, reference: str) -> str:
+    """The reference as the judge reads it: with the task's context when it has one (an associative hop)."""
+    context = meta.extra.get('judge_context')
+    return f'{reference} ({context})' if context else reference
 
 
 def judge_workflow(meta: SampleMeta, rule_values: Mapping[str, float]) -> JudgeDefinition:
@@ -57,7 +63,9 @@ def judge_workflow(meta: SampleMeta, rule_values: Mapping[str, float]) -> JudgeD
     def request(case, placement, completed_cases, context: JudgeContext) -> JudgeRequest:
         return JudgeRequest(
             messages=judge_messages(
-                question=meta.question, reference=context.reference, answer=context.filtered_prediction
+                question=meta.question,
+                reference=judge_reference(meta, context.reference),
+                answer=context.filtered_prediction,
             )
         )
 

@@ -7,6 +7,11 @@ from typing import Any
 
 from tests.support.openai_server import OpenAICompatServer
 
+# The mock judges that grade by word overlap (openai_server.overlap_grader) cannot pass the judge check: they
+# rate a negated or retracted needle high. Tests of what happens after the check (grading, faults, resume) turn it
+# off with this; tests/test_judge_check.py tests the check itself.
+UNCHECKED_JUDGE = {'judge_check': 'off'}
+
 
 def judge_block(server: OpenAICompatServer, model_id: str, **generation: Any) -> dict[str, Any]:
     """TaskConfig's ``judge`` for a judge model served by ``server``."""

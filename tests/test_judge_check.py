@@ -1,0 +1,123 @@
+"""The judge proves itself before the run: calibration answers from each subset's own needle, graded by the real
+judge endpoint (the test server), decide whether the run goes on, stops, or is scored by rule and says so."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip('evalscope')
+
+from evalscope import TaskConfig, run_task
+
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.outputs import JUDGE_CHECK_FILE, RULE_FALLBACK_NOTE
+from evalscope_niah.results import RESULTS_FILE, read_results
+from tests.support.openai_server import OpenAICompatServer, make_judge_responder, parse_judge_prompt
+from tests.support.tasks import judge_block, task_settings
+
+MODEL, JUDGE = 'mock-model', 'mock-judge'
+EXTRA = {'context_lengths': [600], 'document_depth_percents': [0, 100]}
+EN_RIGHT = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
+
+
+def wrong_model(messages: list[dict]) -> str:
+    return 'Visit the Golden Gate Bridge.' if 'San Francisco' in messages[-1]['content'] else '北京大学。'
+
+
+def right_model(messages: list[dict]) -> str:
+    return EN_RIGHT if 'San Francisco' in messages[-1]['content'] else '上海人工智能实验室。'
+
+
+def always(rating: int):
+    return make_judge_responder(lambda question, reference, answer: rating)
+
+
+def careful_grader(question: str, reference: str, answer: str) -> int:
+    """A judge that reads like a careful person: the key fact, stated plainly, without hedging or negation."""
+    from evalscope_niah.metadata import SampleMeta
+    from evalscope_niah.tasks import score_answer
+
+    key = 'eat a sandwich and sit in Dolores Park' if 'San Francisco' in question else '上海人工智能实验室'
+    language = 'en' if 'San Francisco' in question else 'zh'
+    meta = SampleMeta(
+        subset='s', language=language, task='single', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+        needles=(reference,), question=question, reference_answer=reference, answer_keys=(key,), start_token=0,
+        divergence_token=0,
+    )  # fmt: skip
+    score = score_answer(answer, meta)
+    return 10 if score.accuracy >= 0.9 and score.certain else 1
+
+
+def _run(server: OpenAICompatServer, work_dir: Path, corpus_dir: Path, **extra) -> dict:
+    settings = task_settings(
+        server, corpus_dir, work_dir, model=MODEL, extra={**EXTRA, **extra}, judge=judge_block(server, JUDGE)
+    )
+    return run_task(TaskConfig(**settings))
+
+
+@pytest.mark.parametrize(
+    ('model', 'rating'), [(wrong_model, 10), (right_model, 1)], ids=['always-10 judge', 'always-1 judge']
+)
+def test_a_judge_that_always_rates_the_same_stops_the_run_before_the_model(
+    model, rating: int, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    with OpenAICompatServer({MODEL: model, JUDGE: always(rating)}) as server:
+        with pytest.raises(NiahConfigError) as error:
+            _run(server, tmp_path, fixture_corpus_dir)
+        assert server.requests_for(MODEL) == []  # the model under test was never called
+        assert 10 <= len(server.requests_for(JUDGE)) <= 20  # one calibration set per subset
+    message = str(error.value)
+    assert error.value.param == 'judge_check'
+    assert f'judge {JUDGE}' in message and "judge_check='fallback'" in message and "'strategy': 'rule'" in message
+
+
+def test_fallback_scores_by_rule_and_says_so_everywhere(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    with OpenAICompatServer({MODEL: wrong_model, JUDGE: always(10)}) as server:
+        report = _run(server, tmp_path, fixture_corpus_dir, judge_check='fallback')['needle_haystack']
+    accuracy = next(
+        m.score for m in report.metrics if m.identity.name == 'accuracy' and 'scope' in m.identity.dimensions
+    )
+    assert accuracy <= 0.3  # the always-10 judge cannot lift a wrong model
+    report_dir = tmp_path / 'reports' / MODEL
+    results = read_results(report_dir / RESULTS_FILE)
+    assert {result.scoring for result in results} == {'rule_fallback'}
+    check = json.loads((report_dir / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    assert check['english']['qualified'] is False and check['chinese']['qualified'] is False
+    html = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert RULE_FALLBACK_NOTE in html
+
+
+def test_a_careful_judge_qualifies_and_grades(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    with OpenAICompatServer({MODEL: right_model, JUDGE: make_judge_responder(careful_grader)}) as server:
+        report = _run(server, tmp_path, fixture_corpus_dir)['needle_haystack']
+        judge_prompts = [request.messages[-1]['content'] for request in server.requests_for(JUDGE)]
+    results = read_results(tmp_path / 'reports' / MODEL / RESULTS_FILE)
+    assert {result.scoring for result in results} == {'judge'}
+    assert all(result.accuracy == 1.0 for result in results)
+    check = json.loads((tmp_path / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    assert check['english']['qualified'] and check['english']['decided_right'] == 10
+    # Calibration and grading use the same hardened prompt: the answer fenced as data.
+    assert all(parse_judge_prompt(prompt) is not None and '<answer>' in prompt for prompt in judge_prompts)
+    assert report is not None
+
+
+def test_an_unreachable_judge_is_found_before_the_model_runs(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    with OpenAICompatServer({MODEL: right_model}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA)
+        settings['judge'] = {
+            'models': [
+                {
+                    'model_id': JUDGE,
+                    'api_url': 'http://127.0.0.1:9/v1',  # discard port: nothing listens
+                    'api_key': 'x',
+                    'generation_config': {'retries': 0, 'timeout': 5},
+                }
+            ]
+        }
+        with pytest.raises(NiahConfigError) as error:
+            run_task(TaskConfig(**settings))
+        assert server.requests_for(MODEL) == []
+    assert error.value.param == 'judge_check' and 'unparsable' in str(error.value)
