@@ -31,6 +31,7 @@ DEMO_DEPTHS = (0.0, 50.0, 100.0)
 # Room for a short answer in either language (SmolLM2 spends ~2x the tokens on Chinese); a reply cut here that
 # states the fact is still scored, one that does not is a budget failure, reported apart.
 ANSWER_TOKENS = 64
+ANSWER_STOP = ('\n\n',)
 LOW_AGREEMENT = 0.7  # below this share of pass/fail agreement the demo warns that the judge is unreliable
 VERDICT_SCHEMA = {
     'type': 'object',
@@ -140,7 +141,15 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
             }
         },
         judge=judge,
-        generation_config={'temperature': 0.0, 'max_tokens': ANSWER_TOKENS, 'retries': 3, 'retry_interval': 2},
+        # A short answer ends at its first blank line: a 135M model otherwise rambles into the budget, and a cut reply
+        # that does not state the fact can only be reported as a budget failure, never scored.
+        generation_config={
+            'temperature': 0.0,
+            'max_tokens': ANSWER_TOKENS,
+            'stop': list(ANSWER_STOP),
+            'retries': 3,
+            'retry_interval': 2,
+        },
         eval_batch_size=1,  # one llama.cpp slot on 2 cores: parallel requests only queue
         limit=options.limit,
         work_dir=str(options.work_dir),

@@ -695,7 +695,7 @@ _EN_CUES: dict[str, re.Pattern[str]] = {
     ),
     'retraction': re.compile(
         r'\b(?:wait|actually|correction|scratch\s+that|i\s+mean|on\s+second\s+thought|rather|instead|sorry'
-        r'|i\s+was\s+wrong|i\s+misspoke|mistake|oops)\b',
+        r'|i\s+was\s+wrong|i\s+misspoke|mistake|oops|wrong|incorrect|not\s+(?:right|correct|true))\b',
         re.IGNORECASE,
     ),
     'hedge': re.compile(
@@ -706,7 +706,7 @@ _EN_CUES: dict[str, re.Pattern[str]] = {
 }
 _ZH_CUES: dict[str, re.Pattern[str]] = {
     'negation': re.compile(r'不是|并非|并不|没有|不对|错误|不正确|并无|绝非|而非|不属于'),
-    'retraction': re.compile(r'其实|更正|纠正|说错|错了|等等|不过|改正|应为|而是|实际上'),
+    'retraction': re.compile(r'其实|更正|纠正|说错|错了|不对|不正确|等等|不过|改正|应为|而是|实际上'),
     'hedge': re.compile(r'或者|或是|还是|可能|也许|或许|大概|似乎|好像|不确定|不一定|说不定|猜|估计|之一'),
 }
 # Characters around each occurrence of the fact in which a cue counts (English / Chinese).
@@ -781,9 +781,15 @@ def _cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, exc
     before, after = _CUE_WINDOW[language]
     hits: list[tuple[str, str]] = []
     for start, end in spans[:_MAX_SPANS]:
+        # Negation and hedging are about the key only inside its own sentence ('X. You can't tell ...' is a right
+        # answer that rambles on); a retraction reaches back across the sentence end ('X. No wait, that is wrong').
         # The key itself is cut out of the window: its own words are not cues.
-        window = text[max(0, start - before) : start] + ' | ' + text[end : end + after]
-        hits.extend(_cue_hits(window, excluded))
+        left = max([start - before, *(m.end() for m in _SENTENCE_END.finditer(text, max(0, start - before), start))])
+        stop = _SENTENCE_END.search(text, end, end + after)
+        right = stop.start() if stop else end + after
+        hits.extend(_cue_hits(text[max(0, left) : start] + ' | ' + text[end:right], excluded))
+        following = _cue_hits(text[right : end + after], excluded) if right < end + after else []
+        hits.extend(hit for hit in following if hit[0] == 'retraction')
     return hits
 
 

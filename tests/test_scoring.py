@@ -967,3 +967,29 @@ def test_single_cue_excuse_is_by_whole_word() -> None:
         answer_keys=('saffron',),
     )
     assert verdict.certain is False and 'hedge' in verdict.flags
+
+
+@pytest.mark.parametrize(
+    ('answer', 'passes'),
+    [
+        # A right answer that rambles on: a negation in the next sentence is not about the key.
+        (
+            'The best thing to do in San Francisco is to eat a sandwich and sit in Dolores Park on a sunny day. If '
+            "there is a lesson in all this, it's that you can't tell which small things will matter.",
+            True,
+        ),
+        # A retraction reaches back across the sentence end.
+        ('Eat a sandwich and sit in Dolores Park on a sunny day. No wait, that is not right.', False),
+        ('Eat a sandwich and sit in Dolores Park on a sunny day. That is wrong.', False),
+        # Inside the key's sentence a negation still counts.
+        ('It is not true that you should eat a sandwich and sit in Dolores Park on a sunny day.', False),
+    ],
+)
+def test_cues_count_in_the_keys_sentence_and_retractions_after_it(answer: str, passes: bool) -> None:
+    from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION
+    from evalscope_niah.scoring import score_single
+
+    verdict = score_single(
+        answer, needles=(EN_NEEDLE,), question=EN_QUESTION, reference=EN_NEEDLE, answer_keys=(EN_ANSWER,), language='en'
+    )
+    assert (verdict.score >= 0.9 and verdict.certain) is passes, verdict
