@@ -65,7 +65,7 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def fresh(offline):
     """Offline, and load_tokenizer's per-process cache emptied so the resolution really runs."""
-    load_tokenizer.cache_clear()
+    tokenization.clear_caches()
 
 
 @pytest.fixture(scope='module')
@@ -106,7 +106,7 @@ def test_qwen3_family_ids_resolve_to_the_shipped_tokenizer(
     monkeypatch.setattr(tokenization, 'HFTokenizer', lambda directory, *, name: loaded.append((directory, name)))
     load_tokenizer(model_id)
     assert loaded == [(shipped_qwen3_dir(), model_id)]
-    load_tokenizer.cache_clear()  # the recorded stand-in must not stay cached
+    tokenization.clear_caches()  # the recorded stand-in must not stay cached
 
 
 @pytest.mark.parametrize('model_id', ['Qwen/Qwen3-4B-Thinking-2507'])
@@ -422,6 +422,10 @@ class CountingTokenizer:
         self.boundary_calls += 1
         return self.inner.boundaries(text)
 
+    def boundaries_many(self, texts):
+        # One call per text, so a test sees how many chunks were encoded.
+        return [self.boundaries(text) for text in texts]
+
     def render_chat(self, messages):
         return self.inner.render_chat(messages)
 
@@ -547,7 +551,7 @@ def test_prefix_only_index_then_extension(path: str, fixture_texts: dict[str, st
 @pytest.mark.parametrize('language', ['en', 'zh'])
 def test_chunked_index_equals_whole_text_encoding(path: str, language: str, fixture_texts: dict[str, str]) -> None:
     real = load_tokenizer(path)
-    tokenizer = CountingTokenizer(real)  # hides any batch method: one boundaries() call per chunk
+    tokenizer = CountingTokenizer(real)  # one boundaries() call per chunk and per seam check
     text = _big_text(fixture_texts, language, 6 if language == 'en' else 22)
     assert len(text) > 65536
     chars, tokens = real.boundaries(text)
