@@ -86,7 +86,11 @@ class RepeatedCorpus:
         while start < end:
             copy, offset = divmod(start, self.period)
             stop = min(end, (copy + 1) * self.period)
-            pieces.append((self.text + COPY_SEPARATOR)[offset : offset + stop - start])
+            # Sliced from the text and the separator apart: joining them first would copy the whole corpus.
+            length = stop - start
+            pieces.append(self.text[offset : offset + length])
+            if offset + length > len(self.text):
+                pieces.append(COPY_SEPARATOR[max(0, offset - len(self.text)) : offset + length - len(self.text)])
             start = stop
         return ''.join(pieces)
 

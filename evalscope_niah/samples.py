@@ -166,10 +166,13 @@ class SubsetSampler:
                     'retrieving the inserted needle. Choose a needle that is not in the corpus',
                 )
         self._counter = shared_counter(tokenizer)
-        # Repeats start at different points of the corpus, so the whole corpus is indexed; otherwise only as many
-        # tokens as the longest prompt needs.
-        needed = None if params.num_repeats > 1 else max_context_length + 512
-        index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=needed)
+        # Only the corpus prefix the prompts need is indexed, so memory follows the lengths, not the corpus size:
+        # the longest prompt once per repeat, and repeats spread over at least _REPEAT_SPAN_TOKENS (all of a
+        # smaller corpus, as they always were).
+        self._span_tokens = params.num_repeats * (max_context_length + 512)
+        if params.num_repeats > 1:
+            self._span_tokens = max(self._span_tokens, _REPEAT_SPAN_TOKENS)
+        index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=self._span_tokens)
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}
@@ -265,11 +268,16 @@ class SubsetSampler:
         return zlib.crc32(text.encode())
 
     def _start_token(self, repeat: int) -> int:
-        """Repeat r starts r/R of the way into the corpus, at the next sentence start."""
+        """Repeat r starts r/R of the way into the corpus, or into the indexed span of a longer corpus (by tokens,
+        whatever the cache holds), at the next sentence start."""
         if repeat == 0:
             return 0
-        text = self._corpus.text
-        position = next_sentence_start(text, repeat * len(text) // self.params.num_repeats, self.subset.language)
+        text, repeats = self._corpus.text, self.params.num_repeats
+        if self._corpus.complete and self._corpus.copy_tokens <= self._span_tokens:
+            position = repeat * len(text) // repeats
+        else:
+            position = self._corpus.position_of_token(repeat * self._span_tokens // repeats)
+        position = next_sentence_start(text, position, self.subset.language)
         return self._corpus.tokens_before(self._corpus.snap(position))
 
     # ---- haystacks -------------------------------------------------------------------------------------------
@@ -382,6 +390,7 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
+_REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
 
 
 def subset_samplers(
