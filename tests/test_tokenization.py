@@ -692,3 +692,30 @@ def test_shared_counter_is_one_per_tokenizer_across_threads() -> None:
     for thread in threads:
         thread.join()
     assert len(got) == 8 and all(counter is got[0] for counter in got)
+
+
+@pytest.mark.parametrize('repeats', [1, 3])
+def test_samples_index_only_the_corpus_span_they_need(
+    fixture_texts: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repeats: int
+) -> None:
+    from evalscope_niah.params import parse_params
+    from evalscope_niah.samples import iter_samples
+
+    monkeypatch.setenv('EVALSCOPE_NIAH_CACHE', str(tmp_path / 'cache'))
+    corpus_dir = tmp_path / 'corpus'
+    corpus_dir.mkdir()
+    text = _one_line(fixture_texts, 'en', 2_500_000)  # ~600k tokens on one line
+    (corpus_dir / 'PaulGraham_Essays.txt').write_text(text, encoding='utf-8')
+    params = parse_params({'context_lengths': [1000], 'document_depth_percents': [50], 'num_repeats': repeats})
+    produced = list(iter_samples(params, corpus_dir=corpus_dir, subsets=['english']))
+    assert [sample.prompt_tokens for sample in produced] == [1000] * repeats
+    [cache_file] = (tmp_path / 'cache' / 'tokens').glob('*/*.npz')
+    with np.load(cache_file) as stored:
+        covered_chars, covered_tokens = int(stored['chars'][-1]), int(stored['tokens'][-1])
+    assert covered_chars < len(text) // 2  # never the whole corpus
+    if repeats == 1:
+        assert covered_tokens < 10_000  # the longest prompt plus a margin, in whole chunks
+    else:
+        # Repeats spread over a fixed span (not the corpus size), each start with a whole prompt after it.
+        starts = [sample.start_token for sample in produced]
+        assert starts[0] == 0 and starts[0] < starts[1] < starts[2] < covered_tokens - 1000
