@@ -282,7 +282,7 @@ def _decode_token_strings(strings: Any, *, expected: bytes | None) -> list[bytes
     """Token strings as vLLM returns them (the vocabulary's own spelling) -> each token's bytes.
 
     Byte-level BPE (GPT-2, Qwen, Llama 3) and SentencePiece ('▁' for a space, '<0xNN>' byte tokens) spellings are
-    tried in turn; with ``expected`` the first that spells it exactly wins.
+    tried in turn; with ``expected`` the first that spells it exactly wins, without it the first valid UTF-8.
     """
     if not isinstance(strings, list) or not all(isinstance(item, str) for item in strings):
         raise EndpointError('the tokenize answer has no token_strs (vLLM older than 0.8?)')
@@ -292,9 +292,18 @@ def _decode_token_strings(strings: Any, *, expected: bytes | None) -> list[bytes
             pieces = [decode(item) for item in strings]
         except KeyError:
             continue
-        if expected is None or b''.join(pieces) == expected:
+        joined = b''.join(pieces)
+        if joined == expected or (expected is None and _is_utf8(joined)):
             return pieces
     raise EndpointError('the token strings of the tokenize answer do not spell the text (unknown vocabulary)')
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode('utf-8')
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _byte_level_bytes(item: str) -> bytes:
