@@ -21,7 +21,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO_ROOT.parent / 'shared' / 'corpus'
 CORPUS_FILES = ('PaulGraham_Essays.txt', 'Journey_to_the_West.txt')
 BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
-OURS_MODULE = 'evalscope_niah.adapter'
+OURS_MODULE = 'evalscope_niah.integration.adapter'
 
 
 @dataclass

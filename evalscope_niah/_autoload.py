@@ -10,29 +10,17 @@ from __future__ import annotations
 import sys
 
 _TARGET = 'evalscope'  # by the end of evalscope/__init__ the registry and its lazy resolvers exist
-DISABLE_VARIABLE = 'EVALSCOPE_NIAH_AUTOLOAD'  # read by evalscope_niah.pth
-
-
-_pending = False
+_REGISTRATION = __package__ + '.integration.registration'
 
 
 def _register() -> None:
-    global _pending
-    adapter = sys.modules.get(__package__ + '.adapter')
-    if adapter is not None and not hasattr(adapter, 'register'):
-        # Our adapter module itself is importing evalscope; it calls finish_pending() once it is complete.
-        _pending = True
+    if _REGISTRATION in sys.modules:
+        # Our integration code is itself importing evalscope (someone imported it first): whoever imported it
+        # calls register() once it is complete. Returning here keeps the import graph free of circles.
         return
-    from .adapter import register
+    from .integration import register
 
     register()
-
-
-def finish_pending() -> None:
-    global _pending
-    if _pending:
-        _pending = False
-        _register()
 
 
 class _RegisteringLoader:  # duck-typed: importing importlib.abc would cost ~30 ms at every start-up

@@ -39,6 +39,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
+    # Long because it declares every subcommand's flags in one place: the CLI's whole surface reads top to bottom.
     parser = argparse.ArgumentParser(prog='evalscope-niah', description=__doc__.splitlines()[0])
     commands = parser.add_subparsers(dest='command', required=True)
 
@@ -135,6 +136,13 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
     demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
     demo.set_defaults(handler=_demo)
+
+    doctor = commands.add_parser(
+        'doctor', help='check offline what a run would use: EvalScope, names, tokenizer, corpus, judge (no model call)'
+    )
+    doctor.add_argument('--dataset-args', type=_json_object, default={}, help='as for preview')
+    doctor.add_argument('--judge', type=_json_object, help="EvalScope's --judge JSON, as the run would get it")
+    doctor.set_defaults(handler=_doctor)
     return parser
 
 
@@ -171,19 +179,18 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _eval(argv: list[str]) -> int:
-    """Run EvalScope's own CLI after registering our adapter, so every `evalscope eval` flag works unchanged."""
-    from .adapter import register
+    from .integration.run import run_evalscope_cli
 
-    register()
-    from evalscope.cli.cli import run_cmd
+    return run_evalscope_cli(argv)
 
-    saved = sys.argv
-    sys.argv = ['evalscope', *argv]
-    try:
-        run_cmd()
-    finally:
-        sys.argv = saved
-    return 0
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .integration.doctor import run_checks
+
+    checks = run_checks(dataset_args=args.dataset_args, judge=args.judge)
+    for check in checks:
+        print(check.line())
+    return 0 if all(check.ok for check in checks) else 1
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -315,11 +322,12 @@ def _json_object(text: str) -> dict[str, Any]:
 
 def _preview(args: argparse.Namespace) -> int:
     from .corpus import resolve_corpus_dir
-    from .params import parse_params
+    from .params import check_dataset_args, parse_params
     from .prompts import PromptSpec
     from .samples import iter_samples
 
     dataset_args = args.dataset_args
+    check_dataset_args(dataset_args)
     unknown = sorted(set(dataset_args) - set(DATASET_ARGS_KEYS))
     if unknown:
         raise NiahConfigError('--dataset-args', f'unknown key {unknown[0]!r}; allowed: {", ".join(DATASET_ARGS_KEYS)}')
@@ -327,7 +335,7 @@ def _preview(args: argparse.Namespace) -> int:
         raise NiahConfigError('--limit', f'must be a positive number of samples (got {args.limit})')
     params = parse_params(dataset_args.get('extra_params'))
     subsets = args.subset or dataset_args.get('subset_list') or params.subset_names()
-    resolved = [params.resolve_subset(name) for name in subsets]
+    resolved = params.resolve_subsets(subsets)
     prompt = PromptSpec(
         **{
             field: dataset_args[key]
@@ -336,7 +344,7 @@ def _preview(args: argparse.Namespace) -> int:
         }
     )
     corpus_dir = resolve_corpus_dir(
-        local_path=dataset_args.get('local_path'), files=[subset.corpus_file for subset in resolved]
+        local_path=dataset_args.get('local_path'), files=[name for subset in resolved for name in subset.corpus_files]
     )
     if args.estimate or args.prices:
         return _estimate(args, params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt)
@@ -352,6 +360,7 @@ def _preview(args: argparse.Namespace) -> int:
 def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
     from .estimate import PlannedRequest, estimate_tokens, format_estimate, parse_prices
     from .samples import iter_plans
+    from .tasks import get_task
     from .tokenization import load_tokenizer
 
     for flag, value in (('--max-tokens', args.max_tokens), ('--judge-max-tokens', args.judge_max_tokens)):
@@ -365,7 +374,7 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
             prompt_tokens=plan.cell.context_length - params.length_buffer,
             question=plan.question,
             reference=plan.reference_answer,
-            judged=not args.no_judge and plan.task == 'single' and not plan.cell.control,
+            judged=not args.no_judge and get_task(plan.task).is_judged(plan.meta),
         )
         for plan in iter_plans(params, limit=args.limit, **options)
     ]

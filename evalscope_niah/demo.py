@@ -84,11 +84,8 @@ def _local_server(say):
 
 
 def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
-    from evalscope import TaskConfig, run_task
+    from .integration.run import run_task_settings
 
-    from .adapter import register
-
-    register()
     judge = (
         {'strategy': 'rule'}
         if options.judge == 'rule'
@@ -113,7 +110,7 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
         }
     )
     subsets = {name: {'corpus_file': DEMO_CORPUS_FILES[name]} for name in options.subsets}
-    task = TaskConfig(
+    settings = dict(
         model=model,
         api_url=api_url,
         api_key=options.api_key,
@@ -137,7 +134,7 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
         limit=options.limit,
         work_dir=str(options.work_dir),
     )
-    run_task(task)
+    run_task_settings(settings)
     found = sorted(Path(options.work_dir).rglob(RESULTS_FILE), key=lambda path: path.stat().st_mtime)
     if not found:
         raise RuntimeError(f'the run wrote no {RESULTS_FILE} under {options.work_dir}; see its logs/ folder')

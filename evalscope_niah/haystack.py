@@ -181,7 +181,7 @@ class HaystackBuilder:
     def corpus_tokens_needed(self, context_length: int, *, start_token: int = 0) -> int:
         return start_token + context_length + 4 * WINDOW_TOKENS
 
-    def build(
+    def build(  # long because the exact-length search and its fallbacks read best as one sequence
         self,
         *,
         context_length: int,
@@ -217,7 +217,7 @@ class HaystackBuilder:
                 texts, depths = ([separator], [100.0]) if separator else ([], [])
             else:
                 texts = [needle.strip() + separator for needle in self.needle_texts]
-                depths = list(needle_depths or _spread_depths(depth_percent, len(texts)))
+                depths = list(needle_depths or spread_depths(depth_percent, len(texts)))
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
             insertions = self._place_needles(texts, start, end, first_token, budget, depths, rank=rank)
@@ -412,7 +412,7 @@ class HaystackBuilder:
         return tuple(depths)
 
 
-def _spread_depths(depth: float, count: int) -> list[float]:
+def spread_depths(depth: float, count: int) -> list[float]:
     # Later needles spread toward the end, as the built-in does.
     step = (100 - depth) / count if count else 0
     return [depth + number * step for number in range(count)]

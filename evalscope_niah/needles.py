@@ -345,3 +345,51 @@ def answer_format_guide(*, needle: str, answer: str | None, language: Language) 
 def _check_language(language: str) -> None:
     if language not in LANGUAGES:
         raise NiahConfigError('language', f'{language!r} is not one of {", ".join(LANGUAGES)}')
+
+
+# --- distractors for multi-value retrieval -------------------------------------------------------------------------
+
+MAX_DISTRACTORS = 60
+
+
+@dataclasses.dataclass(frozen=True)
+class Distractor:
+    """A fact of the needles' form about another invented key, with its own value: placed in the haystack so that
+    an answer listing every magic number it saw is wrong (RULER's multi-key task)."""
+
+    key: str
+    value: str
+    needle: str
+
+
+def distractor_facts(
+    *, language: Language, count: int, seed: int, exclude_values: Sequence[str], name: str
+) -> list[Distractor]:
+    """``count`` facts 'One of the special magic numbers for <other key> is: <value>.' in ``language``.
+
+    Keys are the invented ``MULTI_KEYS`` other than ``name`` (the key being asked about), used round-robin in a
+    seeded order, so above 33 distractors a key carries several values, as the asked key does. Values are distinct
+    7-digit numbers, none in ``exclude_values`` (the needle values). Same arguments, same facts, on every platform.
+    ``count`` 0 gives none (the task as before).
+    """
+    _check_language(language)
+    if isinstance(exclude_values, str):
+        raise NiahConfigError('distractors', 'exclude_values must be a sequence of value strings, not a string')
+    if not 0 <= count <= MAX_DISTRACTORS:
+        raise NiahConfigError('distractors', f'must be between 0 and {MAX_DISTRACTORS}, got {count}')
+    keys = [key for key in MULTI_KEYS[language] if key != name]
+    rng = random.Random(f'distractors:{seed}:{language}:{name}')
+    rng.shuffle(keys)
+    excluded = {value.strip() for value in exclude_values}
+    values: list[str] = []
+    while len(values) < count:
+        value = str(rng.randrange(1_000_000, 10_000_000))
+        if value not in excluded and value not in values:
+            values.append(value)
+    template = _MULTI_TEXT[language]['needle']
+    return [
+        Distractor(
+            key=keys[index % len(keys)], value=value, needle=template.format(key=keys[index % len(keys)], value=value)
+        )
+        for index, value in enumerate(values)
+    ]

@@ -892,7 +892,7 @@ def _cdme_score(path: str | os.PathLike[str], row: _CdmeRow, text: str) -> float
     return score / 100.0
 
 
-def read_summary_csv(
+def read_summary_csv(  # long because two layouts (ours, OpenCompass') are told apart row by row
     path: str | os.PathLike[str], *, dataset_length: str | None = None
 ) -> dict[str, list[CellSummary]]:
     """Cells per model from our cells CSV (`CELLS_FILE`) or an OpenCompass NeedleBench/CDME summary CSV.

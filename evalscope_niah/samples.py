@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import random
 import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .corpus import Corpus, load_corpus
@@ -21,93 +20,68 @@ from .haystack import (
     needle_text,
     next_sentence_start,
     prompt_frame,
+    spread_depths,
 )
-from .needles import (
-    BankNeedle,
-    answer_format_guide,
-    draw_needles,
-    load_needle_bank,
-    multi_retrieval_set,
-    pick_chain,
-    reasoning_chains,
-)
-from .params import NiahParams, ResolvedSubset
+from .metadata import GridCell, SampleMeta
+from .needles import BankNeedle, draw_needles, load_needle_bank
+from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
+from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
-ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
+__all__ = [
+    'GridCell',
+    'NeedleSample',
+    'SamplePlan',
+    'SubsetSampler',
+    'cells_within_limit',
+    'grid',
+    'iter_plans',
+    'iter_samples',
+    'subset_samplers',
+]
+
+
+class _ReadsAsMeta:
+    """A plan or sample reads as its metadata (plan.question, sample.context_length): one set of field names."""
+
+    meta: SampleMeta
+
+    def __getattr__(self, name: str):
+        if name == 'meta':  # not yet set (copy, unpickling): never recurse
+            raise AttributeError(name)
+        return getattr(self.meta, name)
 
 
 @dataclass(frozen=True)
-class GridCell:
-    """One sample's coordinates. ``depth_percent`` None marks the needle-absent control cell of a length.
-
-    ``repeat`` selects the haystack's starting point in the corpus; ``draw`` the needle drawn from a needle bank.
-    """
-
-    subset: str
-    context_length: int
-    depth_percent: float | None
-    repeat: int = 0
-    draw: int = 0
-
-    @property
-    def control(self) -> bool:
-        return self.depth_percent is None
-
-
-@dataclass(frozen=True)
-class SamplePlan:
+class SamplePlan(_ReadsAsMeta):
     """Everything about a sample except its haystack: cheap, so a whole grid of plans costs nothing to hold."""
 
-    cell: GridCell
-    task: str
-    language: str
-    needles: tuple[str, ...]  # inserted into the haystack, in insertion order (none for a control cell)
-    needle_depths: tuple[float, ...] | None  # one target depth per needle; None spreads them from the cell depth
-    question: str  # as asked, guide included
-    reference_answer: str
-    answer_keys: tuple[str, ...]  # what a correct answer contains: the answer, the magic numbers, the chain's keyword
-    start_token: int  # where the haystack starts in the (repeated) corpus
+    meta: SampleMeta  # needles in insertion order (none for a control cell); question as asked, guide included
+    # One target depth per inserted text (needles, then distractors); None spreads the needles from the cell depth.
+    needle_depths: tuple[float, ...] | None
     prefix_tokens: int  # tokens every prompt of this subset and start shares before the haystack
-    divergence_token: int  # estimated prompt token where this prompt stops sharing text with longer ones
+    distractors: tuple[str, ...] = ()  # placed in the haystack beside the needles, never asked about
+
+    @property
+    def inserted(self) -> tuple[str, ...]:
+        return self.meta.needles + self.distractors
 
 
 @dataclass(frozen=True)
-class NeedleSample:
-    subset: str
-    language: str
-    task: str
-    context_length: int
-    depth_percent: float | None
-    repeat: int
-    draw: int
-    control: bool
-    achieved_depth_percent: float | None
-    achieved_depth_percents: tuple[float, ...]
-    prompt_tokens: int
-    haystack_tokens: int
-    needles: tuple[str, ...]
-    question: str
-    reference_answer: str
-    answer_keys: tuple[str, ...]
-    start_token: int
-    divergence_token: int  # first prompt token that differs from a same-start prompt with a deeper needle
+class NeedleSample(_ReadsAsMeta):
+    """A built sample: its metadata with what the build measured, and the prompt."""
+
+    meta: SampleMeta
     system_prompt: str
     user_prompt: str
-    corpus_file: str
-    corpus_sha256: str
-    tokenizer: str
 
     def messages(self) -> list[dict[str, str]]:
         user = {'role': 'user', 'content': self.user_prompt}
         return [{'role': 'system', 'content': self.system_prompt}, user] if self.system_prompt else [user]
 
     def to_record(self) -> dict:
-        record = asdict(self)
-        for name in ('needles', 'achieved_depth_percents', 'answer_keys'):
-            record[name] = list(record[name])
-        del record['system_prompt'], record['user_prompt']
+        record = self.meta.to_dict()
         record['messages'] = self.messages()
         return record
 
@@ -145,7 +119,7 @@ class SubsetSampler:
         if not has_sentence_boundary(corpus.text, subset.language):
             # Needles would silently fall back to word starts (or, in Chinese, anywhere): refuse the corpus instead.
             raise NiahConfigError(
-                f'subsets.{subset.name}.corpus_file',
+                subset.corpus_param,
                 f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
                 f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
                 f'{SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
@@ -156,8 +130,10 @@ class SubsetSampler:
         self.tokenizer = tokenizer
         self.prompt = prompt
         self.params = params
+        self.task = get_task(subset.task)
         self.bank = self._bank_draws()
-        for needles, param in self._all_needles():
+        self.context = PlanContext(subset=subset, params=params, bank=self.bank, corpus_text=corpus.text)
+        for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
             if occurring is not None:
                 raise NiahConfigError(
@@ -173,6 +149,9 @@ class SubsetSampler:
         if params.num_repeats > 1:
             self._span_tokens = max(self._span_tokens, _REPEAT_SPAN_TOKENS)
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=self._span_tokens)
+        check_corpus_repeats(  # index.total_tokens is a lower bound when only a prefix is indexed
+            subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
+        )
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}
@@ -194,48 +173,30 @@ class SubsetSampler:
             seed=params.sampling_seed,
         )
 
-    def _all_needles(self) -> list[tuple[tuple[str, ...], str]]:
-        """Every fixed needle text this subset may insert, with the parameter that chose it (for the corpus check)."""
-        name = self.subset.name
-        if self.bank:
-            return [((entry.needle,), 'needle_bank') for entry in self.bank]
-        if self.subset.task == 'reasoning':
-            return [(chain.needles, 'task') for chain in reasoning_chains(self.subset.language)]
-        if self.subset.task == 'multi_retrieval':
-            return []  # invented names and random numbers, drawn per sample
-        return [(self.subset.needles, f'subsets.{name}.needles')]
-
     def plan(self, cell: GridCell) -> SamplePlan:
         subset, params = self.subset, self.params
         language = subset.language
         depth = cell.depth_percent if cell.depth_percent is not None else 0.0
-        needle_depths: tuple[float, ...] | None = None
-        if subset.task == 'multi_retrieval':
-            facts = multi_retrieval_set(language=language, count=params.num_needles, seed=self._seed(cell))
-            needles, question, reference = facts.needles, facts.question, facts.reference
-            keys, guide = facts.values, None
-        elif subset.task == 'reasoning':
-            chain = pick_chain(language, index=cell.repeat)
-            needles = chain.needles
-            if params.shuffle_links:
-                order = list(needles)
-                random.Random(self._seed(cell)).shuffle(order)
-                needles = tuple(order)
-            needle_depths = tuple(min(100.0, depth + number * params.diff) for number in range(len(needles)))
-            question, reference, keys = chain.question, chain.reference, (chain.answer,)
-            guide = answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=language)
-        elif self.bank:
-            entry = self.bank[cell.draw]
-            needles, question, reference, keys = (entry.needle,), entry.question, entry.needle, (entry.answer,)
-            guide = answer_format_guide(needle=entry.needle, answer=entry.answer, language=language)
-        else:
-            needles, question, reference = subset.needles, subset.retrieval_question, subset.reference_answer
-            keys = (subset.answer,) if subset.answer else ()
-            guide = answer_format_guide(needle=needles[0], answer=subset.answer, language=language)
+        choice = self.task.choose(self.context, cell, seed=self._seed(cell))
+        needles, needle_depths, question, reference = (
+            choice.needles,
+            choice.needle_depths,
+            choice.question,
+            choice.reference_answer,
+        )
+        guide = choice.guide
         if params.guide and guide:
             question = f'{question} {guide}' if language == 'en' else f'{question}{guide}'
+        distractors = choice.distractors
+        if distractors:
+            # Explicit depths for every inserted text: the needles' own (or spread from the cell depth), then the
+            # distractors' (or evenly over the haystack).
+            count = len(distractors)
+            needle_depths = tuple(needle_depths or spread_depths(depth, len(needles))) + tuple(
+                choice.distractor_depths or ((index + 0.5) * 100 / count for index in range(count))
+            )
         if cell.control:
-            needles, needle_depths, reference = (), None, ABSENT_REFERENCE[language]
+            needles, needle_depths, reference, distractors = (), None, ABSENT_REFERENCE[language], ()
         target = cell.context_length - params.length_buffer
         if cell.control:
             # No needle: it shares text with the others up to where its haystack ends and the template suffix starts.
@@ -246,18 +207,26 @@ class SubsetSampler:
             haystack = target - self._prefix_tokens
             usable = max(0, haystack - params.start_buffer - params.end_buffer)
             divergence = self._prefix_tokens + params.start_buffer + round(usable * first / 100)
-        return SamplePlan(
-            cell=cell,
-            task=subset.task,
+        meta = SampleMeta(
+            subset=cell.subset,
             language=language,
+            task=subset.task,
+            context_length=cell.context_length,
+            depth_percent=cell.depth_percent,
+            repeat=cell.repeat,
+            draw=cell.draw,
             needles=tuple(needles),
-            needle_depths=needle_depths,
             question=question,
             reference_answer=reference,
-            answer_keys=tuple(keys),
+            answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
-            prefix_tokens=self._prefix_tokens,
             divergence_token=divergence,
+            distractor_values=choice.distractor_values if distractors else (),
+            candidates=choice.candidates,
+            extra={'judge_context': choice.judge_context} if choice.judge_context else {},
+        )
+        return SamplePlan(
+            meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens, distractors=tuple(distractors)
         )
 
     def _seed(self, cell: GridCell) -> int:
@@ -318,9 +287,9 @@ class SubsetSampler:
         needs: dict[tuple[tuple[str, ...], str], int] = {}
         for cell in {replace(cell, context_length=0) for cell in cells}:
             plan = self.plan(cell)
-            key = (plan.needles, plan.question)
+            key = (plan.inserted, plan.question)
             if key not in needs:
-                needs[key] = self.minimum_length(plan.needles, plan.question)
+                needs[key] = self.minimum_length(plan.inserted, plan.question)
         shortest = self.params.length_buffer + max(needs.values())
         too_short = sorted({cell.context_length for cell in cells if cell.context_length < shortest})
         if too_short:
@@ -348,7 +317,7 @@ class SubsetSampler:
 
     def build(self, plan: SamplePlan) -> NeedleSample:
         cell, subset = plan.cell, self.subset
-        builder = self.builder(plan.needles, plan.question)
+        builder = self.builder(plan.inserted, plan.question)
         haystack = builder.build(
             context_length=cell.context_length - self.params.length_buffer,
             depth_percent=cell.depth_percent if cell.depth_percent is not None else 0.0,
@@ -362,35 +331,41 @@ class SubsetSampler:
         else:
             divergence = plan.prefix_tokens + haystack.haystack_tokens
         achieved = haystack.achieved_depth_percents
-        return NeedleSample(
-            subset=subset.name,
-            language=subset.language,
-            task=plan.task,
-            context_length=cell.context_length,
-            depth_percent=cell.depth_percent,
-            repeat=cell.repeat,
-            draw=cell.draw,
-            control=cell.control,
+        if plan.distractors:  # depths of the needles only, in corpus order
+            decoys = {text.strip() for text in plan.distractors}
+            achieved = tuple(
+                depth
+                for depth, item in zip(achieved, haystack.insertions, strict=True)
+                if item.text.strip() not in decoys
+            )
+        meta = plan.meta.with_build(
             achieved_depth_percent=achieved[0] if achieved else None,
             achieved_depth_percents=achieved,
             prompt_tokens=haystack.prompt_tokens,
             haystack_tokens=haystack.haystack_tokens,
-            needles=plan.needles,
-            question=plan.question,
-            reference_answer=plan.reference_answer,
-            answer_keys=plan.answer_keys,
-            start_token=plan.start_token,
             divergence_token=divergence,
-            system_prompt=self.prompt.system_prompt,
-            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
             corpus_file=subset.corpus_file,
             corpus_sha256=self.corpus.sha256,
             tokenizer=self.tokenizer.name,
+        )
+        return NeedleSample(
+            meta=meta,
+            system_prompt=self.prompt.system_prompt,
+            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
         )
 
 
 _MAX_BUILDERS = 64
 _REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
+
+
+def cells_within_limit(cells: list[GridCell], limit: int | float | None, *, shuffle: bool = False) -> list[GridCell]:
+    """The cells EvalScope will run under ``--limit``: the first N (an int), or that share (a float below 1). With
+    shuffle EvalScope picks any, so every cell must be checkable."""
+    if shuffle or limit is None:
+        return cells
+    count = int(limit) if isinstance(limit, int) or limit >= 1 else max(1, int(len(cells) * limit))
+    return cells[:count]
 
 
 def subset_samplers(
@@ -399,9 +374,10 @@ def subset_samplers(
     corpus_dir: Path,
     subsets: Sequence[str],
     prompt: PromptSpec | None = None,
-    limit: int | None = None,
+    limit: int | float | None = None,
+    shuffle: bool = False,
 ) -> list[tuple[SubsetSampler, list[GridCell]]]:
-    """One sampler per subset with its cells; ``limit`` keeps the first N cells of each subset (EvalScope's --limit).
+    """One sampler per subset with the cells to run (see ``cells_within_limit``, EvalScope's --limit).
 
     Everything that can be checked without building a haystack (subsets, corpus files, tokenizer, lengths) is
     checked for all subsets here, so a bad config fails before the first sample and before any model call.
@@ -409,9 +385,8 @@ def subset_samplers(
     prompt = prompt or PromptSpec()
     tokenizer = load_tokenizer(params.tokenizer_path)
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
-    for name in subsets:
-        resolved = params.resolve_subset(name)
-        cells = grid(params, [name])[: limit if limit is not None else None]
+    for resolved in params.resolve_subsets(subsets):
+        cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
         sampler = SubsetSampler(

@@ -113,7 +113,13 @@ class HFTokenizer:
                 if self._loaded is None:
                     from tokenizers import Tokenizer as FastTokenizer
 
-                    self._loaded = FastTokenizer.from_file(str(self._path))
+                    try:
+                        self._loaded = FastTokenizer.from_file(str(self._path))
+                    except Exception as exc:  # the Rust library raises a bare Exception for bad JSON and models
+                        raise NiahConfigError(
+                            'tokenizer_path',
+                            f"{str(self._path)!r} is not a fast tokenizer's tokenizer.json ({str(exc)[:200]})",
+                        ) from None
         return self._loaded
 
     def encode(self, text: str) -> list[int]:
@@ -138,7 +144,7 @@ class HFTokenizer:
         if self.chat_template is None:
             return plain_prompt(messages)
         if self._compiled is None:
-            self._compiled = _compile_template(self.chat_template)
+            self._compiled = _compile_template(self.chat_template, where=str(self.directory))
         return self._compiled.render(messages=list(messages), add_generation_prompt=True, **self._template_vars)
 
 
@@ -363,7 +369,15 @@ def _load_tiktoken(encoding_name: str) -> tuple[Any, str]:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding='utf-8')) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding='utf-8'))
+    except (ValueError, UnicodeDecodeError) as exc:  # JSONDecodeError is a ValueError
+        raise NiahConfigError('tokenizer_path', f'{str(path)!r} is not valid JSON ({exc})') from None
+    if not isinstance(value, dict):
+        raise NiahConfigError('tokenizer_path', f'{str(path)!r} must hold a JSON object, not {type(value).__name__}')
+    return value
 
 
 def _token_text(value: Any) -> str | None:
@@ -381,7 +395,7 @@ def _chat_template(directory: Path, config: dict[str, Any]) -> str | None:
     return template
 
 
-def _compile_template(template: str) -> Any:
+def _compile_template(template: str, *, where: str = 'the tokenizer') -> Any:
     # The same environment transformers' apply_chat_template uses, so renders match it byte for byte.
     import jinja2
     import jinja2.ext
@@ -401,7 +415,13 @@ def _compile_template(template: str) -> Any:
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols])
     env.filters['tojson'] = tojson
     env.globals.update(raise_exception=raise_exception, strftime_now=strftime_now, namespace=jinja2.utils.Namespace)
-    return env.from_string(template)
+    try:
+        return env.from_string(template)
+    except jinja2.TemplateSyntaxError as exc:
+        raise NiahConfigError(
+            'tokenizer_path',
+            f'the chat template of {where} has a jinja syntax error (line {exc.lineno}: {exc.message})',
+        ) from None
 
 
 # ---- token boundaries ------------------------------------------------------------------------------------------

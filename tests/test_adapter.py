@@ -26,8 +26,9 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 from evalscope.api.registry import BENCHMARK_REGISTRY
 
-from evalscope_niah.adapter import ELIDED_PROMPT, NiahAdapter, register
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration import register
+from evalscope_niah.integration.adapter import ELIDED_HAYSTACK, NiahAdapter
 
 LENGTHS = [600, 1200]
 DEPTHS = [0, 50, 100]
@@ -82,8 +83,10 @@ def judged_run(tmp_path_factory, corpus_dir):
 
 
 def test_register_replaces_builtin_and_is_idempotent():
-    first = register()
-    assert register() is first
+    register()
+    first = BENCHMARK_REGISTRY['needle_haystack']
+    register()
+    assert BENCHMARK_REGISTRY['needle_haystack'] is first
     assert BENCHMARK_REGISTRY['needle_haystack'].data_adapter is NiahAdapter
     # A full scan imports every built-in module; ours must survive it.
     assert 'gsm8k' in list(BENCHMARK_REGISTRY.keys())
@@ -143,8 +146,18 @@ def test_report_files_and_haystack_stored_once(judged_run, corpus_dir):
         path.read_text(encoding='utf-8', errors='replace').count(probe) for path in work_dir.rglob('*.jsonl')
     )
     assert occurrences == len(LENGTHS) * len(DEPTHS)
-    reviews = (work_dir / 'reviews' / MODEL / 'needle_haystack_english.jsonl').read_text(encoding='utf-8')
-    assert ELIDED_PROMPT in reviews
+    # Each review's user message, read the way EvalScope's dashboard reads predictions (get_model_prediction ->
+    # Messages -> user content): the instruction and the question are there, the haystack is not.
+    from evalscope.report.data_frames import get_model_prediction
+
+    frame = get_model_prediction(str(work_dir), MODEL, 'needle_haystack', 'english')
+    assert len(frame) == len(LENGTHS) * len(DEPTHS)
+    for messages in frame['Messages']:
+        user = next(message['content'] for message in messages if message['role'] == 'user')
+        user = user if isinstance(user, str) else json.dumps(user, ensure_ascii=False)
+        assert ELIDED_HAYSTACK in user
+        assert 'What is the best thing to do in San Francisco?' in user
+        assert corpus[40:160] not in user
 
 
 def test_use_cache_reruns_nothing(judged_run):

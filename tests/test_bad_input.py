@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -25,12 +26,15 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
-from evalscope_niah.adapter import register
 from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration import register
+from evalscope_niah.tokenization import shipped_qwen3_dir
 
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 GOOD_LENGTHS = {'context_lengths': [600], 'document_depth_percents': [50]}
+# 101 lengths x 50 depths x 2 subsets: just over MAX_SAMPLES_PER_RUN, and cheap to plan.
+LARGE_GRID = {'context_lengths': list(range(600, 1105, 5)), 'document_depth_percents': list(range(0, 100, 2))}
 LONG_NEEDLE = ' '.join(['The lighthouse keeper keeps a very long list of blue umbrellas and old boat sheds.'] * 12)
 # Environment that points ModelScope (and the HF hub) at a closed local port, without retries or back-off.
 UNREACHABLE_HUB_ENV = {
@@ -48,7 +52,7 @@ class Case:
     """One bad configuration. Strings starting with '@' name a prepared path (see ``paths``)."""
 
     id: str
-    extra_params: dict[str, Any] = field(default_factory=dict)
+    extra_params: Any = field(default_factory=dict)  # a dict, except in the cases about its type
     dataset_args: dict[str, Any] = field(default_factory=dict)  # besides extra_params; local_path defaults to '@good'
     task: dict[str, Any] = field(default_factory=dict)  # TaskConfig overrides
     entry: str = 'run_task'  # or 'preview' / 'cli'
@@ -300,6 +304,253 @@ CASES = [
         param='prompt_template',
         fragments=('not a valid format string', 'literal braces'),
     ),
+    # ---- subset names (SUBSET_NAME_RULE) ----
+    Case(
+        'subset_name_with_slash',
+        {**GOOD_LENGTHS, 'subsets': {'../evil': {'corpus_file': 'evil.txt', 'language': 'en'}}},
+        param='subsets',
+        fragments=("'../evil' is not a valid subset name", "not starting with '.'"),
+    ),
+    Case(
+        'subset_name_too_long',
+        {**GOOD_LENGTHS, 'subsets': {'x' * 65: {'corpus_file': 'x.txt', 'language': 'en'}}},
+        entry='preview',
+        param='subsets',
+        fragments=('is not a valid subset name', 'at most 64 characters'),
+    ),
+    Case(
+        'subset_list_leading_dot',
+        GOOD_LENGTHS,
+        {'subset_list': ['.hidden']},
+        param='subset_list',
+        fragments=("'.hidden' is not a valid subset name",),
+    ),
+    Case(
+        'subset_list_is_a_string',
+        GOOD_LENGTHS,
+        {'subset_list': 'english'},
+        param='subset_list',
+        fragments=("must be a list of subset names such as ['english', 'chinese'] (got str 'english')",),
+    ),
+    Case(
+        'subset_list_is_a_string_preview',
+        GOOD_LENGTHS,
+        {'subset_list': 'english'},
+        entry='preview',
+        param='subset_list',
+        fragments=("must be a list of subset names such as ['english', 'chinese'] (got str 'english')",),
+    ),
+    Case(
+        'subset_list_twice',
+        GOOD_LENGTHS,
+        {'subset_list': ['english', 'english']},
+        param='subset_list',
+        fragments=("subset 'english' is listed twice",),
+    ),
+    # ---- caps ----
+    Case(
+        'length_over_cap',
+        {'context_lengths': [600, 20_000_000]},
+        param='context_lengths',
+        fragments=('at most 10,000,000',),
+    ),
+    Case(
+        'length_max_over_cap_preview',
+        {'context_lengths_max': 10_000_001},
+        entry='preview',
+        param='context_lengths_max',
+        fragments=('at most 10,000,000', 'got 10000001'),
+    ),
+    Case(
+        'too_many_intervals',
+        {'context_lengths_num_intervals': 10_001},
+        param='context_lengths_num_intervals',
+        fragments=('at most 10,000',),
+    ),
+    Case(
+        'corpus_repeated_too_often',
+        {'context_lengths': [600, 100_000], 'document_depth_percents': [50]},
+        {'subset_list': ['english']},
+        param='max_corpus_repeats',
+        fragments=("context length 100,000 would repeat corpus file 'PaulGraham_Essays.txt'", 'max_corpus_repeats=20'),
+    ),
+    Case(
+        'corpus_repeated_too_often_preview',
+        {'context_lengths': [600, 100_000], 'document_depth_percents': [50], 'max_corpus_repeats': 30},
+        {'subset_list': ['chinese']},
+        entry='preview',
+        param='max_corpus_repeats',
+        fragments=("corpus file 'Journey_to_the_West.txt' of subset 'chinese'", 'max_corpus_repeats=30'),
+    ),
+    Case(
+        'large_grid',
+        LARGE_GRID,
+        param='allow_large_grid',
+        fragments=('the run has 10,100 samples (2 subset(s) x 101 lengths x 50 depths', 'allow_large_grid: true'),
+    ),
+    Case(
+        'large_grid_preview',
+        LARGE_GRID,
+        entry='preview',
+        param='allow_large_grid',
+        fragments=('the run has 10,100 samples (2 subset(s) x 101 lengths x 50 depths', 'allow_large_grid: true'),
+    ),
+    Case(
+        'large_grid_even_if_allowed',
+        {'context_lengths_num_intervals': 10_000, 'document_depth_percent_intervals': 10_000, 'allow_large_grid': True},
+        param='allow_large_grid',
+        fragments=('at most 1,000,000 are possible',),
+    ),
+    # ---- shapes that used to raise tracebacks ----
+    Case(
+        'extra_params_is_a_list',
+        ['context_lengths', 600],
+        param='extra_params',
+        fragments=('must be a mapping of parameter names to values', "got list ['context_lengths', 600]"),
+    ),
+    Case(
+        'extra_params_is_a_list_preview',
+        ['context_lengths', 600],
+        entry='preview',
+        param='extra_params',
+        fragments=('must be a mapping of parameter names to values',),
+    ),
+    Case(
+        'extra_params_is_a_string',
+        'context_lengths=600',
+        param='extra_params',
+        fragments=("got str 'context_lengths=600'",),
+    ),
+    Case(
+        'extra_params_is_a_string_preview',
+        'context_lengths=600',
+        entry='preview',
+        param='extra_params',
+        fragments=("got str 'context_lengths=600'",),
+    ),
+    Case(
+        'tokenizer_json_not_json',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@tokenizer_not_json'},
+        param='tokenizer_path',
+        fragments=("is not a fast tokenizer's tokenizer.json",),
+    ),
+    Case(
+        'tokenizer_json_not_a_tokenizer',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@tokenizer_not_a_tokenizer'},
+        entry='preview',
+        param='tokenizer_path',
+        fragments=("is not a fast tokenizer's tokenizer.json",),
+    ),
+    Case(
+        'tokenizer_config_not_json',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@tokenizer_config_not_json'},
+        param='tokenizer_path',
+        fragments=("tokenizer_config.json' is not valid JSON",),
+    ),
+    Case(
+        'chat_template_syntax_error',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@template_syntax_error'},
+        param='tokenizer_path',
+        fragments=('has a jinja syntax error (line 2:',),
+    ),
+    Case(
+        'chat_template_syntax_error_preview',
+        {**GOOD_LENGTHS, 'tokenizer_path': '@template_syntax_error'},
+        entry='preview',
+        param='tokenizer_path',
+        fragments=('has a jinja syntax error (line 2:',),
+    ),
+    # ---- nothing silently ignored ----
+    Case(
+        'needles_with_needle_bank',
+        {**GOOD_LENGTHS, 'needles': ['The key is under the mat.'], 'needle_bank': 'builtin'},
+        param='needles',
+        fragments=("needles come from needle_bank 'builtin', so needles would be ignored",),
+    ),
+    Case(
+        'question_with_implied_bank',
+        {**GOOD_LENGTHS, 'retrieval_question': 'Where is the key?', 'n_needles': 2},
+        entry='preview',
+        param='retrieval_question',
+        fragments=("needle_bank 'builtin' (n_needles given)", 'would be ignored'),
+    ),
+    Case(
+        'needles_with_multi_retrieval',
+        {**GOOD_LENGTHS, 'needles': ['The key is under the mat.'], 'task': 'multi_retrieval'},
+        param='needles',
+        fragments=("task 'multi_retrieval' brings its own needles and question",),
+    ),
+    Case(
+        'question_with_reasoning',
+        {**GOOD_LENGTHS, 'retrieval_question': 'Where is the key?', 'task': 'reasoning'},
+        entry='preview',
+        param='retrieval_question',
+        fragments=("task 'reasoning' brings its own needles and question",),
+    ),
+    Case(
+        'subset_needles_with_reasoning_subset',
+        {**GOOD_LENGTHS, 'subsets': {'english': {'task': 'reasoning', 'needles': ['The key is under the mat.']}}},
+        param='subsets.english.needles',
+        fragments=("task 'reasoning' brings its own needles",),
+    ),
+    Case(
+        'num_needles_with_single_task',
+        {**GOOD_LENGTHS, 'num_needles': 5},
+        param='num_needles',
+        fragments=("only applies to task 'multi_retrieval'",),
+    ),
+    # An alias and its canonical name: one value each, even when one of them equals the default.
+    Case(
+        'alias_conflicts_with_default_valued_canonical',
+        {**GOOD_LENGTHS, 'n_contexts': 3, 'context_lengths_num_intervals': 10},
+        param='n_contexts',
+        fragments=('is another name for context_lengths_num_intervals', '(10 vs 3)'),
+    ),
+    Case(
+        'alias_conflicts_with_default_valued_canonical_preview',
+        {**GOOD_LENGTHS, 'n_contexts': 3, 'context_lengths_num_intervals': 10},
+        entry='preview',
+        param='n_contexts',
+        fragments=('is another name for context_lengths_num_intervals', '(10 vs 3)'),
+    ),
+    Case(
+        'alias_conflicts_with_default_valued_canonical_cli',
+        {**GOOD_LENGTHS, 'min_context': 500, 'context_lengths_min': 1000},
+        entry='cli',
+        param='min_context',
+        fragments=('is another name for context_lengths_min', '(1000 vs 500)'),
+    ),
+    # Parameters beside extra_params: EvalScope would drop them without a word.
+    Case(
+        'parameter_outside_extra_params',
+        GOOD_LENGTHS,
+        {'context_lengths': [900]},
+        param='context_lengths',
+        fragments=('is a benchmark parameter: put it under extra_params',),
+    ),
+    Case(
+        'parameter_outside_extra_params_preview',
+        GOOD_LENGTHS,
+        {'context_lengths': [900]},
+        entry='preview',
+        param='context_lengths',
+        fragments=('is a benchmark parameter: put it under extra_params',),
+    ),
+    Case(
+        'alias_outside_extra_params_cli',
+        GOOD_LENGTHS,
+        {'n_contexts': 3},
+        entry='cli',
+        param='n_contexts',
+        fragments=('is a benchmark parameter: put it under extra_params',),
+    ),
+    Case(
+        'unknown_dataset_args_key',
+        GOOD_LENGTHS,
+        {'subsetlist': ['english']},
+        param='dataset_args',
+        fragments=("unknown key 'subsetlist'", 'subset_list'),
+    ),
     # ---- judge ----
     Case(
         'judge_without_model',
@@ -346,6 +597,20 @@ def paths(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
     made['no_tokenizer_json'] = root / 'tokenizer'
     made['no_tokenizer_json'].mkdir()
     (made['no_tokenizer_json'] / 'vocab.json').write_text('{}', encoding='utf-8')
+    # Tokenizer folders broken one file at a time; the rest is the real Qwen3 tokenizer.
+    qwen = shipped_qwen3_dir()
+    broken_tokenizers = {
+        'tokenizer_not_json': {'tokenizer.json': '{"version": "1.0", "model": '},
+        'tokenizer_not_a_tokenizer': {'tokenizer.json': '{"colour": "green"}'},
+        'tokenizer_config_not_json': {'tokenizer_config.json': "{'chat_template': 'single quotes'}"},
+        'template_syntax_error': {'chat_template.jinja': '{% for message in messages %}\n{{ message.content }\n'},
+    }
+    for name, files in broken_tokenizers.items():
+        made[name] = root / name
+        made[name].mkdir()
+        shutil.copyfile(qwen / 'tokenizer.json', made[name] / 'tokenizer.json')
+        for file_name, text in files.items():
+            (made[name] / file_name).write_text(text, encoding='utf-8')
     return made
 
 
@@ -359,7 +624,7 @@ def server():
 
 
 def _resolve(value: Any, paths: dict[str, Path]) -> Any:
-    if isinstance(value, str) and value.startswith('@'):
+    if isinstance(value, str) and value.startswith('@') and value[1:] in paths:
         return str(paths[value[1:]])
     if isinstance(value, dict):
         return {key: _resolve(item, paths) for key, item in value.items()}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import socket
 import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -59,6 +61,17 @@ def _port_open(port: int) -> bool:
         return sock.connect_ex(('127.0.0.1', port)) == 0
 
 
+def _wait_until_processing(root_url: str, worker: threading.Thread, *, timeout: float = 60) -> None:
+    # llama.cpp's /slots says when a slot has taken the request: the interrupt must come while it is in flight.
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline and worker.is_alive():
+        with urllib.request.urlopen(f'{root_url}/slots', timeout=5) as response:
+            if any(slot.get('is_processing') for slot in json.loads(response.read())):
+                return
+        time.sleep(0.02)
+    raise AssertionError('the request never reached a server slot')
+
+
 def _no_popen(*args: Any, **kwargs: Any) -> Any:
     raise AssertionError('a server process was started')
 
@@ -105,6 +118,33 @@ def test_startup_failure_reports_server_output(tmp_path: Path) -> None:
     with pytest.raises(LocalModelError, match=r'(?s)exited with code 3.*Server output:.*failed to load model'):
         server.start()
     assert not server.running
+
+
+@needs_xllamacpp
+def test_startup_failure_output_is_complete_under_load(tmp_path: Path) -> None:
+    """Several failing servers at once: each error still holds llama.cpp's last lines, the ones saying why.
+
+    llama.cpp logs from a worker thread; a child that exited without draining it lost those lines, most often
+    when the machine was busy, which several start-ups at once make it.
+    """
+    broken = tmp_path / 'broken.gguf'
+    broken.write_bytes(b'GGUF' + b'\0' * 4096)
+    messages: list[str] = []
+
+    def start_one() -> None:
+        with pytest.raises(LocalModelError) as info:
+            LocalModelServer(broken, n_ctx=512, n_threads=1, startup_timeout=60).start()
+        messages.append(str(info.value))
+
+    workers = [threading.Thread(target=start_one) for _ in range(8)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert len(messages) == len(workers)
+    for message in messages:
+        assert 'exited with code 3' in message
+        assert 'failed to load model' in message and 'exiting due to model loading error' in message, message
 
 
 @pytest.mark.slow
@@ -194,7 +234,7 @@ def test_interrupt_with_request_in_flight_stops_the_server() -> None:
 
         worker = threading.Thread(target=ask, daemon=True)
         worker.start()
-        time.sleep(1.5)  # the request is being processed
+        _wait_until_processing(server.root_url, worker)
         stopping = time.perf_counter()
         raise KeyboardInterrupt
     assert time.perf_counter() - stopping < 10

@@ -14,15 +14,25 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.params import (
+    ALIASES,
     DEFAULT_SUBSETS,
     EN_NEEDLE,
     EN_QUESTION,
+    MAX_CONTEXT_LENGTH,
+    MAX_SAMPLES_HARD_LIMIT,
+    MAX_SAMPLES_PER_RUN,
     ZH_NEEDLE,
     ZH_QUESTION,
     NiahParams,
+    check_corpus_repeats,
+    check_dataset_args,
+    check_run_size,
+    check_subset_list,
     extra_params_spec,
+    is_safe_subset_name,
     parse_params,
 )
+from evalscope_niah.samples import grid
 
 # The built-in needle_haystack's extra_params defaults (evalscope 1.14), written out so a drift is visible here.
 BUILTIN_DEFAULTS = {
@@ -360,6 +370,9 @@ EXPECTED_TYPES = {
     'num_needles': 'int',
     'diff': 'float',
     'shuffle_links': 'bool',
+    'distractors': 'int',
+    'associative_distractor': 'bool',
+    'judge_check': 'str',
     'absent_control': 'bool',
     'num_repeats': 'int',
     'needle_bank': 'str',
@@ -381,6 +394,8 @@ EXPECTED_TYPES = {
     'n_positions': 'int',
     'num_repeats_per_file': 'int',
     'tokenizer_model': 'str',
+    'max_corpus_repeats': 'int',
+    'allow_large_grid': 'bool',
     'subsets': 'dict',
 }
 
@@ -650,7 +665,7 @@ NEW_BAD_INPUTS = [
     ({'effective_length_threshold': 0}, 'effective_length_threshold', '(0, 1]'),
     ({'effective_length_threshold': 1.5}, 'effective_length_threshold', '(0, 1]'),
     ({'sample_method': 'foo'}, 'sample_method', "'fixed', 'sequential' or 'random'"),
-    ({'task': 'foo'}, 'task', "'single', 'multi_retrieval' or 'reasoning'"),
+    ({'task': 'foo'}, 'task', "'single', 'multi_retrieval', 'reasoning' or 'associative'"),
     ({'effective_length_mode': 'foo'}, 'effective_length_mode', "'absolute' or 'relative'"),
     ({'request_order': 'depth'}, 'request_order', "'prefix' or 'grid'"),
     ({'needle_bank': '  '}, 'needle_bank', "'builtin' or a path"),
@@ -672,10 +687,10 @@ def test_new_parameters_are_validated_naming_the_parameter(extra: dict, param: s
 @pytest.mark.parametrize(
     'extra',
     [
-        {'num_needles': 1},
-        {'num_needles': 20},
-        {'diff': 0},
-        {'diff': 100},
+        {'task': 'multi_retrieval', 'num_needles': 1},
+        {'task': 'multi_retrieval', 'num_needles': 20},
+        {'task': 'reasoning', 'diff': 0},
+        {'task': 'reasoning', 'diff': 100},
         {'effective_length_threshold': 1},
         {'effective_length_threshold': 0.01},
         {'start_buffer': 0, 'end_buffer': 0, 'length_buffer': 0},
@@ -730,3 +745,271 @@ def test_per_subset_task_overrides_the_top_level_task() -> None:
     assert parse_params({}).resolve_subset('english').task == 'single'
     single = parse_params({'task': 'reasoning', 'subsets': {'english': {'task': 'single'}}})
     assert (single.resolve_subset('english').task, single.resolve_subset('chinese').task) == ('single', 'reasoning')
+
+
+NEW_SUBSET = {'corpus_file': 'notes.txt', 'language': 'en', 'needles': [SUB_NEEDLE], 'retrieval_question': 'Q?'}
+
+
+# ---- hardening: subset names -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('name', ['english', 'a', 'legal-2024.v1_x', 'x' * 64, '_private', '-dash', 'A.B'])
+def test_safe_subset_names_are_accepted(name: str) -> None:
+    assert is_safe_subset_name(name)
+    params = parse_params({'subsets': {name: NEW_SUBSET}})
+    assert params.resolve_subsets([name])[0].name == name
+
+
+@pytest.mark.parametrize(
+    'name', ['', '.hidden', '..', 'a/b', '../x', 'x' * 65, 'a b', 'tab\t', 'new\nline', 'café', '中文', 'a:b', 'a\\b']
+)
+def test_unsafe_subset_names_are_refused_as_keys_and_as_selections(name: str) -> None:
+    assert not is_safe_subset_name(name)
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'subsets': {name: {'corpus_file': 'notes.txt', 'language': 'en'}}})
+    assert info.value.param == 'subsets' and 'not a valid subset name' in info.value.detail
+    for select in (lambda: parse_params({}).resolve_subsets([name]), lambda: parse_params({}).resolve_subset(name)):
+        with pytest.raises(NiahConfigError) as info:
+            select()
+        assert info.value.param == 'subset_list' and 'not a valid subset name' in info.value.detail
+
+
+@pytest.mark.parametrize(
+    ('value', 'fragment'),
+    [
+        ('english', "must be a list of subset names such as ['english', 'chinese'] (got str 'english')"),
+        ({'english': 1}, 'got dict'),
+        (7, 'got int 7'),
+        ([], 'must name at least one subset'),
+        (['english', 3], '3 is not a valid subset name'),
+        (['chinese', 'english', 'chinese'], "subset 'chinese' is listed twice"),
+    ],
+)
+def test_subset_list_shape_is_checked(value: Any, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        check_subset_list(value)
+    assert info.value.param == 'subset_list' and fragment in info.value.detail
+
+
+def test_subset_list_keeps_order_and_accepts_tuples() -> None:
+    assert check_subset_list(('chinese', 'english')) == ['chinese', 'english']
+    assert [s.name for s in parse_params({}).resolve_subsets(['chinese', 'english'])] == ['chinese', 'english']
+
+
+def test_error_quotes_only_the_start_of_a_huge_value() -> None:
+    with pytest.raises(NiahConfigError) as info:
+        check_subset_list('x' * 100_000)
+    assert len(str(info.value)) < 300
+
+
+# ---- hardening: caps ----------------------------------------------------------------------------------------------
+
+
+def test_largest_context_length_is_accepted_one_more_is_not() -> None:
+    assert parse_params({'context_lengths': [MAX_CONTEXT_LENGTH]}).context_length_grid() == [10_000_000]
+    assert parse_params({'context_lengths_max': MAX_CONTEXT_LENGTH}).context_lengths_max == MAX_CONTEXT_LENGTH
+    for extra, param in (
+        ({'context_lengths': [1000, MAX_CONTEXT_LENGTH + 1]}, 'context_lengths'),
+        ({'context_lengths_max': MAX_CONTEXT_LENGTH + 1}, 'context_lengths_max'),
+        ({'context_lengths_min': MAX_CONTEXT_LENGTH + 1, 'context_lengths': [1000]}, 'context_lengths_min'),
+        ({'max_context': MAX_CONTEXT_LENGTH + 1}, 'max_context'),
+    ):
+        with pytest.raises(NiahConfigError) as info:
+            parse_params(extra)
+        assert info.value.param == param and 'at most 10,000,000' in info.value.detail
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [
+        {'context_lengths_num_intervals': 10_001},
+        {'document_depth_percent_intervals': 10_001},
+        {'num_repeats': 10_001},
+        {'n_runs': 10_001},
+        {'n_needles': 10_001},
+        {'context_lengths': list(range(1, 10_002))},
+        {'document_depth_percents': [50.0] * 10_001},
+    ],
+)
+def test_each_grid_axis_is_bounded_before_it_is_built(extra: dict) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({**extra, 'allow_large_grid': True})
+    assert info.value.param == next(iter(extra)) and '10,000' in info.value.detail
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [
+        {},
+        {'absent_control': True, 'num_repeats': 3},
+        {'n_needles': 2, 'n_runs': 3, 'document_depth_percent_interval_type': 'sigmoid'},
+        {'context_lengths': [1000, 1000, 2000], 'document_depth_percents': [0, 0.0, 50]},
+    ],
+)
+def test_samples_per_subset_is_the_size_of_the_grid(extra: dict) -> None:
+    params = parse_params(extra)
+    assert params.samples_per_subset() == len(grid(params, ['english']))
+    assert check_run_size(params, subset_count=2) == len(grid(params, ['english', 'chinese']))
+
+
+def test_run_size_cap_counts_subsets_and_prints_the_count() -> None:
+    # 100 lengths x 50 depths = 5,000 per subset: one or two subsets pass, three do not.
+    extra = {'context_lengths': list(range(1000, 1100)), 'document_depth_percents': list(range(50))}
+    params = parse_params(extra)
+    assert check_run_size(params, subset_count=2) == MAX_SAMPLES_PER_RUN
+    with pytest.raises(NiahConfigError) as info:
+        check_run_size(params, subset_count=3)
+    assert info.value.param == 'allow_large_grid'
+    assert info.value.detail.startswith('the run has 15,000 samples (3 subset(s) x 100 lengths x 50 depths')
+    assert 'more than 10,000' in info.value.detail
+    allowed = parse_params({**extra, 'allow_large_grid': True})
+    assert check_run_size(allowed, subset_count=3) == 15_000
+    subsets = {f's{i}': NEW_SUBSET for i in range(3)}
+    with pytest.raises(NiahConfigError, match='15,000 samples'):
+        parse_params({**extra, 'subsets': subsets}).resolve_subsets(list(subsets))
+
+
+def test_run_size_has_a_hard_limit_even_when_allowed() -> None:
+    extra = {'context_lengths_num_intervals': 1000, 'document_depth_percents': list(range(101)), 'num_repeats': 5}
+    params = parse_params({**extra, 'allow_large_grid': True})
+    assert params.samples_per_subset() == 1000 * 101 * 5 <= MAX_SAMPLES_HARD_LIMIT
+    assert check_run_size(params, subset_count=1) == 505_000
+    with pytest.raises(NiahConfigError) as info:
+        check_run_size(params, subset_count=2)
+    assert info.value.param == 'allow_large_grid' and 'the run has 1,010,000 samples' in info.value.detail
+
+
+def test_corpus_repeats_boundary() -> None:
+    params = parse_params({})
+    subset = params.resolve_subset('english')
+    check_corpus_repeats(subset=subset, corpus_tokens=5_000, max_context_length=100_000, params=params)  # 20 x
+    with pytest.raises(NiahConfigError) as info:
+        check_corpus_repeats(subset=subset, corpus_tokens=4_999, max_context_length=100_000, params=params)
+    assert info.value.param == 'max_corpus_repeats'
+    assert "would repeat corpus file 'PaulGraham_Essays.txt' of subset 'english' (4,999 tokens) 20.0 times" in str(
+        info.value
+    )
+    raised = parse_params({'max_corpus_repeats': 21})
+    check_corpus_repeats(subset=subset, corpus_tokens=4_999, max_context_length=100_000, params=raised)
+    with pytest.raises(NiahConfigError, match='max_corpus_repeats'):
+        parse_params({'max_corpus_repeats': 0})
+
+
+# ---- hardening: nothing silently ignored ------------------------------------------------------------------------
+
+IGNORED = [
+    ({'needles': [TOP_NEEDLE], 'needle_bank': 'builtin'}, 'needles', "needle_bank 'builtin', so needles would be"),
+    ({'retrieval_question': TOP_QUESTION, 'needle_bank': 'bank.jsonl'}, 'retrieval_question', "'bank.jsonl'"),
+    ({'needles': [TOP_NEEDLE], 'sample_method': 'random'}, 'needles', '(sample_method given)'),
+    ({'needles': [TOP_NEEDLE], 'task': 'multi_retrieval'}, 'needles', "task 'multi_retrieval' brings its own"),
+    ({'retrieval_question': TOP_QUESTION, 'task': 'reasoning'}, 'retrieval_question', "task 'reasoning'"),
+    (
+        {
+            'task': 'reasoning',
+            'needles': [TOP_NEEDLE],
+            'subsets': {'english': {'task': 'single', 'needles': [SUB_NEEDLE]}},
+        },
+        'needles',
+        "task 'reasoning' brings its own",
+    ),
+    ({'subsets': {'english': {'needles': [SUB_NEEDLE]}}, 'n_runs': 2}, 'subsets.english.needles', 'n_runs given'),
+    ({'subsets': {'chinese': {'answer': 'x', 'task': 'reasoning'}}}, 'subsets.chinese.answer', "task 'reasoning'"),
+    (
+        {'task': 'multi_retrieval', 'subsets': {'english': {'retrieval_question': 'Q?'}}},
+        'subsets.english.retrieval_question',
+        'multi',
+    ),
+    ({'num_needles': 4}, 'num_needles', "only applies to task 'multi_retrieval' (tasks here: ['single'])"),
+    ({'diff': 10, 'task': 'multi_retrieval'}, 'diff', "only applies to task 'reasoning'"),
+    ({'shuffle_links': True}, 'shuffle_links', "only applies to task 'reasoning'"),
+]
+
+
+@pytest.mark.parametrize(('extra', 'param', 'fragment'), IGNORED, ids=[case[1] for case in IGNORED])
+def test_values_that_would_be_ignored_are_refused(extra: dict, param: str, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param
+    assert fragment in info.value.detail
+
+
+@pytest.mark.parametrize(
+    'extra',
+    [
+        # One subset of task 'single' still takes the top-level needles.
+        {'task': 'reasoning', 'needles': [TOP_NEEDLE], 'subsets': {'english': {'task': 'single'}}},
+        {'needles': [TOP_NEEDLE], 'subsets': {'chinese': {'task': 'multi_retrieval'}}},
+        {'num_needles': 4, 'subsets': {'chinese': {'task': 'multi_retrieval'}}},
+        {'diff': 10, 'shuffle_links': True, 'task': 'reasoning'},
+        {'num_needles': 3, 'diff': 25, 'shuffle_links': False},  # the defaults, as EvalScope passes them along
+    ],
+)
+def test_values_that_are_used_are_accepted(extra: dict) -> None:
+    parse_params(extra)
+
+
+# ---- hardening: what EvalScope merges, and dataset_args ------------------------------------------------------------
+
+
+def _merged(user: dict) -> dict:
+    """What EvalScope's adapter sees as extra_params: every spec default, the user's values written over them."""
+    return {**{name: entry['value'] for name, entry in extra_params_spec().items()}, **user}
+
+
+def test_merged_view_validates_only_what_the_user_gave() -> None:
+    user = {'min_context': 2000, 'n_contexts': 3}
+    params = parse_params(_merged(user), user_given=user)
+    assert (params.context_lengths_min, params.context_lengths_num_intervals) == (2000, 3)
+    # Without user_given the defaults in the merged view contradict the aliases.
+    with pytest.raises(NiahConfigError, match='is another name for'):
+        parse_params(_merged(user))
+
+
+@pytest.mark.parametrize(
+    ('user', 'param', 'fragment'),
+    [
+        ({'n_contexts': 3, 'context_lengths_num_intervals': 10}, 'n_contexts', '(10 vs 3)'),
+        ({'min_context': 500, 'context_lengths_min': 1000}, 'min_context', '(1000 vs 500)'),
+        ({'tokenizer_model': 'gpt-4', 'tokenizer_path': 'Qwen/Qwen3-0.6B'}, 'tokenizer_model', 'cl100k_base'),
+    ],
+)
+def test_alias_conflict_with_a_default_valued_canonical_is_refused(user: dict, param: str, fragment: str) -> None:
+    for call in (lambda: parse_params(user), lambda: parse_params(_merged(user), user_given=user)):
+        with pytest.raises(NiahConfigError) as info:
+            call()
+        assert info.value.param == param and fragment in info.value.detail
+
+
+@pytest.mark.parametrize('value', [['context_lengths', 600], 'context_lengths=600', 3, ('a', 1)])
+def test_extra_params_must_be_a_mapping(value: Any) -> None:
+    for call in (lambda: parse_params(value), lambda: parse_params({}, user_given=value)):
+        with pytest.raises(NiahConfigError) as info:
+            call()
+        assert info.value.param == 'extra_params'
+        assert f'(got {type(value).__name__} ' in info.value.detail
+
+
+@pytest.mark.parametrize('key', ['context_lengths', 'needles', 'task', 'subsets', *ALIASES])
+def test_parameters_beside_extra_params_are_refused(key: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        check_dataset_args({'local_path': '/data', key: 1})
+    assert info.value.param == key and 'put it under extra_params' in info.value.detail
+
+
+def test_dataset_args_shape() -> None:
+    check_dataset_args({'local_path': '/data', 'subset_list': ['english'], 'extra_params': {'task': 'single'}})
+    check_dataset_args({'few_shot_num': 0}, allowed_keys={'few_shot_num'})
+    for args, param, fragment in (
+        ('english', 'dataset_args', 'must be a mapping'),
+        ({'extra_params': ['x']}, 'extra_params', 'must be a mapping'),
+        ({'subset_list': 'english'}, 'subset_list', 'must be a list'),
+        ({'subset_list': ['ok', '../no']}, 'subset_list', 'not a valid subset name'),
+        (
+            {'subsetlist': ['english']},
+            'dataset_args',
+            "unknown key 'subsetlist'; allowed: extra_params, local_path, subset_list",
+        ),
+    ):
+        with pytest.raises(NiahConfigError) as info:
+            check_dataset_args(args, allowed_keys={'local_path', 'subset_list', 'extra_params'})
+        assert info.value.param == param and fragment in info.value.detail

@@ -30,8 +30,8 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 from evalscope.api.model import GenerateConfig, ModelOutput, ModelUsage
 
-from evalscope_niah import adapter
-from evalscope_niah.adapter import EmptyReplyError, budget_failure, generate_checked, model_call_config
+from evalscope_niah.integration import replies
+from evalscope_niah.integration.replies import EmptyReplyError, budget_failure, generate_checked, model_call_config
 
 MODEL, JUDGE = 'flaky-model', 'flaky-judge'
 LENGTHS, DEPTHS = [600, 1200], [0, 50, 100]
@@ -49,7 +49,7 @@ INJECTED_KINDS = ('http_500', 'http_429', 'hang', 'malformed_json', 'empty_conte
 
 @pytest.fixture
 def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(adapter, 'REPLY_BACKOFF_S', 0.0)
+    monkeypatch.setattr(replies, 'REPLY_BACKOFF_S', 0.0)
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides: Any) -> TaskConfig:
@@ -336,10 +336,10 @@ def test_generate_checked_bounds_its_calls(no_backoff):
     call, count = calls(_output(''))
     with pytest.raises(EmptyReplyError):
         generate_checked(call, what='model')
-    assert count == [adapter.REPLY_ATTEMPTS]
+    assert count == [replies.REPLY_ATTEMPTS]
 
 
 def test_default_timeout_grows_with_the_prompt_tokens_in_flight():
     assert model_call_config(GenerateConfig(timeout=30), 128_000) is None  # the user's timeout wins
-    assert model_call_config(GenerateConfig(batch_size=8), 4_000).timeout == adapter.MIN_TIMEOUT_S
+    assert model_call_config(GenerateConfig(batch_size=8), 4_000).timeout == replies.MIN_TIMEOUT_S
     assert model_call_config(GenerateConfig(batch_size=8), 128_000).timeout == 8 * 128_000 / 500

@@ -31,7 +31,7 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
-from evalscope_niah.adapter import register
+from evalscope_niah.integration import register
 from evalscope_niah.params import parse_params
 from evalscope_niah.samples import iter_samples
 
@@ -44,7 +44,7 @@ SLOW_SECONDS = 0.3
 CHILD = """
 import json, sys
 from evalscope import TaskConfig, run_task
-from evalscope_niah.adapter import register
+from evalscope_niah.integration import register
 register()
 run_task(TaskConfig(**json.loads(sys.argv[1])))
 """

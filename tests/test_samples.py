@@ -901,7 +901,7 @@ def test_reasoning_repeats_at_the_shortest_usable_length_build_or_fail_upfront(
 
 
 def test_multi_retrieval_near_the_minimum_builds_or_fails_upfront(fixture_corpus_dir: Path) -> None:
-    extra = {'task': 'multi_retrieval', 'num_needles': 5, 'document_depth_percent_intervals': 11}
+    extra = {'task': 'multi_retrieval', 'num_needles': 5, 'distractors': 0, 'document_depth_percent_intervals': 11}
     built_counts = [
         _all_or_nothing(fixture_corpus_dir, {**extra, 'context_lengths': [length]}, 'english')
         for length in range(258, 270)

@@ -8,17 +8,26 @@ import pytest
 
 from evalscope_niah.scoring import (
     RULE_PASS_THRESHOLD,
+    UNCERTAIN_SCORE_CAP,
     ControlScore,
     MultiRetrievalScores,
     RuleScores,
+    RuleVerdict,
     absent_control_score,
+    chain_candidates,
     is_pass,
     keyword_score,
     levenshtein_score,
     multi_retrieval_scores,
     needle_recall,
+    reasoning_answer_score,
     rule_is_certain,
     rule_scores,
+    score_control,
+    score_multi,
+    score_reasoning,
+    score_single,
+    single_needle_score,
     strip_reasoning,
 )
 
@@ -346,14 +355,18 @@ def test_multi_extra_numbers_lower_precision() -> None:
 def test_multi_listing_every_number_is_not_rewarded() -> None:
     # A model that dumps every 7-digit number it saw in the haystack finds all needles but earns a low F1.
     dump = ', '.join([*VALUES, *(str(1000000 + 37 * i) for i in range(36))])
-    scores = multi(dump)
+    # The dump is also far longer than the reference, so its precision is scaled down further.
+    scores = multi_retrieval_scores(dump, values=VALUES, reference=dump)
     assert scores.recall == 1.0
     assert scores.precision == pytest.approx(4 / 40)
     assert scores.f1 < 0.2
+    assert multi(dump).precision < scores.precision
 
 
 def test_multi_wrong_numbers_only() -> None:
-    assert multi('The numbers are 1111111 and 2222222.') == MultiRetrievalScores(0.0, 0.0, 0.0, ())
+    assert multi('The numbers are 1111111 and 2222222.') == MultiRetrievalScores(
+        0.0, 0.0, 0.0, (), wrong=('1111111', '2222222')
+    )
 
 
 def test_multi_repeated_value_counts_once() -> None:
@@ -633,3 +646,324 @@ def test_control_unknown_language_raises(language: str) -> None:
 def test_control_rejects_bare_string_needle_answers() -> None:
     with pytest.raises(TypeError, match='needle_answers'):
         absent_control_score('I do not know.', language='en', needle_answers='Dolores Park')
+
+
+# --- strip_reasoning on hostile input ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('reply', 'expected'),
+    [
+        ('<think>a</thinking>b</think>c', 'c'),  # a block closes only on its own tag name
+        ('<think>x<thinking>y</thinking>z', ''),  # unclosed <think>: everything from it is dropped
+        ('<thinking>p</thinking><think>q</think>answer', 'answer'),
+        ('<thi<think>x</think>nk>tail', ''),  # removing a block joins '<thi' and 'nk>' into a new opening tag
+        ('< think >spaced</ think >done', 'done'),
+    ],
+)
+def test_strip_reasoning_edge_cases(reply: str, expected: str) -> None:
+    assert strip_reasoning(reply) == expected
+
+
+@pytest.mark.parametrize('unit', ['<think>', '<thinking>', '</think>', '<think>a</thinking>', '< think'])
+def test_strip_reasoning_is_linear_on_a_megabyte(unit: str) -> None:
+    # The old regex rescanned to the end for every unclosed '<think>': 280 kB of them took about 50 s.
+    reply = unit * (1_000_000 // len(unit))
+    started = time.perf_counter()
+    strip_reasoning(reply)
+    assert time.perf_counter() - started < 2.0
+
+
+# --- distractors and length in multi-value retrieval ------------------------------------------------------------
+
+
+def test_multi_distractor_values_count_as_wrong_and_are_named() -> None:
+    scores = multi_retrieval_scores(
+        '4821937, 1234567, 3333333', values=('4821937', '1234567'), distractor_values=('3333333', '4444444')
+    )
+    assert scores.precision == pytest.approx(2 / 3)
+    assert scores.wrong == ('3333333',)
+    assert scores.distractors_named == ('3333333',)
+    assert scores.score == pytest.approx(2 / 3)
+    assert 'distractor' in scores.explanation
+
+
+def test_multi_distractors_of_another_length_are_still_candidates() -> None:
+    scores = multi_retrieval_scores('4821937 and 12345678', values=('4821937',), distractor_values=('12345678',))
+    assert scores.distractors_named == ('12345678',)
+    assert scores.precision == 0.5
+
+
+def test_multi_score_is_recall_times_precision_and_stricter_than_f1_on_a_dump() -> None:
+    dump = multi_retrieval_scores('4821937, 1111111, 2222222, 3333333', values=('4821937',))
+    assert dump.score == pytest.approx(0.25)
+    assert dump.f1 == pytest.approx(0.4)
+
+
+def test_multi_pasted_context_is_penalised_by_length() -> None:
+    needles = ' '.join(f'One of the special magic numbers for Quillmere is: {v}.' for v in VALUES)
+    pasted = FILLER_EN * 20 + needles + FILLER_EN * 20
+    scores = multi_retrieval_scores(pasted, values=VALUES, reference=', '.join(VALUES))
+    assert scores.recall == 1.0
+    assert scores.length_factor < 0.1
+    assert scores.score < 0.1
+    # Within max(3 x reference, reference + 100) characters nothing is scaled.
+    chatty = multi_retrieval_scores(f'The magic numbers are {", ".join(VALUES)}.', values=VALUES)
+    assert chatty.length_factor == 1.0
+
+
+def test_multi_rejects_bad_distractor_values() -> None:
+    with pytest.raises(ValueError, match='distractor_values'):
+        multi_retrieval_scores('1', values=('1',), distractor_values=('12a',))
+    with pytest.raises(TypeError, match='distractor_values'):
+        multi_retrieval_scores('1', values=('1',), distractor_values='1234567')
+
+
+# --- single_needle_score -----------------------------------------------------------------------------------------
+
+
+def single(answer: str, **overrides: object) -> RuleVerdict:
+    options: dict = {
+        'needles': (SF_NEEDLE,),
+        'question': SF_QUESTION,
+        'language': 'en',
+        'answer_keys': ('eat a sandwich and sit in Dolores Park on a sunny day',),
+    }
+    options.update(overrides)
+    return single_needle_score(answer, **options)
+
+
+def zh_single(answer: str) -> RuleVerdict:
+    return single_needle_score(
+        answer, needles=(ZH_NEEDLE,), question=ZH_QUESTION, language='zh', answer_keys=('上海人工智能实验室',)
+    )
+
+
+def test_single_plain_key_is_a_certain_pass() -> None:
+    verdict = single('Eat a sandwich and sit in Dolores Park on a sunny day.')
+    assert verdict == RuleVerdict(1.0, True, 'states the key plainly', ('exact',))
+
+
+@pytest.mark.parametrize(
+    ('answer', 'flag'),
+    [
+        ("It's not to eat a sandwich and sit in Dolores Park on a sunny day.", 'negation'),
+        ('Eat a sandwich and sit in Dolores Park on a sunny day. Wait, I misread: ride a cable car.', 'retraction'),
+        ('Maybe eat a sandwich and sit in Dolores Park on a sunny day.', 'hedge'),
+    ],
+)
+def test_single_cue_near_the_key_is_uncertain_and_no_pass(answer: str, flag: str) -> None:
+    verdict = single(answer)
+    assert verdict.certain is False
+    assert verdict.score <= UNCERTAIN_SCORE_CAP
+    assert flag in verdict.flags
+    assert 'a judge decides' in verdict.explanation
+
+
+def test_single_cue_words_of_the_needle_itself_do_not_count() -> None:
+    needle = 'The ferry to Oskvik never sails on Sundays and leaves at 6:42.'
+    verdict = single(
+        'It never sails on Sundays and leaves at 6:42.',
+        needles=(needle,),
+        question='When does the ferry to Oskvik leave?',
+        answer_keys=('6:42',),
+    )
+    assert verdict.score == 1.0 and verdict.certain
+
+
+def test_single_cue_far_from_the_key_is_ignored() -> None:
+    answer = 'Eat a sandwich and sit in Dolores Park on a sunny day. ' + 'It is a lovely city to visit in spring. ' * 2
+    assert single(answer + 'Not every day is sunny there.').score == 1.0
+
+
+def test_single_chinese_other_institution_sharing_bigrams_is_no_pass() -> None:
+    # It shares 5 of the key's 8 bigrams: needle_recall gave it 0.67.
+    verdict = zh_single('上海人工智能研究院。')
+    assert verdict.score <= 0.3
+    assert verdict.certain is False  # a near miss: a judge may look
+
+
+@pytest.mark.parametrize('answer', ['上海人工智能实验室', '上海 人工智能，实验室', '是“上海人工智能实验室”。'])
+def test_single_chinese_key_matches_whole_with_spacing_and_punctuation(answer: str) -> None:
+    assert zh_single(answer).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ('answer', 'language', 'keys'),
+    [
+        ('The Shanghai AI Laboratory.', 'zh', ('上海人工智能实验室',)),
+        ('在多洛雷斯公园吃三明治。', 'en', ('Dolores Park',)),
+    ],
+)
+def test_single_answer_in_the_other_language_is_uncertain_not_a_certain_zero(
+    answer: str, language: str, keys: tuple[str, ...]
+) -> None:
+    needle = ZH_NEEDLE if language == 'zh' else SF_NEEDLE
+    verdict = single_needle_score(answer, needles=(needle,), question='?', language=language, answer_keys=keys)
+    assert verdict.certain is False
+    assert 'other_language' in verdict.flags
+
+
+def test_single_key_inside_a_pasted_context_is_not_a_certain_pass() -> None:
+    verdict = single(FILLER_EN * 10 + SF_NEEDLE + FILLER_EN * 10)
+    assert verdict.certain is False
+    assert verdict.score < 0.3
+    assert 'long' in verdict.flags
+
+
+def test_single_key_in_a_short_list_of_alternatives_is_no_pass() -> None:
+    verdict = single_needle_score(
+        'Saffron, teal, crimson', needles=('x',), question='?', language='en', answer_keys=('saffron',)
+    )
+    assert verdict.score <= 0.3 and 'list' in verdict.flags
+
+
+def test_single_missing_key_is_a_certain_zero() -> None:
+    assert single('Ride a cable car to Coit Tower.') == RuleVerdict(
+        0.0, True, 'the key is not in the answer', ('missing',)
+    )
+
+
+def test_single_spelled_out_number_is_left_to_the_judge() -> None:
+    verdict = single_needle_score(
+        'Three hundred and seventeen.', needles=('x',), question='?', language='en', answer_keys=('317',)
+    )
+    assert verdict.certain is False
+
+
+def test_single_without_keys_falls_back_to_needle_recall() -> None:
+    verdict = single('Eat a sandwich and sit in Dolores Park on a sunny day.', answer_keys=())
+    assert verdict.score == 1.0 and verdict.certain and verdict.flags == ('recall',)
+    assert single('Never eat a sandwich and sit in Dolores Park on a sunny day.', answer_keys=()).certain is False
+
+
+def test_single_reasoning_is_stripped_and_bad_keys_rejected() -> None:
+    assert single('<think>Maybe not.</think>Eat a sandwich and sit in Dolores Park on a sunny day.').score == 1.0
+    assert single('<think>eat a sandwich and sit in Dolores Park on a sunny day').score == 0.0
+    with pytest.raises(TypeError, match='answer_keys'):
+        single('x', answer_keys='Dolores Park')
+    with pytest.raises(ValueError, match='language'):
+        single('x', language='fr')
+
+
+# --- reasoning_answer_score --------------------------------------------------------------------------------------
+
+GIOSTRA = (
+    'Of all the restaurants in Florence, La Giostra is considered the best.',
+    'The dish La Giostra is best known for is its truffle macaroni.',
+    'The truffle macaroni served at La Giostra is made by a chef named Jack.',
+)
+
+
+def test_chain_candidates_name_the_chain_entities() -> None:
+    assert chain_candidates(GIOSTRA, keyword='Jack', language='en') == ('Jack', 'Florence', 'La Giostra')
+    zh = (
+        '寒烟湖里最大的岛叫作鹤汀岛。',
+        '鹤汀岛上唯一的一座房子属于养蜂人柯远山。',
+        '养蜂人柯远山最喜欢的乐器是唢呐。',
+    )
+    assert set(chain_candidates(zh, keyword='唢呐', language='zh')) == {'唢呐', '鹤汀岛', '养蜂人柯远山', '柯远山'}
+
+
+def reasoning(answer: str) -> RuleVerdict:
+    candidates = chain_candidates(GIOSTRA, keyword='Jack', language='en')
+    return reasoning_answer_score(answer, keyword='Jack', candidates=candidates, language='en')
+
+
+@pytest.mark.parametrize(
+    'answer', ['Jack.', 'The chef Jack makes it.', 'Jack makes it: the best restaurant is La Giostra, made by Jack.']
+)
+def test_reasoning_one_asserted_candidate_passes(answer: str) -> None:
+    assert reasoning(answer).score == 1.0
+
+
+@pytest.mark.parametrize(
+    ('answer', 'flag'),
+    [
+        ('Jack, La Giostra, Florence', 'list'),
+        ('Jack La Giostra', 'list'),
+        ('Jack, Pim, Osgood, Corvin', 'list'),  # names that are not chain candidates count too
+        ('It is not Jack.', 'negation'),
+        ('Jackie.', 'missing'),
+    ],
+)
+def test_reasoning_lists_negations_and_near_names_fail(answer: str, flag: str) -> None:
+    verdict = reasoning(answer)
+    assert verdict.score <= 0.3
+    assert flag in verdict.flags
+
+
+def test_reasoning_pasted_chain_fails() -> None:
+    verdict = reasoning_answer_score(
+        FILLER_EN * 10 + ' '.join(GIOSTRA), keyword='Jack', candidates=(), language='en', reference='Jack.'
+    )
+    assert verdict.score <= 0.3 and 'long' in verdict.flags
+
+
+# --- control: more phrasings, guesses after abstaining -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    'answer',
+    [
+        "I'm not sure.",
+        'The answer cannot be determined from the text.',
+        'The essays are silent on this.',
+        'There is not enough information.',
+        'Sorry, I can’t help with that.',
+        'N/A',
+        '信息不足。',
+        '文中只字未提。',
+        '我没有找到相关记载。',
+        'Probably the document does not say.',  # a hedge before the abstention is no guess
+    ],
+)
+def test_control_more_abstentions_count(answer: str) -> None:
+    assert en_control(answer).score == 1.0
+
+
+@pytest.mark.parametrize(
+    'answer',
+    [
+        'Not stated. Probably a picnic somewhere.',
+        'The text does not say, but maybe a sandwich in Dolores Park.',
+        '文中没有提到，估计是去公园。',
+        'It is not mentioned; my guess would be a museum.',
+    ],
+)
+def test_control_guess_after_abstention_fails_with_a_reason(answer: str) -> None:
+    score = en_control(answer)
+    assert score.guessed is True and score.score == 0.0
+    assert 'guess' in score.explanation or 'paraphrase' in score.explanation
+
+
+def test_control_paraphrase_of_the_fact_is_a_guess() -> None:
+    score = en_control('No information in the text; people love a sandwich on a sunny day in Dolores Park.')
+    assert score.guessed is True
+
+
+# --- all four entry points stay fast on hostile input ------------------------------------------------------------
+
+
+@pytest.mark.parametrize('hostile', ['not ' * 250_000, ' ' * 1_000_000, '不是' * 500_000, 'Jack, ' * 160_000])
+def test_entry_points_are_fast_on_a_megabyte(hostile: str) -> None:
+    started = time.perf_counter()
+    score_single(
+        hostile, needles=(SF_NEEDLE,), question=SF_QUESTION, reference=SF_NEEDLE, answer_keys=('Jack',), language='en'
+    )
+    score_reasoning(hostile, needles=GIOSTRA, reference='Jack.', answer_keys=('Jack',), language='en')
+    score_multi(hostile, reference='4821937', answer_keys=('4821937',), language='en', distractor_values=('1234567',))
+    score_control(hostile, answer_keys=('Jack',), language='zh')
+    assert time.perf_counter() - started < 5.0
+
+
+def test_single_cue_excuse_is_by_whole_word() -> None:
+    # The needle's 'door' holds the letters 'or' but does not excuse the hedge 'or' in the answer.
+    verdict = single_needle_score(
+        'saffron or teal',
+        needles=('The keeper of the Varnholt Point lighthouse repaints her front door saffron every April.',),
+        question='What colour?',
+        language='en',
+        answer_keys=('saffron',),
+    )
+    assert verdict.certain is False and 'hedge' in verdict.flags

@@ -1,0 +1,394 @@
+"""EvalScope's hooks for needle in a haystack. Each hook delegates: samples to ``samples``, rule scores to the task
+types, the judge to ``judging``, reply checks to ``replies``, metrics to ``run_metrics``, files to ``outputs``."""
+
+from __future__ import annotations
+
+import functools
+import logging
+import os
+import re
+import threading
+from collections import defaultdict
+from typing import Any
+
+from evalscope.api.benchmark import DefaultDataAdapter
+from evalscope.api.dataset import DatasetDict, Sample, build_dataset_from_records
+from evalscope.api.evaluator import TaskState
+from evalscope.api.judge import JudgeContext, JudgeDefinition
+from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
+from evalscope.api.metric import AggScore, SampleScore, Score
+from evalscope.api.model import Model
+from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy
+
+from ..corpus import resolve_corpus_dir
+from ..errors import NiahConfigError
+from ..metadata import GridCell, SampleMeta
+from ..outputs import write_run_outputs
+from ..params import parse_params
+from ..prompts import PromptSpec
+from ..report import SampleResult
+from ..run_metrics import subset_metrics
+from ..samples import grid, subset_samplers
+from ..scoring import strip_reasoning
+from ..tasks import score_answer, task_for
+from .judging import judge_workflow
+from .replies import budget_failure, generate_checked, judge_generate, model_call_config
+from .semantics import fix_overall_rows
+
+__all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
+
+logger = logging.getLogger(__name__)
+
+# Reviews (what EvalScope's dashboard shows) keep the instruction and the question; only the haystack is replaced.
+# The prediction row keeps the whole prompt, once.
+ELIDED_HAYSTACK = '<haystack elided: stored once, in predictions/>'
+# The dataset holds this until a sample's turn comes: haystacks are built at inference and dropped after it, so
+# memory grows with the requests in flight, not with the grid (a 10 x 10 grid of 1M-token prompts is ~400 MB).
+PENDING_PROMPT = '<haystack built when this sample is sent>'
+_HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
+# A reply cut by the token limit whose rule recall reaches this (the rule's "certain pass" bound) already holds
+# every needle fact: the rest could not make it wrong, so it is scored (and flagged). Below it, it is a budget failure.
+COMPLETE_RECALL = 0.9
+_MAX_ERROR_CHARS = 500
+
+
+class NiahAdapter(DefaultDataAdapter):
+    """EvalScope hooks for needle-in-a-haystack: load samples, score, aggregate cells, draw heatmaps."""
+
+    scoring_policy = ScoringPolicy.JUDGE_DEFAULT
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
+        given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
+        self.params = parse_params(self.extra_params, user_given=given)
+        self._prompt: PromptSpec | None = None
+        self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
+        self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
+        self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
+        # Samples that raised after every retry, per subset (worker threads append: hence the lock).
+        self._errors: dict[str, list[SampleResult]] = defaultdict(list)
+        self._errors_lock = threading.Lock()
+        self._report_dir: str | None = None
+        self._outputs_written = False
+
+    # ---- judge configuration --------------------------------------------------------------------------------
+
+    def validate_judge_strategy(self) -> None:
+        if (
+            self._task_config is not None
+            and self.judge_strategy == JudgeStrategy.AUTO
+            and not self._judge_config.models
+        ):
+            raise NiahConfigError(
+                'judge',
+                'needle_haystack scores with an LLM judge by default, and no judge model is configured. Add one: '
+                "judge={'models': [{'model_id': 'qwen-plus', 'api_url': 'https://.../v1', 'api_key': '...'}]} "
+                '(CLI: --judge \'{"models": [{"model_id": ..., "api_url": ..., "api_key": ...}]}\'), '
+                "or score with the rule score alone: judge={'strategy': 'rule'} "
+                '(CLI: --judge \'{"strategy": "rule"}\')',
+            )
+        super().validate_judge_strategy()
+
+    # ---- samples ---------------------------------------------------------------------------------------------
+
+    def load(self) -> tuple[DatasetDict, None]:
+        subsets = self.params.resolve_subsets(self.subset_list)
+        corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
+        self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+        samplers = subset_samplers(
+            self.params,
+            corpus_dir=corpus_dir,
+            subsets=[subset.name for subset in subsets],
+            prompt=self._prompt,
+            limit=self.limit,
+            shuffle=self.shuffle,
+        )
+        datasets = {}
+        for sampler, _ in samplers:
+            name = sampler.subset.name
+            self._samplers[name] = sampler
+            # Records are cheap cell descriptions; samples are plans; haystacks are built at inference.
+            datasets[name] = build_dataset_from_records(
+                [vars(cell) for cell in grid(self.params, [name])],
+                self.record_to_sample,
+                name=name,
+                location=str(corpus_dir),
+                limit=self.limit,
+                repeats=self.repeats,
+                shuffle=self.shuffle,
+                seed=self.seed,
+            )
+            # Cached predictions are matched by position; these cells let reviews reject another grid's rows.
+            self._expected_cells[name] = {
+                sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
+            }
+        return DatasetDict(datasets), None
+
+    def _corpus_dir(self, files: list[str]) -> str:
+        local = os.path.isdir(self.dataset_id)
+        if not local and not _HUB_ID.fullmatch(self.dataset_id):  # neither a folder nor an 'owner/name' dataset id
+            raise NiahConfigError('local_path', f'{self.dataset_id!r} is not a directory')
+        path = resolve_corpus_dir(
+            local_path=self.dataset_id if local else None, files=files, dataset_id=self.dataset_id
+        )
+        return str(path)
+
+    def record_to_sample(self, record: dict[str, Any]) -> Sample:
+        plan = self._samplers[record['subset']].plan(GridCell(**record))
+        return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
+
+    def _messages(self, user_prompt: str) -> list[Any]:
+        messages: list[Any] = [ChatMessageUser(content=user_prompt)]
+        if self.system_prompt:
+            messages.insert(0, ChatMessageSystem(content=self.system_prompt))
+        return messages
+
+    def _build_input(self, sample: Sample) -> None:
+        """Build the haystack of a sample about to be sent; measured values join its metadata."""
+        meta = SampleMeta.from_dict(sample.metadata)
+        sampler = self._samplers[meta.subset]
+        built = sampler.build(sampler.plan(meta.cell))
+        sample.input = self._messages(built.user_prompt)
+        # The haystack stays out of metadata: it is stored once, in the prediction's messages.
+        sample.metadata.update(built.meta.to_dict())
+
+    # ---- inference: retries EvalScope does not do, and a record of what still fails -----------------------------
+
+    def _on_inference(self, model: Model, sample: Sample) -> Any:
+        if self._task_config is not None and self._task_config.agent_config is not None:
+            return super()._on_inference(model, sample)
+        config = model_call_config(model.config, sample.metadata.get('context_length'))
+        return generate_checked(
+            lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
+            what='model',
+            max_tokens=model.config.max_tokens,
+        )
+
+    def run_inference(self, model: Model, sample: Sample, output_dir: str, **kwargs: Any) -> TaskState:
+        # reports/<model_id> is the sibling of predictions/<model_id>; kept for runs where every sample errors.
+        self._report_dir = os.path.join(
+            os.path.dirname(os.path.dirname(output_dir)), 'reports', os.path.basename(output_dir)
+        )
+        try:
+            self._build_input(sample)
+            return super().run_inference(model, sample, output_dir, **kwargs)
+        except Exception as exc:
+            # EvalScope writes no row for it (so --use-cache retries it), and with ignore_errors only counts it.
+            self._record_error(SampleMeta.from_dict(sample.metadata), exc)
+            raise
+        finally:
+            sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
+
+    def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
+        message = f'{type(exc).__name__}: {exc}'
+        result = SampleResult(
+            subset=meta.subset,
+            context_length=meta.context_length,
+            depth_percent=meta.depth_percent,
+            control=meta.control,
+            accuracy=None,
+            rule_recall=None,
+            levenshtein=None,
+            judge_accuracy=None,
+            judge_status='not_called',
+            error=message[:_MAX_ERROR_CHARS],
+        )
+        with self._errors_lock:
+            self._errors[result.subset].append(result)
+
+    def init_llm_judges(self) -> list[Any]:
+        judges = super().init_llm_judges()
+        for judge in judges:
+            # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
+            # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
+            judge.generate = functools.partial(judge_generate, judge)
+        return judges
+
+    # ---- scoring ---------------------------------------------------------------------------------------------
+
+    def calculate_metrics(self, task_state: TaskState) -> SampleScore:
+        meta = SampleMeta.from_dict(task_state.metadata)
+        self._check_cached_cell(task_state, meta)
+        # The prediction row (with the prompt) is already written; the review keeps what was asked, not the haystack.
+        task_state.messages = [
+            message.model_copy(update={'content': self._elided_prompt(meta)}) if message.role == 'user' else message
+            for message in task_state.messages
+        ]
+        try:
+            budget = budget_failure(task_state.output)
+            if budget is None:
+                return super().calculate_metrics(task_state)
+            if budget == 'token limit' and self._answer_complete(task_state, meta):
+                # Models often answer, then ramble into the limit: the answer is there, judge it, count the cut.
+                sample_score = super().calculate_metrics(task_state)
+                sample_score.score.metadata = {**(sample_score.score.metadata or {}), 'budget_exhausted': True}
+                return sample_score
+            return self._budget_score(task_state, budget)
+        except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
+            self._record_error(meta, exc)
+            raise
+
+    def _elided_prompt(self, meta: SampleMeta) -> str:
+        prompt = self._prompt or PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+        return prompt.user_message(context=ELIDED_HAYSTACK, question=meta.question)
+
+    def _check_cached_cell(self, task_state: TaskState, meta: SampleMeta) -> None:
+        """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
+        reported under this grid's cells: EvalScope matches cached rows to samples by position only."""
+        expected = self._expected_cells.get(meta.subset, {}).get(task_state.sample_id)
+        if expected is not None and meta.cell != expected:
+            raise NiahConfigError(
+                'use_cache',
+                f'the cached prediction of {meta.subset} sample {task_state.sample_id} was made for cell '
+                f'{meta.cell.describe()}, but this grid puts {expected.describe()} there. Run '
+                'with the cached extra_params, or without --use-cache',
+            )
+
+    def _answer_complete(self, task_state: TaskState, meta: SampleMeta) -> bool:
+        rule = score_answer(strip_reasoning(task_state.output.completion), meta)
+        return rule.values.get('rule_recall', rule.accuracy) >= COMPLETE_RECALL
+
+    def _budget_score(self, task_state: TaskState, reason: str) -> SampleScore:
+        # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
+        prediction = task_state.output.completion
+        score = Score(
+            value={},
+            main_score_name='acc',
+            status=ScoreStatus.EXCLUDED,
+            prediction=prediction,
+            extracted_prediction=strip_reasoning(prediction),
+            explanation=f'reply cut: {reason}',
+            metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
+        )
+        return SampleScore(
+            score=score,
+            sample_id=task_state.sample_id,
+            group_id=task_state.group_id,
+            generation_index=(task_state.sample_id % self.repeats) if self.repeats > 1 else 0,
+            sample_metadata=task_state.metadata,
+        )
+
+    def match_score(
+        self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
+    ) -> Score:
+        final = strip_reasoning(filtered_prediction)
+        rule = score_answer(final, SampleMeta.from_dict(task_state.metadata))
+        return Score(
+            value=dict(rule.values),
+            main_score_name='acc',
+            prediction=original_prediction,
+            extracted_prediction=final,
+            explanation=rule.explanation,
+            metadata={'source': 'rule', 'rule_certain': rule.certain},
+        )
+
+    def judge_definition(self, context: JudgeContext) -> JudgeDefinition:
+        meta = SampleMeta.from_dict(context.task_state.metadata)
+        final = strip_reasoning(context.filtered_prediction)
+        rule = score_answer(final, meta)
+        rule_score = self.match_score(
+            context.original_prediction, context.filtered_prediction, context.reference, context.task_state
+        )
+        if not task_for(meta).is_judged(meta):
+            # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
+            return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
+        if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
+            return JudgeDefinition.skip(rule_score, reason='rule score is certain')
+        side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
+        return judge_workflow(meta, side_values)
+
+    # ---- aggregation and reports -----------------------------------------------------------------------------
+
+    def aggregate_scores(self, sample_scores: list[SampleScore]) -> list[AggScore]:
+        # Control cells measure guessing, not retrieval: they stay out of accuracy and get their own metrics.
+        needle_scores = [score for score in sample_scores if not _meta(score).control]
+        aggregates = super().aggregate_scores(needle_scores) if needle_scores else []
+        for aggregate in aggregates:
+            aggregate.dimensions = {**aggregate.dimensions, 'scope': 'overall'}
+        aggregates += self._cell_accuracies(needle_scores)
+        results = [_sample_result(sample_score) for sample_score in sample_scores]
+        subsets = {result.subset for result in results}  # one, when EvalScope aggregates a subset
+        for subset in subsets:
+            self._results[subset] = [result for result in results if result.subset == subset]
+        # Samples that errored this run have no SampleScore; count them beside the scored ones.
+        errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
+        params = self.params
+        records = subset_metrics(
+            results, errors, threshold=params.effective_length_threshold, mode=params.effective_mode()
+        )
+        aggregates += [
+            AggScore(
+                score=record.value, metric_name=record.name, dimensions=dict(record.dimensions), num=record.n, ids=[]
+            )
+            for record in records
+        ]
+        return aggregates
+
+    def _cell_accuracies(self, needle_scores: list[SampleScore]) -> list[AggScore]:
+        cells: dict[tuple[int, float], list[SampleScore]] = defaultdict(list)
+        for sample_score in needle_scores:
+            meta = _meta(sample_score)
+            cells[(meta.context_length, meta.depth_percent)].append(sample_score)
+        aggregates = []
+        for (length, depth), cell_scores in sorted(cells.items()):
+            # Per cell only accuracy: rule scores per cell live in the cells CSV and the HTML heatmap's hover.
+            for aggregate in super().aggregate_scores(cell_scores):
+                if aggregate.metric_name in ('acc', 'accuracy'):
+                    aggregate.dimensions = {**aggregate.dimensions, 'context_length': length, 'depth_percent': depth}
+                    aggregates.append(aggregate)
+        return aggregates
+
+    def _on_generate_report_end(self, report: Any, output_dir: str, **kwargs: Any) -> None:
+        fix_overall_rows(report)
+        self._write_outputs(output_dir, plot=True)
+
+    def finalize(self, *args: Any, **kwargs: Any) -> None:
+        # With ignore_errors and every sample errored, EvalScope builds no report and never calls the hook above;
+        # the errors must still reach the results file. (Without ignore_errors the run raised: nothing to write.)
+        ignore_errors = self._task_config is not None and self._task_config.ignore_errors
+        if ignore_errors and self._errors and not self._outputs_written and self._report_dir is not None:
+            self._write_outputs(self._report_dir, plot=False)
+        super().finalize(*args, **kwargs)
+
+    def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
+        subsets = sorted(set(self._results) | set(self._errors))
+        results = [result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset]]]
+        if not results:
+            return
+        self._outputs_written = True
+        params = self.params
+        write_run_outputs(
+            output_dir,
+            results,
+            threshold=params.effective_length_threshold,
+            mode=params.effective_mode(),
+            show_score=params.show_score,
+            plot=plot,
+        )
+
+
+def _meta(sample_score: SampleScore) -> SampleMeta:
+    return SampleMeta.from_dict(sample_score.sample_metadata or {})
+
+
+def _sample_result(sample_score: SampleScore) -> SampleResult:
+    score = sample_score.score
+    meta = _meta(sample_score)
+    value = score.value or {}
+    judged = bool((score.metadata or {}).get('judge_attempts'))
+    judge_ok = judged and score.status == ScoreStatus.SUCCESS and 'judge_accuracy' in value
+    return SampleResult(
+        subset=meta.subset,
+        context_length=meta.context_length,
+        depth_percent=meta.depth_percent,
+        control=meta.control,
+        guessed=bool(value['guessed']) if meta.control and 'guessed' in value else None,
+        precision=value.get('precision'),
+        accuracy=value.get('acc'),
+        rule_recall=value.get('rule_recall'),
+        levenshtein=value.get('levenshtein'),
+        judge_accuracy=value.get('judge_accuracy') if judge_ok else None,
+        judge_status='ok' if judge_ok else ('failed' if judged else 'not_called'),
+        budget_exhausted=bool((score.metadata or {}).get('budget_exhausted')),
+    )

@@ -1,0 +1,43 @@
+"""EvalScope's evaluator with two changes: reviews that survive a crash, and a prefix-cache-friendly request order."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from evalscope.evaluator import DefaultEvaluator
+
+from ..metadata import SampleMeta
+from ..ordering import PrefixInfo, prefix_friendly_order
+
+__all__ = ['NiahEvaluator']
+
+
+class NiahEvaluator(DefaultEvaluator):
+    """A fresh run writes reviews to a temporary file that EvalScope publishes only when the run ends, so after a
+    kill -9 every finished review was lost and re-judged on resume. A fresh run has no old reviews to protect:
+    publish the (empty) files at once, so each review is appended where --use-cache will find it.
+    """
+
+    def _collect_work_items(self, dataset_dict):
+        context = super()._collect_work_items(dataset_dict)
+        if not self.use_cache:
+            self.cache_manager.commit_review_reruns()
+        # Prompts sharing a haystack start share text up to their needle: ordered so that a server with automatic
+        # prefix caching (vLLM) reuses the most (see ordering.py). Reviews of cached predictions make no model call
+        # and go first. The pool submits in list order.
+        reviews = [item for item in context.work_items if item.sample is None]
+        predictions = [item for item in context.work_items if item.sample is not None]
+        if self.benchmark.params.request_order == 'prefix':
+            predictions = prefix_friendly_order(predictions, info=_prefix_info)
+        context.work_items[:] = reviews + predictions
+        return context
+
+
+def _prefix_info(item: Any) -> PrefixInfo:
+    meta = SampleMeta.from_dict(item.sample.metadata)
+    return PrefixInfo(
+        group=(meta.subset, meta.start_token),
+        context_length=meta.context_length,
+        divergence_token=meta.divergence_token,
+        prompt_tokens=meta.context_length,
+    )

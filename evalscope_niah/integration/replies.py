@@ -1,0 +1,125 @@
+"""Replies that EvalScope would take as answers but are server faults: retried, recorded, kept apart from scores.
+
+EvalScope retries only calls that raise. A 200 reply without text, or one cut by the token limit, reaches the
+scorer as an answer and would score 0, so every reply (model and judge) is looked at here and called again.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from evalscope.api.model import GenerateConfig, ModelOutput
+
+from ..vocabulary import BudgetReason
+
+logger = logging.getLogger(__name__)
+
+# README: Guarantees. At most this many calls per sample for replies that are empty or cut short of the budget.
+REPLY_ATTEMPTS = 3
+# Sleep REPLY_BACKOFF_S * n after the n-th discarded reply: short, the server answered, it is not rate limiting.
+REPLY_BACKOFF_S = 1.0
+# Per-request timeout when generation_config.timeout is unset (the openai SDK would wait 600 s, then retry twice,
+# inside each of EvalScope's 5 attempts). A queued request looks like a hung one to the client, so the timeout
+# grows with the prompt tokens in flight: all concurrent requests at a pessimistic 500 tokens/s, at least 120 s.
+MIN_TIMEOUT_S = 120.0
+PROMPT_TOKENS_PER_S = 500.0
+# Judge prompts are short (question, reference, answer); a judge's reasoning can still take minutes.
+JUDGE_TIMEOUT_S = 300.0
+
+
+class EmptyReplyError(RuntimeError):
+    """The server kept answering 200 with no text: a server fault, not an answer."""
+
+
+class CutReplyError(RuntimeError):
+    """A judge reply cut by the token limit: its verdict cannot be trusted."""
+
+
+def budget_failure(output: ModelOutput | None) -> BudgetReason | None:
+    """Why a reply ran out of room ('token limit', 'context window'), or None."""
+    if output is None or output.empty:
+        return None
+    if output.stop_reason == 'max_tokens':
+        return 'token limit'  # includes a reasoning model stopped inside its <think> block
+    if output.stop_reason == 'model_length':
+        return 'context window'  # EvalScope's reply to a context-overflow 400 (its content is the error text)
+    return None
+
+
+def reply_is_empty(output: ModelOutput) -> bool:
+    """No choice, or a choice with neither text, reasoning nor tool call."""
+    if output.empty:
+        return True
+    message = output.message
+    if message.tool_calls:
+        return False
+    if isinstance(message.content, str):
+        return not message.content.strip()
+    for part in message.content:
+        text = getattr(part, 'text', None) if part.type == 'text' else getattr(part, 'reasoning', None)
+        if part.type not in ('text', 'reasoning') or (text or '').strip():
+            return False
+    return True
+
+
+def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: int | None = None) -> ModelOutput:
+    """Call until the reply is usable, at most REPLY_ATTEMPTS times.
+
+    Empty replies are retried; if every reply is empty, EmptyReplyError (the sample errors, it is not scored).
+    A reply cut by the token limit is returned as is when it used the whole `max_tokens` budget (the same call would
+    be cut again); otherwise (no budget set, or cut short of it: a server fault) it is retried once. The scorer then
+    decides between a score and a budget failure. A context overflow is returned at once: it would overflow again.
+    Transport errors never reach here: EvalScope has retried them already.
+    """
+    discarded: list[str] = []
+    for attempt in range(1, REPLY_ATTEMPTS + 1):
+        output = call()
+        last = attempt == REPLY_ATTEMPTS
+        if reply_is_empty(output):
+            if last:
+                raise EmptyReplyError(f'{what} reply {attempt} of {attempt} is empty (discarded before: {discarded})')
+            problem = 'empty'
+        elif (
+            output.stop_reason == 'max_tokens'
+            and not last
+            and 'max_tokens' not in discarded
+            and not _used_budget(output, max_tokens)
+        ):
+            problem = 'max_tokens'
+        else:
+            if discarded:  # kept in the prediction row: the retries stay visible
+                output.metadata = {**(output.metadata or {}), 'niah_discarded_replies': discarded}
+            return output
+        discarded.append(problem)
+        logger.warning('needle_haystack: %s reply %d discarded (%s); calling again', what, attempt, problem)
+        time.sleep(REPLY_BACKOFF_S * attempt)
+    raise AssertionError('unreachable')
+
+
+def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
+    usage = output.usage
+    return max_tokens is not None and usage is not None and usage.output_tokens >= max_tokens
+
+
+def model_call_config(config: GenerateConfig, context_length: int | None) -> GenerateConfig | None:
+    """Per-call overrides: a timeout sized to the prompt when the user set none (merged over theirs)."""
+    if config.timeout is not None or not context_length:
+        return None
+    in_flight = max(1, config.batch_size or 1) * int(context_length)
+    return GenerateConfig(timeout=max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S))
+
+
+def judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
+    """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict)."""
+    model = judge.model
+    config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)
+    output = generate_checked(
+        lambda: model.generate(messages, config=config), what='judge', max_tokens=model.config.max_tokens
+    )
+    reason = budget_failure(output)
+    if reason is not None:
+        raise CutReplyError(f'judge reply cut by its {reason}; raise judge generation_config.max_tokens')
+    return output

@@ -1,0 +1,110 @@
+"""The typed metadata every sample carries through EvalScope: planned before the haystack, measured after it.
+
+EvalScope stores sample metadata as a JSON object (in predictions, reviews and its cache), so the record crosses
+that boundary as ``to_dict()`` and comes back through ``from_dict()``; nothing else reads it by string keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ['GridCell', 'SampleMeta']
+
+
+@dataclass(frozen=True)
+class GridCell:
+    """One sample's coordinates. ``depth_percent`` None marks the needle-absent control cell of a length.
+
+    ``repeat`` selects the haystack's starting point in the corpus; ``draw`` the needle drawn from a needle bank.
+    """
+
+    subset: str
+    context_length: int
+    depth_percent: float | None
+    repeat: int = 0
+    draw: int = 0
+
+    @property
+    def control(self) -> bool:
+        return self.depth_percent is None
+
+    def describe(self) -> str:
+        where = 'the needle-absent control' if self.depth_percent is None else f'depth {self.depth_percent}%'
+        return f'(length {self.context_length}, {where}, repeat {self.repeat}, draw {self.draw})'
+
+
+_TUPLE_FIELDS = ('needles', 'answer_keys', 'distractor_values', 'candidates', 'achieved_depth_percents')
+
+
+@dataclass(frozen=True)
+class SampleMeta:
+    """What scoring, reports and the request order need of one sample.
+
+    The first block is known when the sample is planned; the second is filled in when its haystack is built (just
+    before the request), and stays None for a sample never sent.
+    """
+
+    subset: str
+    language: str
+    task: str
+    context_length: int
+    depth_percent: float | None
+    repeat: int
+    draw: int
+    needles: tuple[str, ...]
+    question: str
+    reference_answer: str
+    answer_keys: tuple[str, ...]
+    start_token: int
+    divergence_token: int
+    # Values of facts placed to mislead (multi-needle distractors): an answer that gives them is wrong.
+    distractor_values: tuple[str, ...] = ()
+    # Candidate answers a task knows of (a reasoning chain's names): listing several of them is hedging.
+    candidates: tuple[str, ...] = ()
+    # Measured when the haystack is built.
+    prompt_tokens: int | None = None
+    haystack_tokens: int | None = None
+    achieved_depth_percent: float | None = None
+    achieved_depth_percents: tuple[float, ...] = ()
+    corpus_file: str | None = None
+    corpus_sha256: str | None = None
+    tokenizer: str | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def control(self) -> bool:
+        return self.depth_percent is None
+
+    @property
+    def cell(self) -> GridCell:
+        return GridCell(self.subset, self.context_length, self.depth_percent, self.repeat, self.draw)
+
+    def with_build(self, **measured: Any) -> SampleMeta:
+        return dataclasses.replace(self, **measured)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = dataclasses.asdict(self)
+        for name in _TUPLE_FIELDS:
+            data[name] = list(data[name])
+        data['control'] = self.control  # read by people and EvalScope's dashboard; derived, so not read back
+        data['extra'] = dict(self.extra)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> SampleMeta:
+        known = {item.name for item in dataclasses.fields(cls)}
+        values = {key: value for key, value in data.items() if key in known}
+        for name in _TUPLE_FIELDS:
+            if name in values and values[name] is not None:
+                values[name] = tuple(values[name])
+        for name in ('context_length', 'repeat', 'draw', 'start_token', 'divergence_token'):
+            if values.get(name) is not None:
+                values[name] = int(values[name])
+        if values.get('depth_percent') is not None:
+            values['depth_percent'] = float(values['depth_percent'])
+        values.setdefault('repeat', 0)
+        values.setdefault('draw', 0)
+        return cls(**values)

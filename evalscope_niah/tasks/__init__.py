@@ -1,0 +1,46 @@
+"""Task types: one class per task, found by name. Importing this package registers the built-in tasks."""
+
+from __future__ import annotations
+
+from ..metadata import SampleMeta
+from .associative import Associative
+from .base import NeedleChoice, PlanContext, RuleScore, Task
+from .control import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
+from .multi_retrieval import MultiRetrieval
+from .reasoning import ReasoningChain
+from .registry import get_task, register_task, task_names, unregister_task
+from .single import SingleNeedle
+
+# In this order in every list of choices; a task added elsewhere is one more register_task call.
+for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
+    register_task(_builtin)
+
+__all__ = [
+    'ABSENT_CONTROL',
+    'ABSENT_REFERENCE',
+    'AbsentControl',
+    'Associative',
+    'MultiRetrieval',
+    'NeedleChoice',
+    'PlanContext',
+    'ReasoningChain',
+    'RuleScore',
+    'SingleNeedle',
+    'Task',
+    'get_task',
+    'register_task',
+    'score_answer',
+    'task_for',
+    'task_names',
+    'unregister_task',
+]
+
+
+def task_for(meta: SampleMeta) -> Task:
+    """The task that scores this sample: its own, or the control for a needle-absent cell."""
+    return ABSENT_CONTROL if meta.control else get_task(meta.task)
+
+
+def score_answer(final_answer: str, meta: SampleMeta) -> RuleScore:
+    """Rule score of a final answer (reasoning stripped) for its sample's task."""
+    return task_for(meta).rule_score(final_answer, meta)

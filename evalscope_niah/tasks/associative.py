@@ -1,0 +1,78 @@
+"""One-hop associative retrieval (NoLiMa's idea, our own English and Chinese pairs): the needle states a fact about
+a character and the question reaches it only through common knowledge, sharing no word with the needle.
+
+The answer is the character's name. A literal search for the question's words finds nothing in the haystack (the
+hop's target is checked absent from the corpus); ``associative_distractor`` adds a sentence that does share them.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..associative import check_corpus, draw, literal_distractor, names
+from ..metadata import GridCell, SampleMeta
+from ..scoring import reasoning_answer_score
+from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+
+logger = logging.getLogger(__name__)
+
+
+class Associative(Task):
+    name = 'associative'
+    description = (
+        'a fact about a character reached through one hop of common knowledge (question and needle share no word); '
+        "the answer is the character's name"
+    )
+    judged = True
+    own_parameters = ('associative_distractor',)
+    # NoLiMa's measure: a length is effective while the score holds 85% of the shortest length's.
+    effective_length_mode = 'relative'
+
+    def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
+        # Names and hop targets found in the corpus are left out of the draws; say which, once per subset.
+        for message in check_corpus(context.corpus_text, language=context.language).messages():
+            logger.warning('needle_haystack subset %r: %s', context.subset.name, message)
+        return []
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        params = context.params
+        depths = params.depth_percent_grid()
+        # The same pairs at every length of a depth (a row compares lengths on the same facts); repeats of a cell
+        # take different pairs, and the depths of a grid walk the set.
+        position = depths.index(cell.depth_percent) if cell.depth_percent in depths else len(depths)
+        drawn = draw(
+            language=context.language,
+            seed=params.sampling_seed,
+            count=params.num_repeats,
+            cell=position,
+            corpus_text=context.corpus_text,
+        )
+        pair, name = drawn[cell.repeat]
+        distractors: tuple[str, ...] = ()
+        distractor_depths: tuple[float, ...] | None = None
+        if params.associative_distractor:
+            distractors = (literal_distractor(pair, language=context.language),)
+            depth = cell.depth_percent if cell.depth_percent is not None else 0.0
+            distractor_depths = ((depth + 50.0) % 100.0,)  # as far from the needle as the haystack allows
+        return NeedleChoice(
+            needles=(pair.needle_for(name),),
+            question=pair.question,
+            reference_answer=name,
+            answer_keys=(name,),
+            distractors=distractors,
+            distractor_depths=distractor_depths,
+            candidates=names(context.language),
+            judge_context=f'{pair.needle_for(name)} (link: {pair.hop})',
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        # The drawn name asserted once, not negated, and no other character name beside it.
+        verdict = reasoning_answer_score(
+            answer,
+            keyword=meta.answer_keys[0],
+            candidates=meta.candidates,
+            language=meta.language,
+            # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
+            reference=' '.join(meta.needles) or meta.reference_answer,
+        )
+        return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)

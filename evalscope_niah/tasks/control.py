@@ -1,0 +1,30 @@
+"""The needle-absent control: the same prompt without its needle. A right answer abstains; stating the fact is a
+guess. Kept out of accuracy (reported as abstention and guess rates), never judged."""
+
+from __future__ import annotations
+
+from ..metadata import GridCell, SampleMeta
+from ..scoring import absent_control_score
+from .base import NeedleChoice, PlanContext, RuleScore, Task
+
+ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
+
+
+class AbsentControl(Task):
+    """Not selectable as ``task``: every task's control cells are scored here (``task_for``)."""
+
+    name = 'absent_control'
+    description = 'one needle-free cell per length; measures guessing'
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
+        return RuleScore(
+            values={'acc': control.score, 'abstained': float(control.abstained), 'guessed': float(control.guessed)},
+            explanation=control.explanation,
+        )
+
+
+ABSENT_CONTROL = AbsentControl()

@@ -1,0 +1,52 @@
+"""A chain of linked needles (OpenCompass CDME): only together do they answer the question.
+
+The answer must assert exactly one candidate, not negated (a list of the chain's names or a pasted context fails);
+CDME's own keyword score is reported beside it for comparability."""
+
+from __future__ import annotations
+
+import random
+
+from ..metadata import GridCell, SampleMeta
+from ..needles import answer_format_guide, pick_chain, reasoning_chains
+from ..scoring import keyword_score, score_reasoning
+from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+
+
+class ReasoningChain(Task):
+    name = 'reasoning'
+    description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
+    own_parameters = ('diff', 'shuffle_links')
+
+    def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
+        return [(chain.needles, 'task') for chain in reasoning_chains(context.language)]
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        params = context.params
+        chain = pick_chain(context.language, index=cell.repeat)
+        needles = chain.needles
+        if params.shuffle_links:
+            order = list(needles)
+            random.Random(seed).shuffle(order)
+            needles = tuple(order)
+        depth = cell.depth_percent if cell.depth_percent is not None else 0.0
+        return NeedleChoice(
+            needles=needles,
+            question=chain.question,
+            reference_answer=chain.reference,
+            answer_keys=(chain.answer,),
+            needle_depths=tuple(min(100.0, depth + number * params.diff) for number in range(len(needles))),
+            guide=answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=context.language),
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        verdict = score_reasoning(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            reference=meta.reference_answer,
+            answer_keys=meta.answer_keys,
+            language=meta.language,
+        )
+        keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
+        return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)

@@ -1,0 +1,43 @@
+"""Tasks by name. The registry and its lock are declared here, at the top, so the one place that decides which
+tasks exist is visible; registering is idempotent for the same class and refuses a second class under a name."""
+
+from __future__ import annotations
+
+import threading
+
+from ..errors import NiahConfigError
+from .base import Task
+
+__all__ = ['get_task', 'register_task', 'task_names']
+
+_TASKS: dict[str, Task] = {}
+_LOCK = threading.Lock()
+
+
+def register_task(cls: type[Task]) -> type[Task]:
+    """Class decorator: make ``cls.name`` selectable as ``task``."""
+    with _LOCK:
+        current = _TASKS.get(cls.name)
+        if current is not None and type(current) is not cls:
+            raise ValueError(f'task {cls.name!r} is already registered by {type(current).__qualname__}')
+        _TASKS[cls.name] = cls()
+    return cls
+
+
+def unregister_task(name: str) -> None:
+    """Remove a task (tests register temporary ones)."""
+    with _LOCK:
+        _TASKS.pop(name, None)
+
+
+def task_names() -> tuple[str, ...]:
+    with _LOCK:
+        return tuple(_TASKS)
+
+
+def get_task(name: str) -> Task:
+    with _LOCK:
+        task = _TASKS.get(name)
+    if task is None:
+        raise NiahConfigError('task', f'unknown task {name!r}; choose one of {", ".join(task_names())}')
+    return task

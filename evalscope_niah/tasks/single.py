@@ -1,0 +1,55 @@
+"""The classic test: the subset's needle (or a needle-bank draw) and the question that asks for it; judged."""
+
+from __future__ import annotations
+
+from ..metadata import GridCell, SampleMeta
+from ..needles import answer_format_guide
+from ..scoring import needle_recall, score_single
+from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+
+
+class SingleNeedle(Task):
+    name = 'single'
+    description = "the needle(s) and question of each subset (or a needle bank's draws), graded by the LLM judge"
+    judged = True
+    uses_subset_needles = True
+    accepts_bank = True
+
+    def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
+        if context.bank:
+            # Draws repeat the same entries (fixed, or a bank smaller than the draws): check each distinct one once.
+            return [((needle,), 'needle_bank') for needle in dict.fromkeys(entry.needle for entry in context.bank)]
+        return [(context.subset.needles, f'subsets.{context.subset.name}.needles')]
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        language = context.language
+        if context.bank:
+            entry = context.bank[cell.draw]
+            return NeedleChoice(
+                needles=(entry.needle,),
+                question=entry.question,
+                reference_answer=entry.needle,
+                answer_keys=(entry.answer,),
+                guide=answer_format_guide(needle=entry.needle, answer=entry.answer, language=language),
+            )
+        subset = context.subset
+        return NeedleChoice(
+            needles=tuple(subset.needles),
+            question=subset.retrieval_question,
+            reference_answer=subset.reference_answer,
+            answer_keys=(subset.answer,) if subset.answer else (),
+            guide=answer_format_guide(needle=subset.needles[0], answer=subset.answer, language=language),
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        verdict = score_single(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            reference=meta.reference_answer,
+            answer_keys=meta.answer_keys,
+            language=meta.language,
+        )
+        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds.
+        recall = needle_recall(answer, needles=meta.needles, question=meta.question, language=meta.language)
+        return verdict_score(verdict, answer, meta, rule_recall=recall)

@@ -1,0 +1,24 @@
+"""The package's closed vocabularies, each declared once: parameters, records and reports import them from here."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+Language = Literal['en', 'zh']
+LANGUAGES: tuple[str, ...] = get_args(Language)
+
+# How the effective context length is judged: an absolute accuracy, or a share of the shortest length's accuracy.
+EffectiveLengthMode = Literal['absolute', 'relative']
+EFFECTIVE_LENGTH_MODES: tuple[str, ...] = get_args(EffectiveLengthMode)
+
+# What became of a sample's judge call: graded, called and failed (the rule score stands in), or never asked.
+JudgeStatus = Literal['ok', 'failed', 'not_called']
+
+# Why a reply ran out of room: the answer budget (max_tokens) or the model's context window.
+BudgetReason = Literal['token limit', 'context window']
+
+# What decided a sample's accuracy: the LLM judge, the rule score by design, or the rule score standing in for a
+# judge that failed qualification (reports label the last one, so a rule number is never read as a judge's).
+ScoringSource = Literal['judge', 'rule', 'rule_fallback']
+
+RequestOrder = Literal['prefix', 'grid']

@@ -1,0 +1,112 @@
+"""The package's shape, checked by reading its source: EvalScope stays in integration/, no import circles, no
+long functions without a reason."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import evalscope_niah
+
+PACKAGE_DIR = Path(evalscope_niah.__file__).parent
+INTEGRATION = 'evalscope_niah.integration'
+MAX_FUNCTION_LINES = 60
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE_DIR.parent).with_suffix('').parts
+    return '.'.join(parts[:-1] if parts[-1] == '__init__' else parts)
+
+
+def _modules() -> dict[str, ast.Module]:
+    return {_module_name(path): ast.parse(path.read_text(encoding='utf-8')) for path in PACKAGE_DIR.rglob('*.py')}
+
+
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and 'TYPE_CHECKING' in ast.unparse(node.test)
+
+
+def _imports(module: str, tree: ast.Module) -> set[str]:
+    """Every module imported anywhere in the file (function bodies too), relative imports resolved; imports that
+    exist only for type checkers are left out: they never run."""
+    package = module if module.endswith('__init__') else module.rpartition('.')[0]
+    is_package = (PACKAGE_DIR.parent / module.replace('.', '/') / '__init__.py').is_file()
+    if is_package:
+        package = module
+    found: set[str] = set()
+    skipped = {id(child) for node in ast.walk(tree) if _is_type_checking_block(node) for child in ast.walk(node)}
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split('.')
+                base = base[: len(base) - node.level + 1]
+                prefix = '.'.join(base)
+                target = f'{prefix}.{node.module}' if node.module else prefix
+            else:
+                target = node.module or ''
+            found.add(target)
+            # `from . import x` imports the submodule x.
+            found.update(f'{target}.{alias.name}' for alias in node.names)
+    return found
+
+
+def test_only_the_integration_package_imports_evalscope() -> None:
+    offenders = {
+        module: sorted(name for name in _imports(module, tree) if name == 'evalscope' or name.startswith('evalscope.'))
+        for module, tree in _modules().items()
+        if not module.startswith(INTEGRATION)
+    }
+    assert {module: names for module, names in offenders.items() if names} == {}
+
+
+def test_no_module_imports_back_into_a_module_that_imports_it() -> None:
+    modules = _modules()
+    graph = {
+        module: {name for name in _imports(module, tree) if name in modules and name != module}
+        for module, tree in modules.items()
+    }
+    # A package importing its own submodules is how a package's public face works, not a circle.
+    cycles = []
+    for start in graph:
+        stack, seen = [(start, [start])], set()
+        while stack:
+            node, path = stack.pop()
+            for nxt in graph[node]:
+                if nxt == start and not all(part.startswith(start + '.') for part in path[1:]):
+                    cycles.append([*path, start])
+                elif nxt not in seen and not nxt.startswith(start + '.') and not start.startswith(nxt + '.'):
+                    seen.add(nxt)
+                    stack.append((nxt, [*path, nxt]))
+    assert cycles == []
+
+
+def test_no_function_is_long_without_a_reason() -> None:
+    """A function over the bound must say why in a comment on its first lines ('long because ...')."""
+    long_ones = []
+    for path in PACKAGE_DIR.rglob('*.py'):
+        lines = path.read_text(encoding='utf-8').splitlines()
+        for node in ast.walk(ast.parse('\n'.join(lines))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                head = '\n'.join(lines[node.lineno - 1 : node.lineno + 8]).lower()
+                if length > MAX_FUNCTION_LINES and 'long because' not in head:
+                    long_ones.append(f'{path.name}:{node.name} ({length} lines)')
+    assert long_ones == []
+
+
+def test_the_checks_above_can_fail(tmp_path: Path) -> None:
+    """The import reader sees function-level and relative imports, and skips TYPE_CHECKING blocks."""
+    source = (
+        'from typing import TYPE_CHECKING\n'
+        'from ..integration import adapter\n'
+        'if TYPE_CHECKING:\n    from ..samples import SampleMeta\n'
+        'def f():\n    import evalscope.api\n'
+    )
+    found = _imports('evalscope_niah.tasks.base', ast.parse(source))
+    assert 'evalscope.api' in found
+    assert 'evalscope_niah.integration' in found and 'evalscope_niah.integration.adapter' in found
+    assert 'evalscope_niah.samples' not in found

@@ -1,0 +1,162 @@
+"""How EvalScope finds us: the public `niah` name, the guarded `needle_haystack` override, the autoload switch."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip('evalscope')
+
+from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY
+
+from evalscope_niah.integration import registration
+from evalscope_niah.integration.adapter import NiahAdapter
+from evalscope_niah.integration.evaluator import NiahEvaluator
+from evalscope_niah.integration.registration import PUBLIC_NAME, register, resolves_to_ours
+from tests.support.openai_server import OpenAICompatServer
+from tests.support.tasks import task_settings
+
+BUILTIN_ADAPTER_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
+
+
+def _python(script: str, **env: str) -> subprocess.CompletedProcess:
+    environment = {**os.environ, **env}
+    return subprocess.run(
+        [sys.executable, '-c', textwrap.dedent(script)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+        cwd=Path(__file__).parent.parent,
+    )
+
+
+def test_both_names_resolve_to_ours_and_registering_twice_changes_nothing() -> None:
+    register()
+    public, overridden = BENCHMARK_REGISTRY[PUBLIC_NAME], BENCHMARK_REGISTRY['needle_haystack']
+    register()
+    assert BENCHMARK_REGISTRY[PUBLIC_NAME] is public and BENCHMARK_REGISTRY['needle_haystack'] is overridden
+    assert public.data_adapter is NiahAdapter and overridden.data_adapter is NiahAdapter
+    assert EVALUATOR_REGISTRY[PUBLIC_NAME] is NiahEvaluator
+    assert EVALUATOR_REGISTRY['needle_haystack'] is NiahEvaluator
+    assert resolves_to_ours(PUBLIC_NAME) and resolves_to_ours('needle_haystack')
+
+
+def test_the_public_path_touches_no_private_attribute_of_evalscope() -> None:
+    """register_public uses register_benchmark / register_evaluator and `in`: no `._x`, no dict.__setitem__."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(registration.register_public)))
+    private = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute) and node.attr.startswith('_') and not node.attr.startswith('__')
+    ]
+    dict_calls = [ast.unparse(node) for node in ast.walk(tree) if isinstance(node, ast.Name) and node.id == 'dict']
+    assert private == [] and dict_calls == []
+
+
+_REFUSED_RUN = """
+import json, logging, sys
+logging.basicConfig(level=logging.WARNING, format='%(levelname)s %(message)s')
+import evalscope
+from evalscope.api.registry import BENCHMARK_REGISTRY
+{simulate}
+from evalscope_niah.integration import register, resolves_to_ours
+register(); register()
+entry = dict.get(BENCHMARK_REGISTRY, 'needle_haystack')
+print(json.dumps({{
+    'niah': resolves_to_ours('niah'),
+    'needle_haystack': None if entry is None else entry.data_adapter.__module__,
+    'version': evalscope.__version__,
+}}))
+"""
+# Two ways a future EvalScope could break the override: the built-in module moves (checked before touching the
+# registry), or the registry stops reading what we write (checked after, and undone).
+_SIMULATIONS = {
+    'built-in module gone': "sys.modules['evalscope.benchmarks.needle_haystack'] = None",
+    'registry reads elsewhere': (
+        'class Moved(type(BENCHMARK_REGISTRY)):\n'
+        '    def get(self, name, default=None):\n'
+        "        return None if name == 'needle_haystack' else super().get(name, default)\n"
+        'BENCHMARK_REGISTRY.__class__ = Moved'
+    ),
+}
+
+
+@pytest.mark.parametrize('change', sorted(_SIMULATIONS))
+def test_changed_internals_refuse_the_override_with_one_warning_and_niah_still_works(change: str) -> None:
+    """Nothing is half-registered: needle_haystack holds what EvalScope put there (or nothing), never ours."""
+    completed = _python(_REFUSED_RUN.format(simulate=_SIMULATIONS[change]), EVALSCOPE_NIAH_AUTOLOAD='0')
+    assert completed.returncode == 0, completed.stderr
+    state = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert state['niah'] is True
+    assert state['needle_haystack'] in (None, BUILTIN_ADAPTER_MODULE)
+    warnings = [line for line in completed.stderr.splitlines() if 'could not take over' in line]
+    assert len(warnings) == 1
+    assert state['version'] in warnings[0] and '--datasets niah' in warnings[0]
+
+
+def test_autoload_switch_off_leaves_evalscope_untouched() -> None:
+    completed = _python(
+        """
+        import sys
+        import evalscope
+        from evalscope.api.registry import BENCHMARK_REGISTRY
+        print(BENCHMARK_REGISTRY['needle_haystack'].data_adapter.__module__, 'evalscope_niah' in sys.modules)
+        """,
+        EVALSCOPE_NIAH_AUTOLOAD='0',
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == [BUILTIN_ADAPTER_MODULE, 'False']
+
+
+def test_autoload_on_registers_ours_when_evalscope_is_imported() -> None:
+    completed = _python(
+        """
+        import evalscope
+        from evalscope.api.registry import BENCHMARK_REGISTRY
+        for name in ('needle_haystack', 'niah'):
+            print(BENCHMARK_REGISTRY[name].data_adapter.__module__)
+        """,
+        EVALSCOPE_NIAH_AUTOLOAD='1',
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ['evalscope_niah.integration.adapter'] * 2
+
+
+def test_niah_runs_end_to_end_with_the_override_disabled(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    answer = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
+    with OpenAICompatServer({'m': lambda messages: answer}) as server:
+        settings = task_settings(
+            server,
+            fixture_corpus_dir,
+            tmp_path,
+            model='m',
+            extra={'context_lengths': [500], 'document_depth_percents': [50]},
+            subsets=['english'],
+            datasets=[PUBLIC_NAME],
+        )
+        settings['dataset_args'] = {PUBLIC_NAME: settings['dataset_args'].pop('needle_haystack')}
+        completed = _python(
+            f"""
+            import json
+            from evalscope import TaskConfig, run_task
+            from evalscope.api.registry import BENCHMARK_REGISTRY
+            import evalscope_niah
+            run_task(TaskConfig(**json.loads({json.dumps(json.dumps(settings))})))
+            print(BENCHMARK_REGISTRY['needle_haystack'].data_adapter.__module__)
+            """,
+            EVALSCOPE_NIAH_OVERRIDE='0',
+        )
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        assert len(server.requests_for('m')) == 1
+    assert completed.stdout.split()[-1] == BUILTIN_ADAPTER_MODULE
+    results = (tmp_path / 'reports' / 'm' / 'needle_haystack_results.jsonl').read_text(encoding='utf-8')
+    assert json.loads(results.splitlines()[0])['accuracy'] == 1.0

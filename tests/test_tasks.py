@@ -1,0 +1,159 @@
+"""Task types: the registry, each built-in task's planning and rule score, and a fourth task added as one class."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalscope_niah.cli import main
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.metadata import GridCell, SampleMeta
+from evalscope_niah.params import parse_params
+from evalscope_niah.tasks import (
+    ABSENT_CONTROL,
+    NeedleChoice,
+    PlanContext,
+    RuleScore,
+    Task,
+    get_task,
+    register_task,
+    score_answer,
+    task_for,
+    task_names,
+    unregister_task,
+)
+
+
+class AccessCode(Task):
+    """A tiny fourth task: one invented access code per depth, scored by the code's presence."""
+
+    name = 'access_code'
+    description = 'one invented access code, scored by its presence'
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        code = f'{seed % 900_000 + 100_000}'
+        return NeedleChoice(
+            needles=(f'The access code of the vault is {code}.',),
+            question='What is the access code of the vault?',
+            reference_answer=code,
+            answer_keys=(code,),
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        found = meta.answer_keys[0] in answer
+        return RuleScore(values={'acc': float(found)}, explanation='code stated' if found else 'code missing')
+
+
+@pytest.fixture
+def access_code_task() -> Iterator[None]:
+    register_task(AccessCode)
+    try:
+        yield
+    finally:
+        unregister_task(AccessCode.name)
+
+
+def _meta(task: str, **overrides) -> SampleMeta:
+    values = dict(
+        subset='english',
+        language='en',
+        task=task,
+        context_length=1000,
+        depth_percent=50.0,
+        repeat=0,
+        draw=0,
+        needles=('The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.',),
+        question='What is the best thing to do in San Francisco?',
+        reference_answer='eat a sandwich and sit in Dolores Park on a sunny day',
+        answer_keys=('eat a sandwich and sit in Dolores Park on a sunny day',),
+        start_token=0,
+        divergence_token=500,
+    )
+    values.update(overrides)
+    return SampleMeta(**values)
+
+
+def test_a_fourth_task_is_one_class_and_runs_through_preview(
+    access_code_task: None, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    assert 'access_code' in task_names()
+    output = tmp_path / 'samples.jsonl'
+    dataset_args = {
+        'local_path': str(fixture_corpus_dir),
+        'extra_params': {'task': 'access_code', 'context_lengths': [600], 'document_depth_percents': [0, 100]},
+    }
+    assert main(['preview', '--dataset-args', json.dumps(dataset_args), '--output', str(output)]) == 0
+    rows = [json.loads(line) for line in output.read_text(encoding='utf-8').splitlines()]
+    assert len(rows) == 4  # 2 subsets x 2 depths
+    for row in rows:
+        assert row['task'] == 'access_code'
+        assert row['prompt_tokens'] == 600
+        user = row['messages'][-1]['content']
+        assert row['needles'][0] in user and 'What is the access code of the vault?' in user
+        meta = SampleMeta.from_dict(row)
+        assert score_answer(f'It is {row["answer_keys"][0]}.', meta).accuracy == 1.0
+        assert score_answer('I do not know.', meta).accuracy == 0.0
+
+
+def test_unknown_task_names_the_registered_ones() -> None:
+    with pytest.raises(NiahConfigError) as error:
+        parse_params({'task': 'access_code'})
+    assert error.value.param == 'task'
+    assert "'single', 'multi_retrieval', 'reasoning' or 'associative'" in str(error.value)
+    with pytest.raises(NiahConfigError):
+        get_task('nope')
+
+
+def test_a_second_class_cannot_take_a_registered_name() -> None:
+    class Impostor(AccessCode):
+        name = 'single'
+
+    with pytest.raises(ValueError, match='already registered'):
+        register_task(Impostor)
+    assert type(get_task('single')).__name__ == 'SingleNeedle'
+
+
+def test_which_tasks_are_judged() -> None:
+    assert get_task('single').is_judged(_meta('single'))
+    assert not get_task('single').is_judged(_meta('single', depth_percent=None))  # a control is scored by rule
+    assert not get_task('multi_retrieval').is_judged(_meta('multi_retrieval'))
+    assert not get_task('reasoning').is_judged(_meta('reasoning'))
+
+
+def test_control_cells_are_scored_by_the_control_whatever_their_task() -> None:
+    control = _meta('reasoning', depth_percent=None, answer_keys=('Jack',))
+    assert task_for(control) is ABSENT_CONTROL
+    assert score_answer('The document does not say.', control).values['abstained'] == 1.0
+    assert score_answer('Jack.', control).values['guessed'] == 1.0
+
+
+def test_single_needle_rule_score_and_certainty() -> None:
+    meta = _meta('single')
+    right = score_answer('Eat a sandwich and sit in Dolores Park on a sunny day.', meta)
+    assert right.accuracy >= 0.9 and right.certain
+    wrong = score_answer('Go to the Golden Gate Bridge.', meta)
+    assert wrong.accuracy <= 0.3
+
+
+def test_multi_retrieval_rule_score_counts_each_value() -> None:
+    meta = _meta('multi_retrieval', answer_keys=('1234567', '7654321'), reference_answer='1234567, 7654321')
+    both = score_answer('1234567 and 7654321', meta)
+    one = score_answer('1234567', meta)
+    assert both.accuracy == 1.0 and both.values['rule_recall'] == 1.0
+    assert one.values['rule_recall'] == 0.5 and one.accuracy < 1.0
+
+
+def test_reasoning_rule_score_needs_the_keyword() -> None:
+    meta = _meta('reasoning', answer_keys=('Jack',), reference_answer='Jack')
+    assert score_answer('Jack', meta).accuracy == 1.0
+    assert score_answer('Jackie', meta).accuracy < 1.0
+
+
+def test_metadata_round_trips_through_json() -> None:
+    meta = _meta('single').with_build(prompt_tokens=1000, achieved_depth_percents=(49.5,), tokenizer='Qwen')
+    again = SampleMeta.from_dict(json.loads(json.dumps(meta.to_dict())))
+    assert again == meta
+    assert again.cell == GridCell('english', 1000, 50.0, 0, 0)
