@@ -26,9 +26,11 @@ import httpx
 import numpy as np
 
 from .errors import NiahConfigError
-from .tokenization import Message, boundaries_from_byte_lengths
+from .token_bytes import boundaries_from_byte_lengths
 
 logger = logging.getLogger(__name__)
+
+Message = dict[str, str]
 
 # Answers are read up to this size: a tokenize reply for a 32k-character chunk with pieces is well under 2 MB.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
