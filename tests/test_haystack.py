@@ -22,6 +22,7 @@ from evalscope_niah.haystack import (
     HaystackBuilder,
     RepeatedCorpus,
     find_needle_in_corpus,
+    has_sentence_boundary,
     next_sentence_start,
     prompt_frame,
 )
@@ -317,6 +318,24 @@ def test_repeated_corpus_slices_across_copies(fixture_corpus_dir: Path) -> None:
         assert corpus.slice(start, end) == endless[start:end]
     assert corpus.seams(0, 3 * period) == [len(text), period + len(text), 2 * period + len(text)]
     assert corpus.tokens_before(period) == tokenizer.count(text)
+    # Slices that start or end inside a separator.
+    for start, end in [(len(text) + 1, period + 3), (len(text), len(text) + 1), (period - 1, period), (5, period - 1)]:
+        assert corpus.slice(start, end) == endless[start:end]
+
+
+@pytest.mark.parametrize(
+    ('text', 'language', 'found'),
+    [
+        ('No boundary here', 'en', False),
+        ('Ends with a full stop.', 'en', True),  # the copy separator follows it in a haystack
+        ('One. Two', 'en', True),
+        ('没有句号', 'zh', False),
+        ('有句号。', 'zh', True),
+    ],
+)
+def test_has_sentence_boundary(text: str, language: str, found: bool) -> None:
+    assert has_sentence_boundary(text, language) is found
+    assert has_sentence_boundary('x' * 100 + text, language) is found  # the tail check is not fooled by length
 
 
 @pytest.mark.parametrize(
@@ -327,6 +346,11 @@ def test_repeated_corpus_slices_across_copies(fixture_corpus_dir: Path) -> None:
         ('One. The cat sat on the mat. Two.', ['The dog sat on the mat.'], None),
         ('One. The cat sat on the mat. Two.', ['Absent.', 'One.'], 'One.'),
         ('甲。乙丙丁。戊。', ['乙丙丁。'], '乙丙丁。'),
+        # Needles are text, never patterns: '.' is a full stop and metacharacters match only themselves.
+        ('One. The cat sat on the mat. Two.', ['The cat sat on the mat?'], None),
+        ('Costs (a+)+b? here. Two.', ['(a+)+b?'], '(a+)+b?'),
+        ('aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa!', ['(a+)+b'], None),
+        ('One. Two.', ['   ', 'Three.'], None),
     ],
 )
 def test_find_needle_in_corpus(text: str, needles: list[str], found: str | None) -> None:

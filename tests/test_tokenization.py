@@ -65,7 +65,7 @@ def offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def fresh(offline):
     """Offline, and load_tokenizer's per-process cache emptied so the resolution really runs."""
-    load_tokenizer.cache_clear()
+    tokenization.clear_caches()
 
 
 @pytest.fixture(scope='module')
@@ -106,7 +106,7 @@ def test_qwen3_family_ids_resolve_to_the_shipped_tokenizer(
     monkeypatch.setattr(tokenization, 'HFTokenizer', lambda directory, *, name: loaded.append((directory, name)))
     load_tokenizer(model_id)
     assert loaded == [(shipped_qwen3_dir(), model_id)]
-    load_tokenizer.cache_clear()  # the recorded stand-in must not stay cached
+    tokenization.clear_caches()  # the recorded stand-in must not stay cached
 
 
 @pytest.mark.parametrize('model_id', ['Qwen/Qwen3-4B-Thinking-2507'])
@@ -411,6 +411,7 @@ class CountingTokenizer:
         self.name = inner.name
         self.fingerprint = inner.fingerprint
         self.boundary_calls = 0
+        self.longest = 0  # longest text one call encoded
 
     def encode(self, text: str) -> list[int]:
         return self.inner.encode(text)
@@ -420,7 +421,12 @@ class CountingTokenizer:
 
     def boundaries(self, text: str):
         self.boundary_calls += 1
+        self.longest = max(self.longest, len(text))
         return self.inner.boundaries(text)
+
+    def boundaries_many(self, texts):
+        # One call per text, so a test sees how many chunks were encoded.
+        return [self.boundaries(text) for text in texts]
 
     def render_chat(self, messages):
         return self.inner.render_chat(messages)
@@ -547,7 +553,7 @@ def test_prefix_only_index_then_extension(path: str, fixture_texts: dict[str, st
 @pytest.mark.parametrize('language', ['en', 'zh'])
 def test_chunked_index_equals_whole_text_encoding(path: str, language: str, fixture_texts: dict[str, str]) -> None:
     real = load_tokenizer(path)
-    tokenizer = CountingTokenizer(real)  # hides any batch method: one boundaries() call per chunk
+    tokenizer = CountingTokenizer(real)  # one boundaries() call per chunk and per seam check
     text = _big_text(fixture_texts, language, 6 if language == 'en' else 22)
     assert len(text) > 65536
     chars, tokens = real.boundaries(text)
@@ -558,3 +564,158 @@ def test_chunked_index_equals_whole_text_encoding(path: str, language: str, fixt
         assert np.array_equal(index.chars, chars)
         assert np.array_equal(index.tokens, tokens)
     assert tokenizer.boundary_calls >= 2  # really chunked
+
+
+def _one_line(fixture_texts: dict[str, str], language: str, min_chars: int) -> str:
+    """The corpus with every whitespace run made one space (no line break anywhere), repeated past ``min_chars``."""
+    flat = ' '.join(fixture_texts[language].split())
+    return ' '.join([flat] * (min_chars // len(flat) + 1))
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+@pytest.mark.parametrize('language', ['en', 'zh'])
+def test_one_line_text_is_chunked_and_exact(path: str, language: str, fixture_texts: dict[str, str]) -> None:
+    real = load_tokenizer(path)
+    tokenizer = CountingTokenizer(real)
+    text = _one_line(fixture_texts, language, 150_000)
+    assert '\n' not in text
+    index = token_index(tokenizer, text, text_sha256=_sha(text), use_cache=False)
+    chars, tokens = real.boundaries(text)
+    assert np.array_equal(index.chars, chars)
+    assert np.array_equal(index.tokens, tokens)
+    # Chunked without line breaks: the whole text was never encoded in one call.
+    assert tokenizer.boundary_calls >= 4
+    assert tokenizer.longest < len(text) // 2
+
+
+def test_chunk_seams_are_checked_not_assumed(fixture_texts: dict[str, str]) -> None:
+    # A long run without any pre-tokenizer split at a seam candidate: '。' glued between letters. A seam before
+    # the punctuation is exact for Qwen3; the check must accept only cuts that encode the same apart.
+    real = load_tokenizer(QWEN)
+    text = ('天地玄黄宇宙洪荒。日月盈昃辰宿列张，寒来暑往秋收冬藏' * 3000)[:80_000]
+    index = token_index(real, text, text_sha256=_sha(text), use_cache=False)
+    chars, tokens = real.boundaries(text)
+    assert np.array_equal(index.chars, chars) and np.array_equal(index.tokens, tokens)
+
+
+def test_prefix_of_a_one_line_text_reads_only_what_it_needs(fixture_texts: dict[str, str]) -> None:
+    tokenizer = CountingTokenizer(load_tokenizer(QWEN))
+    text = _one_line(fixture_texts, 'en', 2_000_000)
+    index = token_index(tokenizer, text, text_sha256=_sha(text), min_tokens=2000, use_cache=False)
+    assert index.total_tokens >= 2000
+    assert index.covered_chars < 100_000  # a few chunks, not the 2 MB text
+    assert index.total_tokens == tokenizer.count(text[: index.covered_chars])
+
+
+def test_token_index_is_compact(fixture_texts: dict[str, str]) -> None:
+    text = fixture_texts['en']
+    index = token_index(load_tokenizer(QWEN), text, text_sha256=_sha(text), use_cache=False)
+    assert index.chars.dtype == np.int32 and index.tokens.dtype == np.int32
+    # Lookups answer plain ints (they feed slicing and arithmetic).
+    assert type(index.tokens_before(index.chars[5])) is int
+    assert index.tokens_before(int(index.chars[5])) == int(index.tokens[5])
+    assert index.char_of_token(int(index.tokens[7])) == int(index.chars[7])
+    after_ninth = int(index.chars[9]) + 1
+    expected = int(index.chars[10]) if int(index.chars[10]) == after_ninth else int(index.chars[9])
+    assert index.boundary_at_or_before(after_ninth) == expected
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+def test_every_tokenizer_has_boundaries_many(path: str) -> None:
+    tokenizer = load_tokenizer(path)
+    texts = ['one two', '西游记。', '']
+    many = tokenizer.boundaries_many(texts)
+    for text, (chars, tokens) in zip(texts, many, strict=True):
+        single_chars, single_tokens = tokenizer.boundaries(text)
+        assert np.array_equal(chars, single_chars) and np.array_equal(tokens, single_tokens)
+
+
+def test_shared_counter_is_safe_under_worker_threads(fixture_texts: dict[str, str], tmp_path: Path) -> None:
+    import threading
+
+    from evalscope_niah.tokenization import TokenCounter
+
+    tokenizer = load_tokenizer(QWEN)
+    words = fixture_texts['en'].split()
+    texts = [' '.join(words[start : start + 40]) for start in range(0, 4000, 7)]
+    expected = [tokenizer.count(text) for text in texts]
+    counter = TokenCounter(tokenizer)
+    counter._FLUSH_EVERY = 17  # flushes race with lookups and inserts
+    results: dict[int, list[int]] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(8)
+
+    def work(number: int) -> None:
+        try:
+            start.wait()
+            order = texts[number % 3 :: 1] if number % 2 else list(reversed(texts))
+            got = {text: counter(text) for text in order}
+            results[number] = [got[text] for text in texts if text in got]
+        except BaseException as exc:  # collected: a failure in a thread must fail the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(number,)) for number in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    for number, counts in results.items():
+        assert counts == expected[number % 3 :] if number % 2 else counts == expected
+    counter.flush()
+    # Every count reached the store: a fresh counter answers them all without the tokenizer.
+    stored = TokenCounter(_NeverCounts(tokenizer))
+    assert [stored(text) for text in texts] == expected
+
+
+class _NeverCounts:
+    """A tokenizer whose count must not be called: the counts have to come from the SQLite store."""
+
+    def __init__(self, inner) -> None:
+        self.name, self.fingerprint = inner.name, inner.fingerprint
+
+    def count(self, text: str) -> int:
+        raise AssertionError(f'counted {text[:30]!r} although it was stored')
+
+
+def test_shared_counter_is_one_per_tokenizer_across_threads() -> None:
+    import threading
+
+    from evalscope_niah.tokenization import shared_counter
+
+    tokenizer = load_tokenizer(CL100K)
+    tokenization.clear_caches()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(shared_counter(tokenizer))) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(got) == 8 and all(counter is got[0] for counter in got)
+
+
+@pytest.mark.parametrize('repeats', [1, 3])
+def test_samples_index_only_the_corpus_span_they_need(
+    fixture_texts: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repeats: int
+) -> None:
+    from evalscope_niah.params import parse_params
+    from evalscope_niah.samples import iter_samples
+
+    monkeypatch.setenv('EVALSCOPE_NIAH_CACHE', str(tmp_path / 'cache'))
+    corpus_dir = tmp_path / 'corpus'
+    corpus_dir.mkdir()
+    text = _one_line(fixture_texts, 'en', 2_500_000)  # ~600k tokens on one line
+    (corpus_dir / 'PaulGraham_Essays.txt').write_text(text, encoding='utf-8')
+    params = parse_params({'context_lengths': [1000], 'document_depth_percents': [50], 'num_repeats': repeats})
+    produced = list(iter_samples(params, corpus_dir=corpus_dir, subsets=['english']))
+    assert [sample.prompt_tokens for sample in produced] == [1000] * repeats
+    [cache_file] = (tmp_path / 'cache' / 'tokens').glob('*/*.npz')
+    with np.load(cache_file) as stored:
+        covered_chars, covered_tokens = int(stored['chars'][-1]), int(stored['tokens'][-1])
+    assert covered_chars < len(text) // 2  # never the whole corpus
+    if repeats == 1:
+        assert covered_tokens < 10_000  # the longest prompt plus a margin, in whole chunks
+    else:
+        # Repeats spread over a fixed span (not the corpus size), each start with a whole prompt after it.
+        starts = [sample.start_token for sample in produced]
+        assert starts[0] == 0 and starts[0] < starts[1] < starts[2] < covered_tokens - 1000

@@ -7,6 +7,18 @@ The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
 * ``GET  /v1/models/{id}``       -> one model, or 404
 * ``POST /v1/chat/completions``  -> a chat completion (JSON, or SSE when ``"stream": true``)
 
+With ``api_style='vllm'`` or ``'llama.cpp'`` (and ``tokenizer_dir``: a Hugging Face tokenizer, read with
+transformers as vLLM does) it also answers the tokenize contract of that server:
+
+* vLLM: ``POST /tokenize`` with ``{"model", "prompt"}`` or ``{"model", "messages"}`` (chat template applied)
+  -> ``{"count", "tokens", "max_model_len", "token_strs"}``; ``max_model_len`` in the ``/v1/models`` entries;
+* llama.cpp: ``POST /tokenize`` with ``{"content", "with_pieces"}`` -> ``{"tokens": [...]}`` (with pieces:
+  ``{"id", "piece"}``, the piece a string, or a list of byte values when not valid UTF-8);
+  ``POST /apply-template`` with ``{"messages"}`` -> ``{"prompt"}``; ``GET /props`` with ``n_ctx``.
+
+``tokenize=False`` turns the tokenize routes off, ``context_window=None`` leaves the window unreported,
+``usage=False`` omits ``usage`` from chat replies.
+
 Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
 text. Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
 the sentence of the haystack that best matches the question) and :func:`make_judge_responder`
@@ -354,6 +366,27 @@ def _error_body(message: str, type_: str, code: str | None = None, param: str | 
     return {'error': {'message': message, 'type': type_, 'param': param, 'code': code}}
 
 
+@functools.lru_cache(maxsize=1)
+def _byte_level_decoder() -> dict[str, int]:
+    """GPT-2 byte-level BPE: the printable character standing for each byte, inverted (character -> byte)."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    stand_ins = {byte: byte for byte in keep}
+    for offset, byte in enumerate(b for b in range(256) if b not in stand_ins):
+        stand_ins[byte] = 256 + offset
+    return {chr(code): byte for byte, code in stand_ins.items()}
+
+
+def _llama_piece(tokenizer: Any, token_id: int) -> str | list[int]:
+    """A token's text as llama.cpp's /tokenize with_pieces gives it: a string, or its bytes when not UTF-8."""
+    spelled = tokenizer.convert_ids_to_tokens(token_id)
+    decoder = _byte_level_decoder()
+    data = bytes(decoder[c] for c in spelled) if all(c in decoder for c in spelled) else spelled.encode('utf-8')
+    try:
+        return data.decode('utf-8')
+    except UnicodeDecodeError:
+        return list(data)
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -464,6 +497,9 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._path()
         if path == '/health':
             self._send_json(200, {'status': 'ok'})
+        elif path == '/props' and self.owner.api_style == 'llama.cpp':
+            window = self.owner.context_window
+            self._send_json(200, {'default_generation_settings': {'n_ctx': window} if window else {}, 'total_slots': 1})
         elif path in ('/v1/models', '/models'):
             self._send_json(200, {'object': 'list', 'data': [self.owner._model_card(m) for m in self.owner.models]})
         elif path.startswith(('/v1/models/', '/models/')):
@@ -493,6 +529,11 @@ class _Handler(BaseHTTPRequestHandler):
         if raw is None:
             return
         path = self._path()
+        if path in ('/tokenize', '/apply-template') and self.owner._serves_tokenize():
+            if not self._over_limit():
+                self.owner._count_tokenize()
+                self._tokenize_route(path, raw)
+            return
         if path not in ('/v1/chat/completions', '/chat/completions'):
             if not self._over_limit():
                 self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
@@ -520,6 +561,50 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat(record, body, stream)
         finally:
             self.owner._notify()
+
+    def _tokenize_route(self, path: str, raw: bytes) -> None:
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            return self._send_json(400, _error_body('request body is not a JSON object', 'invalid_request_error'))
+        tokenizer = self.owner._tokenizer()
+        messages = body.get('messages')
+        if self.owner.api_style == 'llama.cpp':
+            if path == '/apply-template':
+                if not isinstance(messages, list):
+                    return self._send_json(400, _error_body('"messages" must be a list', 'invalid_request_error'))
+                prompt = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+                return self._send_json(200, {'prompt': prompt})
+            content = body.get('content')
+            if not isinstance(content, str):  # llama.cpp answers an empty list when there is no content
+                return self._send_json(200, {'tokens': []})
+            ids = tokenizer(content, add_special_tokens=bool(body.get('add_special')))['input_ids']
+            if not body.get('with_pieces'):
+                return self._send_json(200, {'tokens': ids})
+            return self._send_json(200, {'tokens': [{'id': i, 'piece': _llama_piece(tokenizer, i)} for i in ids]})
+        if path != '/tokenize':
+            return self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
+        model = body.get('model')
+        if model not in self.owner._responders:
+            return self._send_json(404, self.owner._model_not_found(str(model)))
+        if isinstance(messages, list):
+            # vLLM renders the template, then tokenizes without adding special tokens (the template has them).
+            text = tokenizer.apply_chat_template(
+                messages, add_generation_prompt=body.get('add_generation_prompt', True), tokenize=False
+            )
+            ids = tokenizer(text, add_special_tokens=bool(body.get('add_special_tokens', False)))['input_ids']
+        elif isinstance(body.get('prompt'), str):
+            ids = tokenizer(body['prompt'], add_special_tokens=bool(body.get('add_special_tokens', True)))['input_ids']
+        else:
+            return self._send_json(400, _error_body('"prompt" or "messages" is required', 'BadRequestError'))
+        answer: dict[str, Any] = {'count': len(ids), 'tokens': ids, 'token_strs': None}
+        if self.owner.context_window:
+            answer['max_model_len'] = self.owner.context_window
+        if body.get('return_token_strs'):
+            answer['token_strs'] = tokenizer.convert_ids_to_tokens(ids)
+        return self._send_json(200, answer)
 
     def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
         owner = self.owner
@@ -586,7 +671,10 @@ class _Handler(BaseHTTPRequestHandler):
         record.reply = reply
 
         if stream:
-            self._send_sse(self._stream_events(body, completion_id, created, model, reply, finish_reason, usage, fault))
+            usage_sent = usage if owner.usage else None
+            self._send_sse(
+                self._stream_events(body, completion_id, created, model, reply, finish_reason, usage_sent, fault)
+            )
             return None
         completion = {
             'id': completion_id,
@@ -603,6 +691,8 @@ class _Handler(BaseHTTPRequestHandler):
             ],
             'usage': usage,
         }
+        if not owner.usage:
+            del completion['usage']
         if fault == 'malformed_json':
             text = json.dumps(completion, ensure_ascii=False)
             self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
@@ -618,7 +708,7 @@ class _Handler(BaseHTTPRequestHandler):
         model: str,
         reply: str,
         finish_reason: str,
-        usage: dict,
+        usage: dict | None,
         fault: str | None,
     ) -> list[str]:
         def chunk(choices: list[dict], **extra: Any) -> str:
@@ -643,7 +733,7 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(chunk([delta({'content': reply[i : i + _STREAM_PIECE_CHARS]})]))
         events.append(chunk([delta({}, finish_reason)]))
         options = body.get('stream_options')
-        if isinstance(options, dict) and options.get('include_usage'):
+        if isinstance(options, dict) and options.get('include_usage') and usage is not None:
             events.append(chunk([], usage=usage))
         events.append('[DONE]')
         return events
@@ -664,6 +754,11 @@ class OpenAICompatServer:
         max_requests: HTTP requests answered normally (all endpoints); later ones get 503.
         max_seconds: a watchdog shuts the server down after this many seconds.
         port: port to bind on 127.0.0.1 (0: a free port).
+        api_style: 'openai' (chat only), 'vllm' or 'llama.cpp' (their tokenize and context-window routes).
+        tokenizer_dir: the Hugging Face tokenizer directory the tokenize routes use.
+        context_window: reported in /v1/models (vllm) or /props (llama.cpp); None reports none.
+        tokenize: False turns the tokenize routes of ``api_style`` off.
+        usage: False omits ``usage`` from chat replies.
 
     The server starts serving in a daemon thread on construction. Use it as a context
     manager, or call :meth:`close`.
@@ -678,7 +773,23 @@ class OpenAICompatServer:
         max_requests: int = 5000,
         max_seconds: float = 600,
         port: int = 0,
+        api_style: str = 'openai',
+        tokenizer_dir: str | None = None,
+        context_window: int | None = None,
+        tokenize: bool = True,
+        usage: bool = True,
     ) -> None:
+        if api_style not in ('openai', 'vllm', 'llama.cpp'):
+            raise ValueError("api_style must be 'openai', 'vllm' or 'llama.cpp'")
+        if api_style != 'openai' and tokenize and tokenizer_dir is None:
+            raise ValueError('the tokenize routes need tokenizer_dir')
+        self.api_style = api_style
+        self.tokenizer_dir = tokenizer_dir
+        self.context_window = context_window
+        self.tokenize = tokenize
+        self.usage = usage
+        self._hf_tokenizer: Any = None
+        self._tokenize_count = 0
         if max_requests < 0:
             raise ValueError('max_requests must be >= 0')
         if not max_seconds > 0:
@@ -744,6 +855,12 @@ class OpenAICompatServer:
     def prompt_chars_for(self, model: str) -> int:
         """Total characters of message contents received for ``model`` (all its requests)."""
         return sum(r.prompt_chars for r in self.requests_for(model))
+
+    @property
+    def tokenize_requests(self) -> int:
+        """Requests answered on the tokenize routes (/tokenize, /apply-template)."""
+        with self._lock:
+            return self._tokenize_count
 
     @property
     def fault_counts(self) -> dict[str, int]:
@@ -831,7 +948,26 @@ class OpenAICompatServer:
             return number, fault, plan
 
     def _model_card(self, name: str) -> dict:
-        return {'id': name, 'object': 'model', 'created': 0, 'owned_by': 'openai-compat-test-server'}
+        card = {'id': name, 'object': 'model', 'created': 0, 'owned_by': 'openai-compat-test-server'}
+        if self.api_style == 'vllm' and self.context_window:
+            card.update(root=name, max_model_len=self.context_window)
+        return card
+
+    def _serves_tokenize(self) -> bool:
+        return self.api_style != 'openai' and self.tokenize
+
+    def _count_tokenize(self) -> None:
+        with self._lock:
+            self._tokenize_count += 1
+
+    def _tokenizer(self) -> Any:
+        """The transformers tokenizer of ``tokenizer_dir``, loaded on first use (thread-safe)."""
+        with self._lock:
+            if self._hf_tokenizer is None:
+                from transformers import AutoTokenizer
+
+                self._hf_tokenizer = AutoTokenizer.from_pretrained(str(self.tokenizer_dir))
+            return self._hf_tokenizer
 
     @staticmethod
     def _model_not_found(name: str) -> dict:

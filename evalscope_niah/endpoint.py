@@ -1,0 +1,322 @@
+"""What the model server itself says: its context window, and its own tokenizer through its tokenize API.
+
+Plain HTTP (httpx), no EvalScope. Two server families are understood:
+
+- vLLM: ``GET /v1/models`` (``max_model_len`` in each model entry); ``POST /tokenize`` with ``{"model", "prompt"}``
+  (-> ``{"count", "tokens", "max_model_len"}``, plus ``"token_strs"`` with ``return_token_strs``), or with
+  ``{"model", "messages"}`` to apply the model's chat template first;
+- llama.cpp: ``GET /props`` (``default_generation_settings.n_ctx`` or ``n_ctx``); ``POST /tokenize`` with
+  ``{"content", "with_pieces"}`` (-> ``{"tokens": [{"id", "piece"}]}``, a piece being text or a list of bytes);
+  ``POST /apply-template`` with ``{"messages"}`` (-> ``{"prompt"}``).
+
+``api_url`` is what a run sends chat requests to, usually ending in ``/v1``; these routes live at the server root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+import httpx
+import numpy as np
+
+from .errors import NiahConfigError
+from .token_bytes import boundaries_from_byte_lengths
+
+logger = logging.getLogger(__name__)
+
+Message = dict[str, str]
+
+# Answers are read up to this size: a tokenize reply for a 32k-character chunk with pieces is well under 2 MB.
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
+# Tokenized once when a ServerTokenizer starts: its tokens key the on-disk caches, so they identify the tokenizer
+# (several scripts, digits, whitespace runs, an emoji, a character outside the BMP).
+_PROBE_TEXT = 'Probe: Hello, world!  Café 1971 3.14\n\n\t你好，世界。「谁？」🙂 𠀀 naïve'
+_PROBE_MESSAGES = [{'role': 'system', 'content': 'S.'}, {'role': 'user', 'content': _PROBE_TEXT}]
+_ALTERNATIVES = (
+    "pass tokenizer_path as a local tokenizer directory or a model id (e.g. 'Qwen/Qwen3-0.6B'), or as "
+    "'tiktoken:<encoding>' (e.g. 'tiktoken:cl100k_base')"
+)
+
+
+class EndpointError(RuntimeError):
+    """The server answered a tokenize call badly after it had been detected as working (status, shape)."""
+
+
+def server_root(api_url: str) -> str:
+    """``http://host:port`` (plus any path prefix) from a run's ``api_url``: ``/v1`` and a chat path removed."""
+    root = api_url.strip().rstrip('/')
+    for suffix in ('/chat/completions', '/completions', '/v1'):
+        if root.endswith(suffix):
+            root = root[: -len(suffix)]
+    return root
+
+
+def _headers(api_key: str | None) -> dict[str, str]:
+    return {'Authorization': f'Bearer {api_key}'} if api_key else {}
+
+
+def _send(client: httpx.Client, method: str, url: str, body: Any = None) -> tuple[int, Any]:
+    """(status, parsed JSON or None); the body is read up to MAX_RESPONSE_BYTES. Network errors propagate."""
+    with client.stream(method, url, json=body) as response:
+        data = bytearray()
+        for piece in response.iter_bytes():
+            data += piece
+            if len(data) > MAX_RESPONSE_BYTES:
+                raise EndpointError(f'{method} {url} answered more than {MAX_RESPONSE_BYTES} bytes')
+        try:
+            return response.status_code, json.loads(bytes(data))
+        except ValueError:
+            return response.status_code, None
+
+
+# ---- the context window --------------------------------------------------------------------------------------
+
+
+def probe_context_window(api_url: str, *, model: str, api_key: str | None = None, timeout: float = 5) -> int | None:
+    """The server's context window in tokens for ``model``, or None when the server does not say.
+
+    Asks vLLM's ``GET /v1/models`` (``max_model_len`` of the entry whose ``id`` or ``root`` is ``model``, or of
+    the only entry), then llama.cpp's ``GET /props``. Never raises for an unreachable server, an error status or
+    an odd answer: it logs at debug level and returns None.
+    """
+    root = server_root(api_url)
+    try:
+        with httpx.Client(timeout=timeout, headers=_headers(api_key)) as client:
+            for url, read in ((f'{root}/v1/models', _window_of_models), (f'{root}/props', _window_of_props)):
+                try:
+                    status, body = _send(client, 'GET', url)
+                except (httpx.HTTPError, EndpointError) as exc:
+                    logger.debug('context window probe %s failed: %r', url, exc)
+                    continue
+                window = read(body, model) if status == 200 else None
+                logger.debug('context window probe %s: status %s, window %s', url, status, window)
+                if window is not None:
+                    return window
+    except Exception as exc:  # a bad URL or anything else unexpected: the probe is advisory only
+        logger.debug('context window probe of %s failed: %r', api_url, exc)
+    return None
+
+
+def _positive_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _window_of_models(body: Any, model: str) -> int | None:
+    entries = body.get('data') if isinstance(body, dict) else None
+    if not isinstance(entries, list):
+        return None
+    entries = [entry for entry in entries if isinstance(entry, dict)]
+    named = [entry for entry in entries if model in (entry.get('id'), entry.get('root'))]
+    chosen = named or (entries if len(entries) == 1 else [])
+    return _positive_int(chosen[0].get('max_model_len')) if chosen else None
+
+
+def _window_of_props(body: Any, model: str) -> int | None:
+    if not isinstance(body, dict):
+        return None
+    settings = body.get('default_generation_settings')
+    nested = _positive_int(settings.get('n_ctx')) if isinstance(settings, dict) else None
+    return nested or _positive_int(body.get('n_ctx'))
+
+
+# ---- the server's tokenizer ----------------------------------------------------------------------------------
+
+VLLM = 'vllm'
+LLAMA_CPP = 'llama.cpp'
+
+
+class ServerTokenizer:
+    """The ``Tokenizer`` protocol answered by the model server's own tokenize API (vLLM or llama.cpp).
+
+    Counts are then the server's own, chat template included. Every HTTP request is counted in ``calls`` (read it
+    to report what building a grid cost); ``context_window`` is the window vLLM reports with each tokenize answer
+    (None for llama.cpp: see ``probe_context_window``). Thread-safe: one pooled httpx client, a locked counter.
+    """
+
+    chat_template = None  # rendered by the server, never locally
+
+    def __init__(self, api_url: str, *, model: str, api_key: str | None = None, timeout: float = 60) -> None:
+        self.api_url = api_url
+        self.model = model
+        self.root = server_root(api_url)
+        self.name = f'server:{model}'
+        self.calls = 0
+        self.context_window: int | None = None
+        self._calls_lock = threading.Lock()
+        self._client = httpx.Client(timeout=timeout, headers=_headers(api_key))
+        self.flavor = self._detect()
+        identity = {
+            'flavor': self.flavor,
+            'model': model,
+            'probe': self.encode(_PROBE_TEXT),
+            'chat': self.render_chat(_PROBE_MESSAGES),
+        }
+        self.fingerprint = 'server-' + hashlib.sha256(json.dumps(identity).encode()).hexdigest()
+
+    def __repr__(self) -> str:
+        return f'<ServerTokenizer {self.flavor} {self.model!r} at {self.root} calls={self.calls}>'
+
+    def close(self) -> None:
+        self._client.close()
+
+    # ---- HTTP --------------------------------------------------------------------------------------------------
+
+    def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        with self._calls_lock:
+            self.calls += 1
+        return _send(self._client, 'POST', self.root + path, body)
+
+    def _detect(self) -> str:
+        """Which tokenize API answers: vLLM's form first, then llama.cpp's; neither is a configuration error."""
+        tried = []
+        for flavor, body in (
+            (VLLM, self._vllm_body(prompt=_PROBE_TEXT, strings=True)),
+            (LLAMA_CPP, {'content': _PROBE_TEXT, 'with_pieces': True}),
+        ):
+            try:
+                status, answer = self._post('/tokenize', body)
+            except httpx.HTTPError as exc:
+                tried.append(f'{flavor}: {type(exc).__name__}')
+                continue
+            if status == 200 and flavor == VLLM and isinstance(answer, dict) and 'count' in answer:
+                self.context_window = _positive_int(answer.get('max_model_len'))
+                return flavor
+            tokens = answer.get('tokens') if isinstance(answer, dict) else None
+            if status == 200 and flavor == LLAMA_CPP and tokens and all(isinstance(t, dict) for t in tokens):
+                return flavor
+            tried.append(f'{flavor}: HTTP {status}')
+        raise NiahConfigError(
+            'tokenizer_path',
+            f"'server' needs the model server's tokenize API, and {self.root} has none (POST /tokenize in vLLM's "
+            f"and llama.cpp's forms: {'; '.join(tried)}); {_ALTERNATIVES}",
+        )
+
+    def _vllm_body(self, *, prompt: str | None = None, messages: Sequence[Message] | None = None, strings=False):
+        body: dict[str, Any] = {'model': self.model, 'add_special_tokens': False}
+        if messages is not None:
+            body.update(messages=list(messages), add_generation_prompt=True)
+        else:
+            body['prompt'] = prompt
+        if strings:
+            body['return_token_strs'] = True
+        return body
+
+    def _tokenize(self, body: dict[str, Any]) -> dict[str, Any]:
+        status, answer = self._post('/tokenize', body)
+        if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get('tokens'), list):
+            detail = answer.get('error') if isinstance(answer, dict) else answer
+            raise EndpointError(f'POST {self.root}/tokenize answered HTTP {status}: {str(detail)[:300]}')
+        if self.flavor == VLLM:
+            self.context_window = _positive_int(answer.get('max_model_len')) or self.context_window
+        return answer
+
+    # ---- the Tokenizer protocol --------------------------------------------------------------------------------
+
+    def encode(self, text: str) -> list[int]:
+        if self.flavor == VLLM:
+            return [int(token) for token in self._tokenize(self._vllm_body(prompt=text))['tokens']]
+        return [int(token) for token in self._tokenize({'content': text})['tokens']]
+
+    def count(self, text: str) -> int:
+        if self.flavor == VLLM:
+            answer = self._tokenize(self._vllm_body(prompt=text))
+            return int(answer.get('count', len(answer['tokens'])))
+        return len(self._tokenize({'content': text})['tokens'])
+
+    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        return boundaries_from_byte_lengths(text, [len(piece) for piece in self._token_bytes(text)])
+
+    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        return [self.boundaries(text) for text in texts]
+
+    def render_chat(self, messages: Sequence[Message]) -> str:
+        if self.flavor == VLLM:
+            answer = self._tokenize(self._vllm_body(messages=messages, strings=True))
+            return b''.join(_decode_token_strings(answer.get('token_strs'), expected=None)).decode('utf-8')
+        status, answer = self._post('/apply-template', {'messages': list(messages)})
+        if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get('prompt'), str):
+            raise EndpointError(f'POST {self.root}/apply-template answered HTTP {status}')
+        return answer['prompt']
+
+    def _token_bytes(self, text: str) -> list[bytes]:
+        """Each token's bytes; they add up to ``text`` exactly, or the server's pieces cannot place tokens."""
+        expected = text.encode('utf-8')
+        if self.flavor == VLLM:
+            answer = self._tokenize(self._vllm_body(prompt=text, strings=True))
+            return _decode_token_strings(answer.get('token_strs'), expected=expected)
+        answer = self._tokenize({'content': text, 'with_pieces': True})
+        pieces = [_piece_bytes(token) for token in answer['tokens']]
+        if b''.join(pieces) != expected:
+            raise EndpointError(f'the token pieces of {self.root}/tokenize do not spell the text they tokenized')
+        return pieces
+
+
+def _piece_bytes(token: Any) -> bytes:
+    piece = token.get('piece') if isinstance(token, dict) else None
+    if isinstance(piece, str):
+        return piece.encode('utf-8')
+    if isinstance(piece, list) and all(isinstance(value, int) and 0 <= value < 256 for value in piece):
+        return bytes(piece)
+    raise EndpointError(f'a llama.cpp token without a usable piece: {str(token)[:100]}')
+
+
+@lru_cache(maxsize=1)
+def _byte_level_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level BPE alphabet (printable stand-ins for the 256 bytes), character -> byte."""
+    printable = [*range(ord('!'), ord('~') + 1), *range(ord('¡'), ord('¬') + 1), *range(ord('®'), ord('ÿ') + 1)]
+    codes, extra = [], 0
+    for byte in range(256):
+        if byte in printable:
+            codes.append(byte)
+        else:
+            codes.append(256 + extra)
+            extra += 1
+    return {chr(code): byte for byte, code in zip(range(256), codes, strict=True)}
+
+
+def _decode_token_strings(strings: Any, *, expected: bytes | None) -> list[bytes]:
+    """Token strings as vLLM returns them (the vocabulary's own spelling) -> each token's bytes.
+
+    Byte-level BPE (GPT-2, Qwen, Llama 3) and SentencePiece ('▁' for a space, '<0xNN>' byte tokens) spellings are
+    tried in turn; with ``expected`` the first that spells it exactly wins, without it the first valid UTF-8.
+    """
+    if not isinstance(strings, list) or not all(isinstance(item, str) for item in strings):
+        raise EndpointError('the tokenize answer has no token_strs (vLLM older than 0.8?)')
+    decoders = (_byte_level_bytes, _sentencepiece_bytes, lambda item: item.encode('utf-8'))
+    for decode in decoders:
+        try:
+            pieces = [decode(item) for item in strings]
+        except KeyError:
+            continue
+        joined = b''.join(pieces)
+        if joined == expected or (expected is None and _is_utf8(joined)):
+            return pieces
+    raise EndpointError('the token strings of the tokenize answer do not spell the text (unknown vocabulary)')
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode('utf-8')
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _byte_level_bytes(item: str) -> bytes:
+    alphabet = _byte_level_alphabet()
+    return bytes(alphabet[character] for character in item)  # KeyError: not a byte-level spelling
+
+
+def _sentencepiece_bytes(item: str) -> bytes:
+    if len(item) == 6 and item.startswith('<0x') and item.endswith('>'):
+        try:
+            return bytes([int(item[3:5], 16)])
+        except ValueError:
+            pass
+    return item.replace('\u2581', ' ').encode('utf-8')
