@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
         '--judge-max-tokens', type=int, default=512, help='judge reply limit for --estimate (default 512)'
     )
     preview.add_argument('--no-judge', action='store_true', help='for --estimate: the run scores by rule only')
+    preview.add_argument('--api-url', help="the model's server, for tokenizer_path 'server' (counts in its tokens)")
+    preview.add_argument('--model', help='model name at --api-url')
+    preview.add_argument('--api-key', help='API key for --api-url')
     preview.set_defaults(handler=_preview)
 
     commands.add_parser(
@@ -346,9 +349,12 @@ def _preview(args: argparse.Namespace) -> int:
     corpus_dir = resolve_corpus_dir(
         local_path=dataset_args.get('local_path'), files=[name for subset in resolved for name in subset.corpus_files]
     )
+    endpoint = {'api_url': args.api_url, 'model': args.model, 'api_key': args.api_key} if args.api_url else None
     if args.estimate or args.prices:
-        return _estimate(args, params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt)
-    samples = iter_samples(params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, limit=args.limit)
+        return _estimate(args, params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, endpoint=endpoint)
+    samples = iter_samples(
+        params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, limit=args.limit, endpoint=endpoint
+    )
     if args.output is None:
         for sample in samples:
             sys.stdout.write(json.dumps(sample.to_record(), ensure_ascii=False) + '\n')
@@ -380,7 +386,7 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
     ]
     rows = estimate_tokens(
         requests,
-        count_tokens=load_tokenizer(params.tokenizer_path).count,
+        count_tokens=load_tokenizer(params.tokenizer_path, **(options.get('endpoint') or {})).count,
         max_output_tokens=args.max_tokens,
         judge_max_output_tokens=args.judge_max_tokens,
         prices=prices,

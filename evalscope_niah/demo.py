@@ -134,6 +134,9 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
                     'document_depth_percents': list(options.depth_percents),
                     'subsets': subsets,
                     'show_score': True,
+                    # Lengths in the model's own tokens when it is our local server (llama.cpp tokenizes for us);
+                    # another endpoint may not tokenize, so its lengths stay Qwen3 tokens.
+                    **({'tokenizer_path': 'server'} if options.api_url is None else {}),
                     # A 135M judge fails the judge check: the demo then scores by rule and says so everywhere,
                     # instead of stopping (a run with a real judge stops by default).
                     'judge_check': 'fallback',
@@ -146,7 +149,7 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
         generation_config={
             'temperature': 0.0,
             'max_tokens': ANSWER_TOKENS,
-            'stop': list(ANSWER_STOP),
+            'stop_seqs': list(ANSWER_STOP),
             'retries': 3,
             'retry_interval': 2,
         },

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -376,14 +376,16 @@ def subset_samplers(
     prompt: PromptSpec | None = None,
     limit: int | float | None = None,
     shuffle: bool = False,
+    endpoint: Mapping[str, str | None] | None = None,
 ) -> list[tuple[SubsetSampler, list[GridCell]]]:
     """One sampler per subset with the cells to run (see ``cells_within_limit``, EvalScope's --limit).
 
     Everything that can be checked without building a haystack (subsets, corpus files, tokenizer, lengths) is
     checked for all subsets here, so a bad config fails before the first sample and before any model call.
+    ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
     """
     prompt = prompt or PromptSpec()
-    tokenizer = load_tokenizer(params.tokenizer_path)
+    tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
     for resolved in params.resolve_subsets(subsets):
         cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)

@@ -21,6 +21,7 @@ from evalscope.api.model import Model
 from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy
 
 from ..corpus import resolve_corpus_dir
+from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
@@ -99,6 +100,7 @@ class NiahAdapter(DefaultDataAdapter):
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
         self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+        endpoint = self._endpoint()
         samplers = subset_samplers(
             self.params,
             corpus_dir=corpus_dir,
@@ -106,7 +108,12 @@ class NiahAdapter(DefaultDataAdapter):
             prompt=self._prompt,
             limit=self.limit,
             shuffle=self.shuffle,
+            endpoint=endpoint,
         )
+        self._check_model_window(endpoint, [cell for _, cells in samplers for cell in cells])
+        tokenizer = samplers[0][0].tokenizer if samplers else None
+        if getattr(tokenizer, 'calls', None) is not None:
+            logger.info('needle_haystack: %d tokenize calls to the model server so far', tokenizer.calls)
         self._qualify_judges(samplers)
         datasets = {}
         for sampler, _ in samplers:
@@ -128,6 +135,32 @@ class NiahAdapter(DefaultDataAdapter):
                 sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
             }
         return DatasetDict(datasets), None
+
+    def _endpoint(self) -> dict[str, str | None]:
+        """The model under test's server: what tokenizer_path 'server' counts with and the window is asked of."""
+        config = self._task_config
+        if config is None or not config.api_url:
+            return {}
+        return {'api_url': config.api_url, 'model': config.model_id or config.model, 'api_key': config.api_key}
+
+    def _check_model_window(self, endpoint: dict[str, str | None], cells: list[GridCell]) -> None:
+        """Refuse, before any request, lengths whose prompt plus the answer budget the model cannot read: its window
+        comes from the user's model_length, else from the server (vLLM /v1/models, llama.cpp /props)."""
+        config = self._task_config
+        window = getattr(config, 'model_length', None) if config is not None else None
+        if not window and endpoint.get('api_url'):
+            window = probe_context_window(endpoint['api_url'], model=endpoint['model'], api_key=endpoint['api_key'])
+        if not window:
+            return  # the endpoint does not say: run as before
+        budget = (config.generation_config.max_tokens if config and config.generation_config else None) or 0
+        too_long = sorted({cell.context_length for cell in cells if cell.context_length + budget > window})
+        if too_long:
+            raise NiahConfigError(
+                'context_lengths',
+                f'the model reads at most {window} tokens (its server says so), and {too_long} plus the answer budget '
+                f'of {budget} tokens do not fit. Drop those lengths (context_lengths / context_lengths_max), or lower '
+                'max_tokens',
+            )
 
     def _qualify_judges(self, samplers: list[Any]) -> None:
         """Before any model request: the judge grades calibration answers built from each judged subset's needle."""
