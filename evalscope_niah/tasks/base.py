@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 from ..metadata import GridCell, SampleMeta
 from ..scoring import levenshtein_score
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'verdict_score']
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'rule_inputs', 'verdict_score']
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,17 @@ class Task(ABC):
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control
+
+
+def rule_inputs(meta: SampleMeta) -> dict[str, Any]:
+    """The keyword arguments every rule entry point of scoring.py takes, from the sample's metadata."""
+    return {
+        'needles': meta.needles,
+        'question': meta.question,
+        'reference': meta.reference_answer,
+        'answer_keys': meta.answer_keys,
+        'language': meta.language,
+    }
 
 
 def verdict_score(verdict: Any, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:

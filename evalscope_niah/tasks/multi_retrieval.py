@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..metadata import GridCell, SampleMeta
 from ..needles import distractor_facts, multi_retrieval_set
 from ..scoring import multi_retrieval_scores, score_multi
-from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 
 # Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
 # gets at most recall 1 x precision 1/4.
@@ -38,15 +38,7 @@ class MultiRetrieval(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_multi(
-            answer,
-            needles=meta.needles,
-            question=meta.question,
-            reference=meta.reference_answer,
-            answer_keys=meta.answer_keys,
-            language=meta.language,
-            distractor_values=meta.distractor_values,
-        )
+        verdict = score_multi(answer, distractor_values=meta.distractor_values, **rule_inputs(meta))
         scores = multi_retrieval_scores(
             answer, values=meta.answer_keys, distractor_values=meta.distractor_values, reference=meta.reference_answer
         )

@@ -10,7 +10,7 @@ import random
 from ..metadata import GridCell, SampleMeta
 from ..needles import answer_format_guide, pick_chain, reasoning_chains
 from ..scoring import keyword_score, score_reasoning
-from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 
 
 class ReasoningChain(Task):
@@ -40,13 +40,6 @@ class ReasoningChain(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_reasoning(
-            answer,
-            needles=meta.needles,
-            question=meta.question,
-            reference=meta.reference_answer,
-            answer_keys=meta.answer_keys,
-            language=meta.language,
-        )
+        verdict = score_reasoning(answer, **rule_inputs(meta))
         keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)

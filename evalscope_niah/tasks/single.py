@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..metadata import GridCell, SampleMeta
 from ..needles import answer_format_guide
 from ..scoring import needle_recall, score_single
-from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 
 
 class SingleNeedle(Task):
@@ -42,14 +42,7 @@ class SingleNeedle(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_single(
-            answer,
-            needles=meta.needles,
-            question=meta.question,
-            reference=meta.reference_answer,
-            answer_keys=meta.answer_keys,
-            language=meta.language,
-        )
+        verdict = score_single(answer, **rule_inputs(meta))
         # Fact recall stays beside the verdict: the share of the needle's content words the answer holds.
         recall = needle_recall(answer, needles=meta.needles, question=meta.question, language=meta.language)
         return verdict_score(verdict, answer, meta, rule_recall=recall)
