@@ -23,12 +23,10 @@ import unicodedata
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal, get_args
+from typing import Any
 
 from .errors import NiahConfigError
-
-Language = Literal['en', 'zh']
-LANGUAGES: tuple[str, ...] = get_args(Language)
+from .vocabulary import LANGUAGES, Language
 
 PAIRS_FILE = Path(__file__).parent / 'data' / 'associative_pairs.json'
 NAME_PLACEHOLDER = '{name}'

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
+from .params import NiahParams
+from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
     from .results import SampleResult
@@ -112,13 +114,15 @@ def _parser() -> argparse.ArgumentParser:
     compare.add_argument(
         '--output', type=Path, default=Path('compare.png'), help='PNG to write (default compare.png); CSV beside it'
     )
+    fields = NiahParams.model_fields  # one owner per default: the parameter model
+    threshold, mode = fields['effective_length_threshold'].default, fields['effective_length_mode'].default
     compare.add_argument(
-        '--threshold', type=float, default=0.85, help='pass mark for the effective context length (default 0.85)'
+        '--threshold', type=float, default=threshold, help=f'pass mark for the effective context length ({threshold})'
     )
     compare.add_argument(
         '--mode',
-        choices=('absolute', 'relative'),
-        default='absolute',
+        choices=EFFECTIVE_LENGTH_MODES,
+        default=mode,
         help='absolute: mean accuracy >= threshold (RULER); relative: >= threshold x the shortest length (NoLiMa)',
     )
     compare.add_argument('--show-score', action='store_true', help='write each cell score on the heatmaps')

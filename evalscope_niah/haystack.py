@@ -178,9 +178,6 @@ class HaystackBuilder:
             end_buffer=self.end_buffer,
         )
 
-    def corpus_tokens_needed(self, context_length: int, *, start_token: int = 0) -> int:
-        return start_token + context_length + 4 * WINDOW_TOKENS
-
     def build(  # long because the exact-length search and its fallbacks read best as one sequence
         self,
         *,

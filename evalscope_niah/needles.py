@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from .errors import NiahConfigError
+from .vocabulary import LANGUAGES, Language
 
-Language = Literal['en', 'zh']
 SampleMethod = Literal['fixed', 'sequential', 'random']
 
-LANGUAGES: tuple[str, ...] = get_args(Language)
 SAMPLE_METHODS: tuple[str, ...] = get_args(SampleMethod)
 
 DATA_DIR = Path(__file__).parent / 'data'

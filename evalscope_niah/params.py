@@ -29,8 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .errors import NiahConfigError
 from .needles import MAX_DISTRACTORS
 from .tasks import get_task, task_names
-
-Language = Literal['en', 'zh']
+from .vocabulary import EffectiveLengthMode, Language, RequestOrder
 
 EN_NEEDLE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
 EN_QUESTION = 'What is the best thing to do in San Francisco?'
@@ -299,12 +298,12 @@ class NiahParams(BaseModel):
     effective_length_threshold: float = Field(
         0.85, description='Score a context length must reach to count as effective (0.85 as RULER uses).'
     )
-    effective_length_mode: Literal['absolute', 'relative'] = Field(
+    effective_length_mode: EffectiveLengthMode = Field(
         'absolute',
         description="'absolute': mean score >= threshold; 'relative': >= threshold x the shortest length's score "
         '(as NoLiMa).',
     )
-    request_order: Literal['prefix', 'grid'] = Field(
+    request_order: RequestOrder = Field(
         'prefix',
         description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
         'lengths outer, depths inner, as the built-in sends them.',

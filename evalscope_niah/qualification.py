@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
+from .vocabulary import LANGUAGES
 
 __all__ = [
     'DEFAULT_JUDGE_CHECK',
@@ -68,8 +69,6 @@ _RULE = (
     f'every reply parsable; right answers rated >= {PASS_MIN_RATING:g} and wrong ones <= {FAIL_MAX_RATING:g}; '
     f'the reference, other-entity and injection items decided right; at most {MAX_MISSES} miss in all'
 )
-
-_LANGUAGES = ('en', 'zh')
 
 
 @dataclass(frozen=True)
@@ -268,7 +267,7 @@ def _overlaps(first: str, second: str) -> bool:
 
 
 def _check_language(language: str) -> None:
-    if language not in _LANGUAGES:
+    if language not in LANGUAGES:
         raise NiahConfigError('language', f"judge calibration is written for 'en' and 'zh', not {language!r}")
 
 

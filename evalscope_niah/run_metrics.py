@@ -27,7 +27,7 @@ OVERALL = {'scope': 'overall'}
 # How a metric's subsets combine into the OVERALL row when a mean is wrong: counts add up; the effective length of
 # the run is the shortest subset's (each subset's is where its leading run of passing lengths ends, so the
 # shortest is the longest length at which every subset passes). Rates are left to EvalScope's weighted mean.
-OVERALL_AGGREGATION = {'judge_failures': 'sum', 'effective_context_length': 'min'}
+OVERALL_AGGREGATION = {'judge_failures': 'sum', 'served_length_mismatches': 'sum', 'effective_context_length': 'min'}
 
 
 @dataclass(frozen=True)
@@ -39,14 +39,26 @@ class MetricRecord:
 
 
 def subset_metrics(
-    results: Sequence[SampleResult], errors: Sequence[SampleResult], *, threshold: float, mode: str
+    results: Sequence[SampleResult],
+    errors: Sequence[SampleResult],
+    *,
+    threshold: float,
+    mode: str,
+    lengths_are_served_tokens: bool = False,
 ) -> list[MetricRecord]:
-    """Metrics of the subset(s) in ``results`` (scored samples) and ``errors`` (samples that raised)."""
+    """Metrics of the subset(s) in ``results`` (scored samples) and ``errors`` (samples that raised).
+
+    ``lengths_are_served_tokens``: the grid was counted by the model's own server (tokenizer_path 'server'), so
+    every served prompt must equal its length; the samples where it does not are counted."""
     needle_results = [result for result in [*results, *errors] if not result.control]
     records = _effective_lengths(needle_results, threshold=threshold, mode=mode)
     records += _control_rates([result for result in results if result.control])
     records += _subset_shares(needle_results)
     records += _served_ratio([*results, *errors])
+    if lengths_are_served_tokens:
+        counted = [r for r in [*results, *errors] if r.served_prompt_tokens]
+        mismatches = sum(r.served_prompt_tokens != r.context_length for r in counted)
+        records.append(MetricRecord('served_length_mismatches', float(mismatches), len(counted)))
     return records
 
 

@@ -19,6 +19,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from .vocabulary import LANGUAGES
+
 __all__ = [
     'LANGUAGES',
     'RULE_PASS_THRESHOLD',
@@ -29,7 +31,6 @@ __all__ = [
     'RuleVerdict',
     'absent_control_score',
     'chain_candidates',
-    'is_pass',
     'keyword_score',
     'levenshtein_score',
     'multi_retrieval_scores',
@@ -45,7 +46,6 @@ __all__ = [
     'strip_reasoning',
 ]
 
-LANGUAGES: tuple[str, ...] = ('en', 'zh')
 
 # A score at or above this counts as "found the needle" when comparing rule scores with judge verdicts.
 RULE_PASS_THRESHOLD = 0.5
@@ -352,11 +352,6 @@ def rule_scores(answer: str, *, needles: Sequence[str], question: str, language:
         recall=needle_recall(final, needles=needles, question=question, language=language),
         levenshtein=levenshtein_score(final, '\n'.join(needles)),
     )
-
-
-def is_pass(score: float) -> bool:
-    """Binarise a score in [0, 1] (rule or judge accuracy) for judge/rule agreement."""
-    return score >= RULE_PASS_THRESHOLD
 
 
 def rule_is_certain(recall: float) -> bool:

@@ -7,7 +7,6 @@ import time
 import pytest
 
 from evalscope_niah.scoring import (
-    RULE_PASS_THRESHOLD,
     UNCERTAIN_SCORE_CAP,
     ControlScore,
     MultiRetrievalScores,
@@ -15,7 +14,6 @@ from evalscope_niah.scoring import (
     RuleVerdict,
     absent_control_score,
     chain_candidates,
-    is_pass,
     keyword_score,
     levenshtein_score,
     multi_retrieval_scores,
@@ -295,14 +293,6 @@ def test_rule_scores_reference_joins_needles_with_newlines() -> None:
 def test_rule_scores_unfinished_reasoning_scores_zero() -> None:
     scores = rule_scores(f'<think>{SF_NEEDLE}', needles=[SF_NEEDLE], question=SF_QUESTION, language='en')
     assert scores == RuleScores(recall=0.0, levenshtein=0.0)
-
-
-@pytest.mark.parametrize(
-    ('score', 'passed'),
-    [(0.0, False), (0.49, False), (RULE_PASS_THRESHOLD, True), (0.5, True), (1.0, True)],
-)
-def test_is_pass(score: float, passed: bool) -> None:
-    assert is_pass(score) is passed
 
 
 @pytest.mark.parametrize(

@@ -32,6 +32,7 @@ from ..run_metrics import judge_failure_message, served_drift_message, subset_me
 from ..samples import grid, subset_samplers
 from ..scoring import strip_reasoning
 from ..tasks import score_answer, task_for
+from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
@@ -378,7 +379,11 @@ class NiahAdapter(DefaultDataAdapter):
                 if message:
                     logger.warning('needle_haystack: %s', message)
         records = subset_metrics(
-            results, errors, threshold=params.effective_length_threshold, mode=params.effective_mode()
+            results,
+            errors,
+            threshold=params.effective_length_threshold,
+            mode=params.effective_mode(),
+            lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
         )
         aggregates += [
             AggScore(

@@ -38,6 +38,7 @@ _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     'judge_rule_agreement': ('diagnostic.parse_status.ratio', 'Judge-rule agreement', {}),
     'judge_rule_kappa': ('diagnostic.posterior_sd.ratio', "Judge-rule Cohen's kappa", {'display_precision': 2}),
     'judge_failures': ('diagnostic.count.items', 'Judge failures', {}),
+    'served_length_mismatches': ('diagnostic.count.items', 'Served length mismatches', {}),
     'inference_error_rate': ('diagnostic.parse_status.ratio', 'Inference error rate', {}),
     'budget_exhausted_rate': ('diagnostic.parse_status.ratio', 'Answer budget exhausted', {}),
     'served_prompt_ratio': (

@@ -562,6 +562,19 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.owner._notify()
 
+    def _prompt_tokens(self, messages: list) -> int:
+        """What a real server reports as usage.prompt_tokens: the rendered chat counted by its tokenizer, when the
+        server has one (vLLM / llama.cpp styles); else an approximation."""
+        if self.owner.tokenizer_dir is None:
+            return sum(_approx_tokens(message_text(m)) for m in messages)
+        tokenizer = self.owner._tokenizer()
+        text = tokenizer.apply_chat_template(
+            [{'role': m.get('role'), 'content': message_text(m)} for m in messages],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        return len(tokenizer(text, add_special_tokens=False)['input_ids'])
+
     def _tokenize_route(self, path: str, raw: bytes) -> None:
         try:
             body = json.loads(raw)
@@ -663,7 +676,7 @@ class _Handler(BaseHTTPRequestHandler):
         completion_id = f'chatcmpl-{number:08d}'
         created = int(time.time())
         usage = {
-            'prompt_tokens': sum(_approx_tokens(message_text(m)) for m in record.messages),
+            'prompt_tokens': self._prompt_tokens(record.messages),
             'completion_tokens': _approx_tokens(reply),
         }
         usage['total_tokens'] = usage['prompt_tokens'] + usage['completion_tokens']

@@ -1,0 +1,65 @@
+"""The model's own window, asked of its server before the run: lengths that cannot fit are refused before any
+request; an endpoint that does not say runs as before. With tokenizer_path 'server' the served prompt tokens equal
+each cell's length."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip('evalscope')
+
+from evalscope import TaskConfig, run_task
+
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.tokenization import shipped_qwen3_dir
+from tests.support.openai_server import OpenAICompatServer, needle_finder
+from tests.support.tasks import task_settings
+
+MODEL = 'windowed'
+
+
+@pytest.mark.parametrize('api_style', ['vllm', 'llama.cpp'])
+def test_lengths_past_the_window_are_refused_before_any_request(
+    api_style: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    server = OpenAICompatServer(
+        {MODEL: needle_finder}, api_style=api_style, tokenizer_dir=str(shipped_qwen3_dir()), context_window=1000
+    )
+    with server:
+        extra = {'context_lengths': [600, 900, 1200], 'document_depth_percents': [50]}
+        settings = task_settings(
+            server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, generation_config={'max_tokens': 200}
+        )
+        with pytest.raises(NiahConfigError) as error:
+            run_task(TaskConfig(**settings))
+        assert server.requests_for(MODEL) == []
+    message = str(error.value)
+    assert error.value.param == 'context_lengths'
+    assert 'at most 1000 tokens' in message and '[900, 1200]' in message and '200' in message
+
+
+def test_an_endpoint_that_does_not_say_runs_as_before(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        extra = {'context_lengths': [600], 'document_depth_percents': [50]}
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, subsets=['english'])
+        run_task(TaskConfig(**settings))
+        assert len(server.requests_for(MODEL)) == 1
+
+
+def test_server_tokenizer_lengths_are_what_the_server_read(fixture_corpus_dir: Path, tmp_path: Path) -> None:
+    server = OpenAICompatServer(
+        {MODEL: needle_finder}, api_style='vllm', tokenizer_dir=str(shipped_qwen3_dir()), context_window=100_000
+    )
+    with server:
+        extra = {'tokenizer_path': 'server', 'context_lengths': [600, 900], 'document_depth_percents': [0, 100]}
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra)
+        report = run_task(TaskConfig(**settings))['needle_haystack']
+        assert server.tokenize_requests  # the lengths were counted by the server
+    results = read_results(tmp_path / 'reports' / MODEL / RESULTS_FILE)
+    assert len(results) == 8
+    assert all(result.served_prompt_tokens == result.context_length for result in results)
+    mismatches = [m.score for m in report.metrics if m.identity.name == 'served_length_mismatches']
+    assert mismatches and set(mismatches) == {0}
