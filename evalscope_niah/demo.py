@@ -92,32 +92,29 @@ def _local_server(say):
     return LocalModelServer()
 
 
+def _judge_settings(options: DemoOptions, *, api_url: str, model: str) -> dict:
+    if options.judge == 'rule':
+        return {'strategy': 'rule'}
+    generation = {
+        'temperature': 0.0,
+        'max_tokens': 96,
+        'retries': 2,
+        'retry_interval': 1,
+        # llama.cpp constrains the reply to the verdict's JSON shape: a 135M model then always gives a parsable
+        # verdict (its judgement is another matter: the judge check before the run finds that out).
+        'extra_body': {'response_format': {'type': 'json_object', 'schema': VERDICT_SCHEMA}},
+    }
+    return {
+        'strategy': 'llm',
+        'models': [
+            {'model_id': model, 'api_url': api_url, 'api_key': options.api_key, 'generation_config': generation}
+        ],
+    }
+
+
 def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
     from .integration.run import run_task_settings
 
-    judge = (
-        {'strategy': 'rule'}
-        if options.judge == 'rule'
-        else {
-            'strategy': 'llm',
-            'models': [
-                {
-                    'model_id': model,
-                    'api_url': api_url,
-                    'api_key': options.api_key,
-                    'generation_config': {
-                        'temperature': 0.0,
-                        'max_tokens': 96,
-                        'retries': 2,
-                        'retry_interval': 1,
-                        # llama.cpp constrains the reply to the verdict's JSON shape: a 135M model then always
-                        # gives a parsable verdict (its judgement is another matter; the rule score sits beside).
-                        'extra_body': {'response_format': {'type': 'json_object', 'schema': VERDICT_SCHEMA}},
-                    },
-                }
-            ],
-        }
-    )
     subsets = {name: {'corpus_file': DEMO_CORPUS_FILES[name]} for name in options.subsets}
     settings = dict(
         model=model,
@@ -143,7 +140,7 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
                 },
             }
         },
-        judge=judge,
+        judge=_judge_settings(options, api_url=api_url, model=model),
         # A short answer ends at its first blank line: a 135M model otherwise rambles into the budget, and a cut reply
         # that does not state the fact can only be reported as a budget failure, never scored.
         generation_config={

@@ -438,7 +438,9 @@ def _decide(readings: list[_Reading]) -> Verdict | float:
     return distinct[0]
 
 
-def parse_verdict(text: str) -> Verdict:
+def parse_verdict(  # long because the accepted forms are tried in one documented order of precedence
+    text: str,
+) -> Verdict:
     """Parse a judge reply into a rating; never raises, and takes time linear in the reply's length.
 
     Only the last ``MAX_REPLY_CHARS`` characters are read; reasoning blocks (``<think>...</think>``) are removed

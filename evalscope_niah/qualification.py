@@ -197,7 +197,7 @@ def _zh_fact(question: str, needle: str) -> str:
     return ''
 
 
-def build_calibration(
+def build_calibration(  # long because the ten items read best side by side
     *,
     question: str,
     reference: str,
