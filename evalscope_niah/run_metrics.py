@@ -27,7 +27,12 @@ OVERALL = {'scope': 'overall'}
 # How a metric's subsets combine into the OVERALL row when a mean is wrong: counts add up; the effective length of
 # the run is the shortest subset's (each subset's is where its leading run of passing lengths ends, so the
 # shortest is the longest length at which every subset passes). Rates are left to EvalScope's weighted mean.
-OVERALL_AGGREGATION = {'judge_failures': 'sum', 'served_length_mismatches': 'sum', 'effective_context_length': 'min'}
+OVERALL_AGGREGATION = {
+    'judge_failures': 'sum',
+    'served_length_mismatches': 'sum',
+    'effective_context_length': 'min',
+    'effective_context_length_served': 'min',
+}
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,16 @@ def _effective_lengths(results: Sequence[SampleResult], *, threshold: float, mod
         if effective.per_length:  # 0 when even the shortest length falls below the threshold
             n = sum(item.n for item in effective.per_length)
             records.append(MetricRecord('effective_context_length', float(effective.length or 0), n))
+            # The same length in the model's own tokens (what its server said it read), when the labels are not.
+            served = [
+                r.served_prompt_tokens
+                for r in results
+                if r.subset == subset and r.context_length == effective.length and r.served_prompt_tokens
+            ]
+            if served and statistics.median(served) != effective.length:
+                records.append(
+                    MetricRecord('effective_context_length_served', float(statistics.median(served)), len(served))
+                )
     return records
 
 

@@ -87,3 +87,12 @@ def test_a_judge_failing_on_many_samples_is_said_in_words() -> None:
     healthy = [_result(1000, 1.0, judge_status='ok', judge_accuracy=1.0) for _ in range(20)]
     assert judge_failure_message(healthy, subset='english') is None
     assert judge_failure_message([_result(1000, 1.0)], subset='english') is None  # rule-scored: nothing to say
+
+
+def test_effective_length_is_also_given_in_the_models_tokens_when_they_differ() -> None:
+    results = [_result(1000, 1.0, served_prompt_tokens=2200), _result(2000, 1.0, served_prompt_tokens=4400)]
+    metrics = _by_name(subset_metrics(results, [], threshold=0.85, mode='absolute'))
+    assert metrics['effective_context_length'] == 2000
+    assert metrics['effective_context_length_served'] == 4400
+    same = [_result(1000, 1.0, served_prompt_tokens=1000)]
+    assert 'effective_context_length_served' not in _by_name(subset_metrics(same, [], threshold=0.85, mode='absolute'))

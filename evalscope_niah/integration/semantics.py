@@ -35,6 +35,11 @@ _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
         'Effective context length',
         {'raw_unit': 'tokens', 'display_unit': 'tokens', 'display_precision': 0},
     ),
+    'effective_context_length_served': (
+        'quality.model_score.unbounded',
+        "Effective context length (model's tokens)",
+        {'raw_unit': 'tokens', 'display_unit': 'tokens', 'display_precision': 0},
+    ),
     'judge_rule_agreement': ('diagnostic.parse_status.ratio', 'Judge-rule agreement', {}),
     'judge_rule_kappa': ('diagnostic.posterior_sd.ratio', "Judge-rule Cohen's kappa", {'display_precision': 2}),
     'judge_failures': ('diagnostic.count.items', 'Judge failures', {}),
