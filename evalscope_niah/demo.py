@@ -98,6 +98,7 @@ def _judge_settings(options: DemoOptions, *, api_url: str, model: str) -> dict:
     generation = {
         'temperature': 0.0,
         'max_tokens': 96,
+        'batch_size': 1,  # one llama.cpp slot: calibration calls one at a time, none waits out its timeout
         'retries': 2,
         'retry_interval': 1,
         # llama.cpp constrains the reply to the verdict's JSON shape: a 135M model then always gives a parsable

@@ -71,7 +71,10 @@ def _ask(judge: Any, prompts: Sequence[tuple[str, str]]) -> list[str | None]:
             return None
         return output.completion
 
-    with ThreadPoolExecutor(max_workers=min(_CONCURRENT_CALLS, len(prompts))) as pool:
+    # No more in flight than the judge's own batch size: a server with fewer slots only queues the rest, and a
+    # queued call's wait counts against its timeout.
+    batch = getattr(getattr(getattr(judge, 'model', None), 'config', None), 'batch_size', None) or _CONCURRENT_CALLS
+    with ThreadPoolExecutor(max_workers=max(1, min(_CONCURRENT_CALLS, batch, len(prompts)))) as pool:
         return list(pool.map(call, prompts))
 
 
