@@ -32,6 +32,7 @@ import json
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -62,7 +63,8 @@ def child(config_path: Path, result_path: Path) -> None:
     params = parse_params(config['params'])
     endpoint = config['endpoint']
     samples = tokens = 0
-    failed = []
+    failed: list[dict] = []
+    kept: list[dict] = []
     for sampler, cells in subset_samplers(
         params, corpus_dir=Path(config['corpus_dir']), subsets=[config['subset']], endpoint=endpoint
     ):
@@ -77,6 +79,9 @@ def child(config_path: Path, result_path: Path) -> None:
                 raise SystemExit(f'{sample.context_length}/{sample.depth_percent}: {sample.prompt_tokens} tokens')
             samples += 1
             tokens += sample.prompt_tokens
+            if config.get('keep_messages') and (not kept or sample.context_length >= kept[-1]['context_length']):
+                # The longest prompt is kept for the parent's recount through the server's own HTTP API.
+                kept[-1:] = [{'context_length': sample.context_length, 'messages': sample.messages()}]
     seconds = time.perf_counter() - started
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
     result = {
@@ -85,8 +90,24 @@ def child(config_path: Path, result_path: Path) -> None:
         'build_s': seconds,
         'calls': getattr(tokenizer, 'calls', None),
         'failed': failed,
+        'kept': kept,
     }
     result_path.write_text(json.dumps(result))
+
+
+def recount_on_server(root_url: str, messages: list[dict]) -> int:
+    """Tokens of a chat as llama-server bills it, asked over plain HTTP (none of our code): /apply-template renders
+    the GGUF's chat template, /tokenize counts the result."""
+
+    def post(path: str, body: dict) -> dict:
+        request = urllib.request.Request(
+            root_url + path, data=json.dumps(body).encode(), headers={'Content-Type': 'application/json'}
+        )
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return json.loads(response.read())
+
+    prompt = post('/apply-template', {'messages': messages})['prompt']
+    return len(post('/tokenize', {'content': prompt})['tokens'])
 
 
 def run_child(work: Path, name: str, config: dict, cache: Path) -> dict:
@@ -117,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from evalscope_niah.local_model import LocalModelServer
 
     header = ['subset', 'tokenizer', 'cache', 'samples', 'failed', 'tokens', 'calls', 'build s', 'seconds', 'peak MB']
-    rows, results = [], []
+    rows, results, recounts = [], [], []
     with tempfile.TemporaryDirectory(prefix='niah-bench-server-tok-') as temporary, LocalModelServer() as server:
         work = Path(temporary)
         endpoint = {'api_url': server.base_url, 'model': server.model_name, 'api_key': None}
@@ -138,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
                     'endpoint': child_endpoint,
                     'corpus_dir': str(corpus),
                     'subset': subset,
+                    'keep_messages': child_endpoint is not None,
                 }
                 kind = label.split()[0]
                 by_state: dict[str, list[dict]] = {'cold': [], 'warm': []}
@@ -157,6 +179,17 @@ def main(argv: list[str] | None = None) -> int:
                         'attempts': attempts,
                     }
                     result.update(subset=subset, tokenizer=label, cache=state, max_length=longest)
+                    for kept in result.pop('kept'):
+                        recounts.append(
+                            {
+                                'subset': subset,
+                                'cache': state,
+                                'context_length': kept['context_length'],
+                                'server_count': recount_on_server(server.root_url, kept['messages']),
+                            }
+                        )
+                    for attempt in attempts:
+                        attempt.pop('kept')
                     results.append(result)
                     calls = '-' if result['calls'] is None else f'{result["calls"]:,}'
                     rows.append(
@@ -188,9 +221,16 @@ def main(argv: list[str] | None = None) -> int:
                 f'failed: {result["subset"]} {result["tokenizer"]} {result["cache"]}: {failure["error"]} '
                 f'(depth {failure["depth"]}%)'
             )
+    print('untimed recount of the longest server-built prompt (llama-server /apply-template + /tokenize over HTTP):')
+    for recount in recounts:
+        same = recount['server_count'] == recount['context_length']
+        print(
+            f'  {recount["subset"]} {recount["cache"]}: built {recount["context_length"]:,}, server counts '
+            f'{recount["server_count"]:,} -> {"equal" if same else "DIFFERENT"}'
+        )
     if args.json:
-        write_json_report(args.json, {'repo': str(REPO_ROOT), 'results': results})
-    return 0
+        write_json_report(args.json, {'repo': str(REPO_ROOT), 'results': results, 'recounts': recounts})
+    return 0 if all(r['server_count'] == r['context_length'] for r in recounts) else 1
 
 
 if __name__ == '__main__':
