@@ -431,9 +431,11 @@ def next_sentence_start(text: str, position: int, language: str) -> int:
 
 # Needles go at a sentence start: English needs a space before the next sentence, Chinese none. The others are
 # fall-backs for when no cut gives the exact length (see HaystackBuilder.build).
-_NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000')}
+# Tried in order, the natural one first. A model whose tokenizer spends 2-3 tokens on a CJK character (SmolLM2)
+# moves the count by that much per character cut; the one-token separators at the end let it land exactly.
+_NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000', '\n', '  ', ' \n')}
 # Without needles: nothing, else one extra whitespace at a sentence boundary (see HaystackBuilder.build).
-_PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000')}
+_PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000', '\n', '  ')}
 _SENTENCE_END_CHARACTERS = '.!?"\'”’)]。！？；…」』）'
 
 
