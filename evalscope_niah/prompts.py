@@ -58,7 +58,9 @@ class PromptSpec:
         return self.user_template.format(context=context, question=question)
 
     def messages(self, *, context: str, question: str) -> list[dict[str, str]]:
-        user = {'role': 'user', 'content': self.user_message(context=context, question=question)}
-        if not self.system_prompt:
-            return [user]
-        return [{'role': 'system', 'content': self.system_prompt}, user]
+        return self.chat(self.user_message(context=context, question=question))
+
+    def chat(self, user_prompt: str) -> list[dict[str, str]]:
+        """The one chat-message builder: the system prompt (when set) and the user prompt as sent."""
+        user = {'role': 'user', 'content': user_prompt}
+        return [{'role': 'system', 'content': self.system_prompt}, user] if self.system_prompt else [user]

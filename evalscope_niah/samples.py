@@ -77,8 +77,7 @@ class NeedleSample(_ReadsAsMeta):
     user_prompt: str
 
     def messages(self) -> list[dict[str, str]]:
-        user = {'role': 'user', 'content': self.user_prompt}
-        return [{'role': 'system', 'content': self.system_prompt}, user] if self.system_prompt else [user]
+        return PromptSpec(system_prompt=self.system_prompt).chat(self.user_prompt)
 
     def to_record(self) -> dict:
         record = self.meta.to_dict()

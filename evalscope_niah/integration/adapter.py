@@ -191,10 +191,9 @@ class NiahAdapter(DefaultDataAdapter):
         return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
 
     def _messages(self, user_prompt: str) -> list[Any]:
-        messages: list[Any] = [ChatMessageUser(content=user_prompt)]
-        if self.system_prompt:
-            messages.insert(0, ChatMessageSystem(content=self.system_prompt))
-        return messages
+        prompt = self._prompt or PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+        kinds = {'system': ChatMessageSystem, 'user': ChatMessageUser}
+        return [kinds[message['role']](content=message['content']) for message in prompt.chat(user_prompt)]
 
     def _build_input(self, sample: Sample) -> None:
         """Build the haystack of a sample about to be sent; measured values join its metadata."""
