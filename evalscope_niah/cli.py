@@ -103,6 +103,12 @@ def _parser() -> argparse.ArgumentParser:
         '--output-dir', type=Path, metavar='DIR', help='with --csv: where to write (default: next to each CSV)'
     )
     plot.add_argument('--show-score', action='store_true', help='write each cell score on the PNG heatmaps')
+    plot.add_argument(
+        '--served-tokens',
+        action='store_true',
+        help="label the length axis with the tokens the model's server said it read (median per length), not the "
+        "grid's; written as *_served.png/html",
+    )
     plot.set_defaults(handler=_plot)
 
     compare = commands.add_parser(
@@ -210,7 +216,7 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
-    from .outputs import draw_heatmaps
+    from .outputs import draw_heatmaps, in_served_tokens
     from .results import RESULTS_FILE, read_results
 
     found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
@@ -226,8 +232,15 @@ def _plot(args: argparse.Namespace) -> int:
     for results_file in found:
         results = read_results(results_file)
         effective = _effective_lengths(results_file.parent, results)
+        options = {}
+        if args.served_tokens:
+            results, effective = in_served_tokens(results, effective)
+            options = {
+                'prefix': 'needle_haystack_heatmap_served',
+                'title': 'Needle in a haystack (tokens the model read)',
+            }
         for path in draw_heatmaps(
-            results_file.parent, results, effective_lengths=effective, show_score=args.show_score
+            results_file.parent, results, effective_lengths=effective, show_score=args.show_score, **options
         ):
             print(path)
     return 0

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ from .results import (
 )
 from .stats import effective_context_length, samples_by_cell, summarize_cells
 
-__all__ = ['JUDGE_CHECK_FILE', 'draw_heatmaps', 'scoring_notes', 'write_run_outputs']
+__all__ = ['JUDGE_CHECK_FILE', 'draw_heatmaps', 'in_served_tokens', 'scoring_notes', 'write_run_outputs']
 
 logger = logging.getLogger(__name__)
 
@@ -72,6 +74,27 @@ def write_run_outputs(
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
+def in_served_tokens(
+    results: Sequence[SampleResult], effective_lengths: Mapping[str, int | None]
+) -> tuple[list[SampleResult], dict[str, int | None]]:
+    """The results with each length replaced by the median prompt tokens the server reported for it (per subset),
+    so a heatmap's length axis reads in the model's own tokens. A length without served counts keeps its label."""
+    served: dict[tuple[str, int], list[int]] = {}
+    for result in results:
+        if result.served_prompt_tokens:
+            served.setdefault((result.subset, result.context_length), []).append(result.served_prompt_tokens)
+    label = {key: round(statistics.median(values)) for key, values in served.items()}
+    relabelled = [
+        dataclasses.replace(r, context_length=label.get((r.subset, r.context_length), r.context_length))
+        for r in results
+    ]
+    effective = {
+        subset: None if length is None else label.get((subset, length), length)
+        for subset, length in effective_lengths.items()
+    }
+    return relabelled, effective
+
+
 def scoring_notes(results: Sequence[SampleResult]) -> dict[str, str | None]:
     """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules)."""
     fallback = {result.subset for result in results if result.scoring == 'rule_fallback'}
@@ -84,6 +107,8 @@ def draw_heatmaps(
     *,
     effective_lengths: Mapping[str, int | None],
     show_score: bool = False,
+    prefix: str = 'needle_haystack_heatmap',
+    title: str | None = None,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click."""
     from .plotting import plot_all  # matplotlib only when drawing
@@ -93,6 +118,8 @@ def draw_heatmaps(
         output_dir=output_dir,
         show_score=show_score,
         effective_lengths=effective_lengths,
+        prefix=prefix,
+        title=title,
         scoring_notes=scoring_notes(results),
         answers=samples_by_cell(results),
     )

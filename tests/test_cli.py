@@ -324,3 +324,26 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
     assert main(['compare', str(tmp_path / 'run'), '--threshold', '1.5', '--output', str(tmp_path / 'c.png')]) == 2
     assert '--threshold' in capsys.readouterr().err
     assert not (tmp_path / 'c.png').exists()
+
+
+def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> None:
+    from evalscope_niah.outputs import in_served_tokens
+    from evalscope_niah.results import RESULTS_FILE as RESULTS
+
+    report_dir = tmp_path / 'reports' / 'm'
+    report_dir.mkdir(parents=True)
+    results = [
+        SampleResult(
+            subset='chinese', context_length=length, depth_percent=depth, accuracy=1.0, rule_recall=1.0,
+            levenshtein=1.0, judge_accuracy=None, judge_status='not_called', served_prompt_tokens=served,
+        )
+        for length, served in ((1000, 2180), (2000, 4350))
+        for depth in (0.0, 100.0)
+    ]  # fmt: skip
+    write_results(report_dir / RESULTS, results)
+    relabelled, effective = in_served_tokens(results, {'chinese': 2000})
+    assert sorted({r.context_length for r in relabelled}) == [2180, 4350] and effective == {'chinese': 4350}
+    assert main(['plot', str(tmp_path), '--served-tokens']) == 0
+    html = (report_dir / 'needle_haystack_heatmap_served_chinese.html').read_text(encoding='utf-8')
+    assert 'tokens the model read' in html and '2,180' in html and '4,350' in html
+    assert (report_dir / 'needle_haystack_heatmap_served_chinese.png').is_file()
