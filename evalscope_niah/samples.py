@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -28,6 +29,8 @@ from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     'GridCell',
@@ -147,6 +150,14 @@ class SubsetSampler:
         self._span_tokens = params.num_repeats * (max_context_length + 512)
         if params.num_repeats > 1:
             self._span_tokens = max(self._span_tokens, _REPEAT_SPAN_TOKENS)
+        if self._span_tokens >= _ANNOUNCED_SPAN_TOKENS:
+            # The one pre-run step that can take seconds on a cold cache (about 1 s per 100k tokens, one core).
+            logger.info(
+                'needle_haystack: counting up to %d tokens of %s with %s (cached for later runs)',
+                self._span_tokens,
+                subset.corpus_file,
+                tokenizer.name,
+            )
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=self._span_tokens)
         check_corpus_repeats(  # index.total_tokens is a lower bound when only a prefix is indexed
             subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
@@ -355,6 +366,8 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
+# Corpus spans at least this long are announced before they are tokenized.
+_ANNOUNCED_SPAN_TOKENS = 200_000
 _REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
 
 
