@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from .vocabulary import LANGUAGES
 
 __all__ = [
+    'CERTAIN_PASS',
     'LANGUAGES',
     'RULE_PASS_THRESHOLD',
     'UNCERTAIN_SCORE_CAP',
@@ -49,9 +50,10 @@ __all__ = [
 
 # A score at or above this counts as "found the needle" when comparing rule scores with judge verdicts.
 RULE_PASS_THRESHOLD = 0.5
-# Outside (_UNCERTAIN_LOW, _UNCERTAIN_HIGH) the rule score is trusted; in between the judge decides.
+# Outside (_UNCERTAIN_LOW, CERTAIN_PASS) the rule score is trusted; in between the judge decides. A reply cut by
+# the token limit whose recall reaches CERTAIN_PASS already holds the needle's facts (the adapter scores it).
 _UNCERTAIN_LOW = 0.1
-_UNCERTAIN_HIGH = 0.9
+CERTAIN_PASS = 0.9
 
 # --- reasoning blocks --------------------------------------------------------------------------------------------
 
@@ -356,7 +358,7 @@ def rule_scores(answer: str, *, needles: Sequence[str], question: str, language:
 
 def rule_is_certain(recall: float) -> bool:
     """True when the recall is clear enough that the ``llm_recall`` strategy can skip the judge."""
-    return recall >= _UNCERTAIN_HIGH or recall <= _UNCERTAIN_LOW
+    return recall >= CERTAIN_PASS or recall <= _UNCERTAIN_LOW
 
 
 # --- multi-value retrieval ---------------------------------------------------------------------------------------

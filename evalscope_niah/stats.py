@@ -11,9 +11,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from .params import NiahParams
+from .scoring import RULE_PASS_THRESHOLD
+from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
 
 if TYPE_CHECKING:
     from .results import SampleResult
@@ -40,9 +44,10 @@ __all__ = [
 ]
 
 # Effective context length: RULER's absolute pass mark, or NoLiMa's share of the shortest length's score.
-EffectiveMode = Literal['absolute', 'relative']
-EFFECTIVE_MODES: tuple[str, ...] = ('absolute', 'relative')
-DEFAULT_EFFECTIVE_THRESHOLD = 0.85
+EffectiveMode = EffectiveLengthMode
+EFFECTIVE_MODES = EFFECTIVE_LENGTH_MODES
+# The parameter model owns the default; the statistics take it when called on their own (compare, plot).
+DEFAULT_EFFECTIVE_THRESHOLD: float = NiahParams.model_fields['effective_length_threshold'].default
 
 # Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
 _BOOTSTRAP_SEED = 0
@@ -249,7 +254,7 @@ def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
     return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
 
 
-def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float = 0.5) -> Agreement:
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float = RULE_PASS_THRESHOLD) -> Agreement:
     """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
 
     A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in

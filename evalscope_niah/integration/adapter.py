@@ -30,7 +30,7 @@ from ..prompts import PromptSpec
 from ..results import SampleResult, bounded_text
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
-from ..scoring import strip_reasoning
+from ..scoring import CERTAIN_PASS, strip_reasoning
 from ..tasks import score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
@@ -49,9 +49,6 @@ ELIDED_HAYSTACK = '<haystack elided: stored once, in predictions/>'
 # memory grows with the requests in flight, not with the grid (a 10 x 10 grid of 1M-token prompts is ~400 MB).
 PENDING_PROMPT = '<haystack built when this sample is sent>'
 _HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
-# A reply cut by the token limit whose rule recall reaches this (the rule's "certain pass" bound) already holds
-# every needle fact: the rest could not make it wrong, so it is scored (and flagged). Below it, it is a budget failure.
-COMPLETE_RECALL = 0.9
 _MAX_ERROR_CHARS = 500
 
 
@@ -300,7 +297,8 @@ class NiahAdapter(DefaultDataAdapter):
 
     def _answer_complete(self, task_state: TaskState, meta: SampleMeta) -> bool:
         rule = score_answer(strip_reasoning(task_state.output.completion), meta)
-        return rule.values.get('rule_recall', rule.accuracy) >= COMPLETE_RECALL
+        # The needle's facts are all there: the rest could not make it wrong, so it is scored (and flagged).
+        return rule.values.get('rule_recall', rule.accuracy) >= CERTAIN_PASS
 
     def _budget_score(self, task_state: TaskState, reason: str) -> SampleScore:
         # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
