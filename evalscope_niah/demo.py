@@ -73,6 +73,8 @@ def run_demo(options: DemoOptions, *, say=print) -> Path:
         shape = (len(options.subsets), len(options.context_lengths), len(options.depth_percents))
         say(f'needle_haystack: {shape[0]} subsets x {shape[1]} lengths x {shape[2]} depths: {math.prod(shape)} prompts')
         say(f'  model: {model} at {api_url}; judge: {judge_name}')
+        unit = "the model's own tokens (counted by its llama.cpp server)" if options.api_url is None else 'Qwen3 tokens'
+        say(f'  lengths: {unit}')
         report_dir = _evaluate(options, api_url=api_url, model=model)
     _print_summary(report_dir, say=say)
     say(f'finished in {time.monotonic() - started:.0f} s; report and heatmaps in {report_dir}')

@@ -31,7 +31,7 @@ from ..results import SampleResult, bounded_text
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import CERTAIN_PASS, strip_reasoning
-from ..tasks import score_answer, task_for
+from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
@@ -97,13 +97,12 @@ class NiahAdapter(DefaultDataAdapter):
     def load(self) -> tuple[DatasetDict, None]:
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
-        self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
         endpoint = self._endpoint()
         samplers = subset_samplers(
             self.params,
             corpus_dir=corpus_dir,
             subsets=[subset.name for subset in subsets],
-            prompt=self._prompt,
+            prompt=self._prompt_spec(),
             limit=self.limit,
             shuffle=self.shuffle,
             endpoint=endpoint,
@@ -187,10 +186,15 @@ class NiahAdapter(DefaultDataAdapter):
         plan = self._samplers[record['subset']].plan(GridCell(**record))
         return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
 
+    def _prompt_spec(self) -> PromptSpec:
+        """The run's system prompt and user template, validated once."""
+        if self._prompt is None:
+            self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+        return self._prompt
+
     def _messages(self, user_prompt: str) -> list[Any]:
-        prompt = self._prompt or PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
         kinds = {'system': ChatMessageSystem, 'user': ChatMessageUser}
-        return [kinds[message['role']](content=message['content']) for message in prompt.chat(user_prompt)]
+        return [kinds[message['role']](content=message['content']) for message in self._prompt_spec().chat(user_prompt)]
 
     def _build_input(self, sample: Sample) -> None:
         """Build the haystack of a sample about to be sent; measured values join its metadata."""
@@ -280,8 +284,7 @@ class NiahAdapter(DefaultDataAdapter):
         return sample_score
 
     def _elided_prompt(self, meta: SampleMeta) -> str:
-        prompt = self._prompt or PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
-        return prompt.user_message(context=ELIDED_HAYSTACK, question=meta.question)
+        return self._prompt_spec().user_message(context=ELIDED_HAYSTACK, question=meta.question)
 
     def _check_cached_cell(self, task_state: TaskState, meta: SampleMeta) -> None:
         """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
@@ -323,24 +326,11 @@ class NiahAdapter(DefaultDataAdapter):
     def match_score(
         self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
     ) -> Score:
-        final = strip_reasoning(filtered_prediction)
-        rule = score_answer(final, SampleMeta.from_dict(task_state.metadata))
-        return Score(
-            value=dict(rule.values),
-            main_score_name='acc',
-            prediction=original_prediction,
-            extracted_prediction=final,
-            explanation=rule.explanation,
-            metadata={'source': 'rule', 'rule_certain': rule.certain},
-        )
+        return _rule_score(original_prediction, filtered_prediction, SampleMeta.from_dict(task_state.metadata))[1]
 
     def judge_definition(self, context: JudgeContext) -> JudgeDefinition:
         meta = SampleMeta.from_dict(context.task_state.metadata)
-        final = strip_reasoning(context.filtered_prediction)
-        rule = score_answer(final, meta)
-        rule_score = self.match_score(
-            context.original_prediction, context.filtered_prediction, context.reference, context.task_state
-        )
+        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta)
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
             return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
@@ -455,6 +445,21 @@ def _reasoning_text(output: Any) -> str:
         final = strip_reasoning(completion)
         return completion[: len(completion) - len(final)].strip() if final and completion.endswith(final) else ''
     return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
+
+
+def _rule_score(original_prediction: str, filtered_prediction: str, meta: SampleMeta) -> tuple[RuleScore, Score]:
+    """The task's rule score of the final answer (reasoning stripped), and the same as EvalScope's Score."""
+    final = strip_reasoning(filtered_prediction)
+    rule = score_answer(final, meta)
+    score = Score(
+        value=dict(rule.values),
+        main_score_name='acc',
+        prediction=original_prediction,
+        extracted_prediction=final,
+        explanation=rule.explanation,
+        metadata={'source': 'rule', 'rule_certain': rule.certain},
+    )
+    return rule, score
 
 
 def _meta(sample_score: SampleScore) -> SampleMeta:
