@@ -12,6 +12,7 @@ from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.params import parse_params
+from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,
     NeedleChoice,
@@ -42,7 +43,7 @@ class AccessCode(Task):
             answer_keys=(code,),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         found = meta.answer_keys[0] in answer
         return RuleScore(values={'acc': float(found)}, explanation='code stated' if found else 'code missing')
 

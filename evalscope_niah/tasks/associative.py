@@ -11,7 +11,7 @@ import logging
 
 from ..associative import check_corpus, draw, literal_distractor, names
 from ..metadata import GridCell, SampleMeta
-from ..scoring import reasoning_answer_score
+from ..scoring import PromptText, reasoning_answer_score
 from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ class Associative(Task):
             judge_context=f'{pair.needle_for(name)} (link: {pair.hop})',
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
         verdict = reasoning_answer_score(
             answer,
@@ -74,5 +74,8 @@ class Associative(Task):
             language=meta.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
             reference=' '.join(meta.needles) or meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            prompt=prompt,
         )
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)

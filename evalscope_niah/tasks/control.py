@@ -4,7 +4,7 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 from __future__ import annotations
 
 from ..metadata import GridCell, SampleMeta
-from ..scoring import absent_control_score
+from ..scoring import PromptText, absent_control_score
 from .base import NeedleChoice, PlanContext, RuleScore, Task
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
@@ -19,7 +19,7 @@ class AbsentControl(Task):
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
         return RuleScore(
             values={'acc': control.score, 'abstained': float(control.abstained), 'guessed': float(control.guessed)},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..metadata import GridCell, SampleMeta
 from ..needles import distractor_facts, multi_retrieval_set
-from ..scoring import multi_retrieval_scores, score_multi
+from ..scoring import PromptText, multi_retrieval_scores, score_multi
 from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 
 # Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
@@ -37,9 +37,16 @@ class MultiRetrieval(Task):
             distractor_values=tuple(item.value for item in distractors),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_multi(answer, distractor_values=meta.distractor_values, **rule_inputs(meta))
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        verdict = score_multi(answer, distractor_values=meta.distractor_values, prompt=prompt, **rule_inputs(meta))
         scores = multi_retrieval_scores(
-            answer, values=meta.answer_keys, distractor_values=meta.distractor_values, reference=meta.reference_answer
+            answer,
+            values=meta.answer_keys,
+            distractor_values=meta.distractor_values,
+            reference=meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            prompt=prompt,
         )
         return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)
