@@ -27,8 +27,8 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import NiahConfigError
-from .needles import MAX_DISTRACTORS
 from .tasks import get_task, task_names
+from .tasks.multi_retrieval.facts import MAX_DISTRACTORS
 from .vocabulary import EffectiveLengthMode, Language, RequestOrder
 
 EN_NEEDLE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'

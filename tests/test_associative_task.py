@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.associative import load_pairs, names, overlap
 from evalscope_niah.cli import main
+from evalscope_niah.tasks.associative.pairs import load_pairs, names, overlap
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
