@@ -52,7 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -157,6 +157,7 @@ class RecordedRequest:
     path: str = '/v1/chat/completions'
     stream: bool = False
     reply: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # names lower-cased (HTTP names are case-insensitive)
 
     @property
     def body(self) -> Any:
@@ -562,6 +563,7 @@ class _Handler(BaseHTTPRequestHandler):
             timestamp=time.time(),
             path=path,
             stream=stream,
+            headers={name.lower(): value for name, value in self.headers.items()},
         )
         self.owner._record(record)
         try:
