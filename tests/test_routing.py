@@ -16,7 +16,7 @@ from evalscope_niah.routing import (
     routing_key,
 )
 from evalscope_niah.samples import iter_plans
-from tests.support.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings
 
 MODEL = 'needle-finder'
