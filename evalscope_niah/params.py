@@ -27,8 +27,9 @@ from typing import Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import NiahConfigError
-from .needles import MAX_DISTRACTORS
+from .routing import ROUTER_KEY_HEADERS, check_routing_key_header
 from .tasks import get_task, task_names
+from .tasks.multi_retrieval.facts import MAX_DISTRACTORS
 from .vocabulary import EffectiveLengthMode, Language, RequestOrder
 
 EN_NEEDLE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
@@ -308,6 +309,12 @@ class NiahParams(BaseModel):
         description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
         'lengths outer, depths inner, as the built-in sends them.',
     )
+    routing_key_header: str = Field(
+        'on',
+        description="Key of each prompt's prefix group (subset, haystack start) sent as a request header, so a "
+        "router's consistent-hash policy keeps the group on one replica and its shared prefix cached: 'on' "
+        f"({', '.join(ROUTER_KEY_HEADERS)}: vllm-router, sglang-router), 'off', or a custom header name.",
+    )
     min_context: int | None = Field(None, description='inspect_evals alias of context_lengths_min.')
     max_context: int | None = Field(None, description='inspect_evals alias of context_lengths_max.')
     n_contexts: int | None = Field(None, description='inspect_evals alias of context_lengths_num_intervals.')
@@ -340,6 +347,11 @@ class NiahParams(BaseModel):
         if value not in task_names():
             raise ValueError(f'must be {_choices(task_names())}')
         return value
+
+    @field_validator('routing_key_header', mode='before')
+    @classmethod
+    def _routing_key_header(cls, value: Any) -> str:
+        return check_routing_key_header(value)
 
     @field_validator('context_lengths_min', 'context_lengths_max')
     @classmethod

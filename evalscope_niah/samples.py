@@ -24,10 +24,10 @@ from .haystack import (
     spread_depths,
 )
 from .metadata import GridCell, SampleMeta
-from .needles import BankNeedle, draw_needles, load_needle_bank
 from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
+from .tasks.single.bank import BankNeedle, draw_needles, load_needle_bank
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,13 @@ import collections
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.needles import MAX_DISTRACTORS, MULTI_KEYS, Distractor, distractor_facts, multi_retrieval_set
+from evalscope_niah.tasks.multi_retrieval.facts import (
+    MAX_DISTRACTORS,
+    MULTI_KEYS,
+    Distractor,
+    distractor_facts,
+    multi_retrieval_set,
+)
 from tests.support.adversarial import OUTCOMES, TASKS, Case, all_cases, meets, score_case, summary
 
 CASES = all_cases()
@@ -48,7 +54,7 @@ def test_summary_reports_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     assert [row.split('|')[1].strip() for row in rows] == list(TASKS)
 
 
-# --- distractor facts (evalscope_niah.needles.distractor_facts) --------------------------------------------------
+# --- distractor facts (tasks.multi_retrieval.facts.distractor_facts) --------------------------------------------------
 
 
 @pytest.mark.parametrize('language', ['en', 'zh'])

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.associative import load_pairs, names, overlap
 from evalscope_niah.cli import main
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.tasks.associative.pairs import load_pairs, names, overlap
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
 DEPTHS = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]

@@ -23,7 +23,7 @@ class PlanContext:
 
     subset: Any  # params.ResolvedSubset
     params: Any  # params.NiahParams
-    bank: tuple[Any, ...] = ()  # needles.BankNeedle draws of this subset, when a needle bank is used
+    bank: tuple[Any, ...] = ()  # single.bank.BankNeedle draws of this subset, when a needle bank is used
     corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property

@@ -16,11 +16,13 @@ from __future__ import annotations
 import dataclasses
 
 from evalscope_niah.metadata import SampleMeta
-from evalscope_niah.needles import distractor_facts, load_needle_bank, multi_retrieval_set, reasoning_chains
 from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.prompts import PromptSpec
 from evalscope_niah.scoring import PromptText, RuleVerdict, strip_reasoning
 from evalscope_niah.tasks import score_answer
+from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
+from evalscope_niah.tasks.reasoning.chains import reasoning_chains
+from evalscope_niah.tasks.single.bank import load_needle_bank
 
 TASKS = ('single', 'multi_retrieval', 'reasoning', 'control')
 OUTCOMES = ('pass', 'fail', 'judge')

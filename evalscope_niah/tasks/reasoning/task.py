@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import random
 
-from ..metadata import GridCell, SampleMeta
-from ..needles import answer_format_guide, pick_chain, reasoning_chains
-from ..scoring import PromptText, keyword_score, score_reasoning
-from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, keyword_score, score_reasoning
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ..guide import answer_format_guide
+from .chains import pick_chain, reasoning_chains
 
 
 class ReasoningChain(Task):

@@ -3,10 +3,10 @@ in the same haystack (RULER's multi-key task); scored exactly per value, never j
 
 from __future__ import annotations
 
-from ..metadata import GridCell, SampleMeta
-from ..needles import distractor_facts, multi_retrieval_set
-from ..scoring import PromptText, multi_retrieval_scores, score_multi
-from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, multi_retrieval_scores, score_multi
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from .facts import distractor_facts, multi_retrieval_set
 
 # Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
 # gets at most recall 1 x precision 1/4.

@@ -3,9 +3,9 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 
 from __future__ import annotations
 
-from ..metadata import GridCell, SampleMeta
-from ..scoring import PromptText, absent_control_score
-from .base import NeedleChoice, PlanContext, RuleScore, Task
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, absent_control_score
+from ..base import NeedleChoice, PlanContext, RuleScore, Task
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
-from ..associative import check_corpus, draw, literal_distractor, names
-from ..metadata import GridCell, SampleMeta
-from ..scoring import PromptText, reasoning_answer_score
-from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, reasoning_answer_score
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from .pairs import check_corpus, draw, literal_distractor, names
 
 logger = logging.getLogger(__name__)
 

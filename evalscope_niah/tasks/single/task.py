@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..metadata import GridCell, SampleMeta
-from ..needles import answer_format_guide
-from ..scoring import PromptText, needle_recall, score_single
-from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, needle_recall, score_single
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ..guide import answer_format_guide
 
 
 class SingleNeedle(Task):
