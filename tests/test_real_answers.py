@@ -1,12 +1,14 @@
 """Rule verdicts against published graders on real model answers (tests/data/real_answers, via
-tests/support/real_answers)."""
+evalscope_niah/testing/real_answers.py)."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD
-from tests.support.real_answers import (
+from evalscope_niah.testing.real_answers import (
     KNOWN_RULE_ERRORS,
     WRONG_GRADES,
     RealAnswer,
@@ -16,7 +18,7 @@ from tests.support.real_answers import (
     table,
 )
 
-SETS = load_sets()
+SETS = load_sets(Path(__file__).parent / 'data' / 'real_answers')
 AGREEMENTS = {name: agreement(name, items) for name, items in SETS.items()}
 
 

@@ -1,4 +1,5 @@
-"""Published model answers with their published grades (tests/data/real_answers), run through the task types.
+"""Published model answers with their published grades (the repository's tests/data/real_answers), run through the
+task types; the agreement suite (tests/test_real_answers.py) and benchmarks/bench_real_answers.py both read them here.
 
 Each set is one public results file collection (sources, commits and licences in tests/data/real_answers/SOURCES.md):
 the needle, question and key the run used, and every distinct answer with its grade and how often it was given.
@@ -17,7 +18,8 @@ from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD, strip_reasoning
 from evalscope_niah.tasks import RuleScore, score_answer
 
-DATA = Path(__file__).resolve().parent.parent / 'data' / 'real_answers'
+# Where a source checkout keeps the sets (they are test data, not shipped in the wheel).
+DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / 'tests' / 'data' / 'real_answers'
 # A 1-10 grade at or above this is a pass: Kamradt's rubric gives 7 to "aligns with the reference but has minor
 # omissions" and 3 to "minor relevance, does not align".
 PASS_GRADE_OF_TEN = 7
@@ -80,11 +82,14 @@ def _lookup(table: dict[tuple[str, str], str], item: RealAnswer) -> str | None:
     )
 
 
-def load_sets() -> dict[str, list[RealAnswer]]:
+def load_sets(data_dir: Path = DEFAULT_DATA_DIR) -> dict[str, list[RealAnswer]]:
     """Every set in tests/data/real_answers. An answer row is ``[answer, grade, count]``, or ``[answer, grade, count,
     key, question]`` where each answer has its own question (BABILong)."""
     sets: dict[str, list[RealAnswer]] = {}
-    for path in sorted(DATA.glob('*.json')):
+    paths = sorted(Path(data_dir).glob('*.json'))
+    if not paths:
+        raise FileNotFoundError(f'no real-answer sets (*.json) in {data_dir}: they ship with a source checkout')
+    for path in paths:
         for name, data in json.loads(path.read_text(encoding='utf-8')).items():
             sets[name] = [
                 RealAnswer(
