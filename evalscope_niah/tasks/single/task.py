@@ -43,6 +43,12 @@ class SingleNeedle(Task):
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         verdict = score_single(answer, prompt=prompt, **rule_inputs(meta))
-        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds.
-        recall = needle_recall(answer, needles=meta.needles, question=meta.question, language=meta.language)
+        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds. Length is
+        # no evidence of a paste (a verbose right answer has full recall); a pasted answer's recall is capped at its
+        # rule score, so judge-rule agreement compares like with like.
+        recall = needle_recall(
+            answer, needles=meta.needles, question=meta.question, language=meta.language, penalise_length=False
+        )
+        if {'paste', 'long'} & set(verdict.flags):
+            recall = min(recall, verdict.score)
         return verdict_score(verdict, answer, meta, rule_recall=recall)
