@@ -7,14 +7,13 @@ the bank draws) and a cell; scoring hands it the final answer (reasoning strippe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from ..metadata import GridCell, SampleMeta
-from ..scoring import PromptText, levenshtein_score
+from ..scoring import PromptText, RuleScore, levenshtein_score
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'rule_inputs', 'verdict_score']
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'with_levenshtein']
 
 
 @dataclass(frozen=True)
@@ -46,24 +45,6 @@ class NeedleChoice:
     distractor_values: tuple[str, ...] = ()
     candidates: tuple[str, ...] = ()  # answers the task knows of: naming several of them is hedging
     judge_context: str | None = None  # what the judge needs beside the reference (an associative hop)
-
-
-@dataclass(frozen=True)
-class RuleScore:
-    """One answer's rule score. ``values['acc']`` is the accuracy; the other values are reported beside it.
-
-    ``certain`` says the rule alone may decide (the judge is skipped under ``llm_recall``); ``explanation`` says why
-    the score is what it is, for the results file and a person reading a red cell.
-    """
-
-    values: Mapping[str, float]
-    certain: bool = True
-    explanation: str = ''
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def accuracy(self) -> float:
-        return self.values['acc']
 
 
 class Task(ABC):
@@ -100,21 +81,7 @@ class Task(ABC):
         return self.judged and not meta.control
 
 
-def rule_inputs(meta: SampleMeta) -> dict[str, Any]:
-    """The keyword arguments every rule entry point of scoring.py takes, from the sample's metadata."""
-    return {
-        'needles': meta.needles,
-        'question': meta.question,
-        'reference': meta.reference_answer,
-        'answer_keys': meta.answer_keys,
-        'language': meta.language,
-    }
-
-
-def verdict_score(verdict: Any, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
-    """A rule verdict (scoring.RuleVerdict) as the task's RuleScore: its score is the accuracy, the values in
-    ``reported`` and CDME's Levenshtein similarity to the reference are reported beside it."""
-    values = {'acc': verdict.score, **reported, 'levenshtein': levenshtein_score(answer, meta.reference_answer)}
-    return RuleScore(
-        values=values, certain=verdict.certain, explanation=verdict.explanation, extra={'flags': list(verdict.flags)}
-    )
+def with_levenshtein(rule: RuleScore, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
+    """A ladder's rule score as the task reports it: the values in ``reported`` and CDME's Levenshtein similarity to
+    the reference beside the accuracy."""
+    return rule.reporting(**reported, levenshtein=levenshtein_score(answer, meta.reference_answer))

@@ -10,8 +10,8 @@ from __future__ import annotations
 import logging
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, reasoning_answer_score
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from ...scoring import RULE_PASS_THRESHOLD, PromptText, RuleScore, one_candidate_score
+from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from .pairs import check_corpus, draw, literal_distractor, names
 
 logger = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class Associative(Task):
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
-        verdict = reasoning_answer_score(
+        rule = one_candidate_score(
             answer,
             keyword=meta.answer_keys[0],
             candidates=meta.candidates,
@@ -78,4 +78,4 @@ class Associative(Task):
             question=meta.question,
             prompt=prompt,
         )
-        return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)
+        return with_levenshtein(rule, answer, meta, rule_recall=1.0 if rule.accuracy >= RULE_PASS_THRESHOLD else 0.0)

@@ -4,9 +4,10 @@ in the same haystack (RULER's multi-key task); scored exactly per value, never j
 from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, multi_retrieval_scores, score_multi
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...scoring import PromptText, RuleScore
+from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from .facts import distractor_facts, multi_retrieval_set
+from .rules import multi_retrieval_score
 
 # Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
 # gets at most recall 1 x precision 1/4.
@@ -38,8 +39,7 @@ class MultiRetrieval(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        verdict = score_multi(answer, distractor_values=meta.distractor_values, prompt=prompt, **rule_inputs(meta))
-        scores = multi_retrieval_scores(
+        rule = multi_retrieval_score(
             answer,
             values=meta.answer_keys,
             distractor_values=meta.distractor_values,
@@ -49,4 +49,4 @@ class MultiRetrieval(Task):
             language=meta.language,
             prompt=prompt,
         )
-        return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)
+        return with_levenshtein(rule, answer, meta)
