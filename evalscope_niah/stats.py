@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .params import NiahParams
+from .run_params import NiahParams
 from .scoring import RULE_PASS_THRESHOLD
 from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
 

@@ -25,7 +25,7 @@ from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
-from ..params import parse_params
+from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
 from ..results import SampleResult, bounded_text
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
@@ -369,7 +369,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             errors,
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
         )
         aggregates += [
@@ -418,7 +418,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
         )

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from ..corpus_format import DATASET_ID
 from ..errors import NiahConfigError
-from ..params import DATASET_ID, parse_params
+from ..params import parse_params
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 
 __all__ = ['Check', 'run_checks']

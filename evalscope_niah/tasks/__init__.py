@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from ..metadata import SampleMeta
-from .associative import Associative
+from .associative.task import Associative
 from .base import NeedleChoice, PlanContext, RuleScore, Task
-from .control import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
-from .multi_retrieval import MultiRetrieval
-from .reasoning import ReasoningChain
+from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
+from .multi_retrieval.task import MultiRetrieval
+from .reasoning.task import ReasoningChain
 from .registry import get_task, register_task, task_names, unregister_task
-from .single import SingleNeedle
+from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call.
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):

@@ -9,26 +9,37 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
+from ..run_params import NiahParams, TaskParams
 from ..scoring import levenshtein_score
+from ..subsets import ResolvedSubset
+from ..vocabulary import Language
+from .single.bank import BankNeedle
+
+P = TypeVar('P', bound=TaskParams)
 
 __all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'rule_inputs', 'verdict_score']
 
 
 @dataclass(frozen=True)
 class PlanContext:
-    """What a task may read when it plans a sample (typed loosely: tasks must not import params or samples)."""
+    """What a task may read when it plans a sample: the subset, the run's parameters (its own through ``options``),
+    the needle-bank draws and the corpus."""
 
-    subset: Any  # params.ResolvedSubset
-    params: Any  # params.NiahParams
-    bank: tuple[Any, ...] = ()  # single.bank.BankNeedle draws of this subset, when a needle bank is used
+    subset: ResolvedSubset
+    params: NiahParams
+    bank: tuple[BankNeedle, ...] = ()  # draws of this subset, when a needle bank is used
     corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property
-    def language(self) -> str:
+    def language(self) -> Language:
         return self.subset.language
+
+    def options(self, model: type[P]) -> P:
+        """The task's own parameters (its ``params_model``), as the user gave them or at their defaults."""
+        return self.params.task_params(model)
 
 
 @dataclass(frozen=True)
@@ -77,8 +88,9 @@ class Task(ABC):
     uses_subset_needles: ClassVar[bool] = False
     # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
     accepts_bank: ClassVar[bool] = False
-    # Parameters only this task reads: refused with another task, where they would be silently ignored.
-    own_parameters: ClassVar[tuple[str, ...]] = ()
+    # Its own parameters: flat extra_params names, unique across tasks and the run model, each with its default and
+    # checks; given while no subset runs this task they are refused (they would be silently ignored).
+    params_model: ClassVar[type[TaskParams]] = TaskParams
     # The effective-length mode this task reports by default (None: the parameter's default).
     effective_length_mode: ClassVar[str | None] = None
 

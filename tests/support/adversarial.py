@@ -16,8 +16,8 @@ from __future__ import annotations
 import dataclasses
 
 from evalscope_niah.metadata import SampleMeta
-from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.scoring import RuleVerdict, strip_reasoning
+from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains

@@ -13,6 +13,7 @@ from ...metadata import GridCell, SampleMeta
 from ...scoring import reasoning_answer_score
 from ..base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
 from .pairs import check_corpus, draw, literal_distractor, names
+from .params import AssociativeParams
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +25,7 @@ class Associative(Task):
         "the answer is the character's name"
     )
     judged = True
-    own_parameters = ('associative_distractor',)
+    params_model = AssociativeParams
     # NoLiMa's measure: a length is effective while the score holds 85% of the shortest length's.
     effective_length_mode = 'relative'
 
@@ -50,7 +51,7 @@ class Associative(Task):
         pair, name = drawn[cell.repeat]
         distractors: tuple[str, ...] = ()
         distractor_depths: tuple[float, ...] | None = None
-        if params.associative_distractor:
+        if context.options(AssociativeParams).associative_distractor:
             distractors = (literal_distractor(pair, language=context.language),)
             depth = cell.depth_percent if cell.depth_percent is not None else 0.0
             distractor_depths = ((depth + 50.0) % 100.0,)  # as far from the needle as the haystack allows

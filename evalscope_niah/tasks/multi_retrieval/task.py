@@ -7,10 +7,7 @@ from ...metadata import GridCell, SampleMeta
 from ...scoring import multi_retrieval_scores, score_multi
 from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 from .facts import distractor_facts, multi_retrieval_set
-
-# Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
-# gets at most recall 1 x precision 1/4.
-DISTRACTORS_PER_NEEDLE = 3
+from .params import MultiRetrievalParams
 
 
 class MultiRetrieval(Task):
@@ -19,14 +16,17 @@ class MultiRetrieval(Task):
         'num_needles distinct facts about one key among distractor facts about other keys, and one question asking '
         'for all of them; score = recall x precision of the values'
     )
-    own_parameters = ('num_needles', 'distractors')
+    params_model = MultiRetrievalParams
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        params = context.params
-        facts = multi_retrieval_set(language=context.language, count=params.num_needles, seed=seed)
-        count = params.distractors if params.distractors is not None else DISTRACTORS_PER_NEEDLE * params.num_needles
+        options = context.options(MultiRetrievalParams)
+        facts = multi_retrieval_set(language=context.language, count=options.num_needles, seed=seed)
         distractors = distractor_facts(
-            language=context.language, count=count, seed=seed, exclude_values=facts.values, name=facts.key
+            language=context.language,
+            count=options.distractor_count(),
+            seed=seed,
+            exclude_values=facts.values,
+            name=facts.key,
         )
         return NeedleChoice(
             needles=facts.needles,
