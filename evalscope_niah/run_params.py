@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator,
 
 from .errors import NiahConfigError
 from .grid_axes import context_length_axis, depth_axis
+from .routing import ROUTER_KEY_HEADERS, check_routing_key_header
 from .run_size import (
     DEFAULT_MAX_CORPUS_REPEATS,
     MAX_CONTEXT_LENGTH,
@@ -146,6 +147,12 @@ class NiahParams(BaseModel):
         description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
         'lengths outer, depths inner, as the built-in sends them.',
     )
+    routing_key_header: str = Field(
+        'on',
+        description="Key of each prompt's prefix group (subset, haystack start) sent as a request header, so a "
+        "router's consistent-hash policy keeps the group on one replica and its shared prefix cached: 'on' "
+        f"({', '.join(ROUTER_KEY_HEADERS)}: vllm-router, sglang-router), 'off', or a custom header name.",
+    )
     min_context: int | None = Field(None, description='inspect_evals alias of context_lengths_min.')
     max_context: int | None = Field(None, description='inspect_evals alias of context_lengths_max.')
     n_contexts: int | None = Field(None, description='inspect_evals alias of context_lengths_num_intervals.')
@@ -171,6 +178,11 @@ class NiahParams(BaseModel):
         description='Per-subset overrides or new subsets: {name: {corpus_file or file_list, text_field, language, '
         'needles, retrieval_question}}. Built-in: english (PaulGraham_Essays.txt), chinese (Journey_to_the_West.txt).',
     )
+
+    @field_validator('routing_key_header', mode='before')
+    @classmethod
+    def _routing_key_header(cls, value: Any) -> str:
+        return check_routing_key_header(value)
 
     @field_validator('context_lengths_min', 'context_lengths_max')
     @classmethod

@@ -11,7 +11,7 @@ import pytest
 
 from evalscope_niah.cli import main
 from evalscope_niah.tasks.associative.pairs import load_pairs, names, overlap
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
 DEPTHS = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]

@@ -460,7 +460,7 @@ def test_file_list_subset_runs_end_to_end(tmp_path: Path) -> None:
 
     from evalscope_niah.corpus import DEMO_CORPUS_DIR
     from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
-    from tests.support.openai_server import OpenAICompatServer
+    from evalscope_niah.testing.openai_server import OpenAICompatServer
     from tests.support.reports import cell_scores
     from tests.support.tasks import task_settings
 

@@ -9,7 +9,7 @@ import pytest
 from evalscope_niah.demo import DemoOptions, run_demo
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.results import RESULTS_FILE, read_results
-from tests.support.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 
 
 @pytest.mark.parametrize(

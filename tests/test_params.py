@@ -387,6 +387,7 @@ EXPECTED_TYPES = {
     'effective_length_threshold': 'float',
     'effective_length_mode': 'str',
     'request_order': 'str',
+    'routing_key_header': 'str',
     'min_context': 'int',
     'max_context': 'int',
     'n_contexts': 'int',

@@ -1,7 +1,8 @@
 """Reliability: server faults are retried, recorded, and never scored as 0; cut replies are budget failures.
 
-A real HTTP server on 127.0.0.1 (tests/support/openai_server.py) injects seeded faults into the model and the judge.
-The model is `needle_finder`, which always retrieves the needle: any score below 1.0 is a fault that leaked into it.
+A real HTTP server on 127.0.0.1 (evalscope_niah.testing.openai_server) injects seeded faults into the model and
+the judge. The model is `needle_finder`, which always retrieves the needle: any score below 1.0 is a fault that
+leaked into it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from evalscope_niah.results import read_results
-from tests.support.openai_server import (
+from evalscope_niah.testing.openai_server import (
     FaultPlan,
     OpenAICompatServer,
     make_judge_responder,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import cell_scores, overall_scores
 from tests.support.tasks import task_settings
 

@@ -28,6 +28,7 @@ from ..outputs import write_run_outputs
 from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
 from ..results import SampleResult, bounded_text
+from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import CERTAIN_PASS, strip_reasoning
@@ -210,7 +211,9 @@ class NiahAdapter(DefaultDataAdapter):
     def _on_inference(self, model: Model, sample: Sample) -> Any:
         if self._task_config is not None and self._task_config.agent_config is not None:
             return super()._on_inference(model, sample)
-        config = model_call_config(model.config, sample.metadata.get('context_length'))
+        meta = SampleMeta.from_dict(sample.metadata)
+        key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
+        config = model_call_config(model.config, meta.context_length, headers=key)
         return generate_checked(
             lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
             what='model',
