@@ -231,9 +231,7 @@ class SubsetSampler:
             answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
             divergence_token=divergence,
-            distractor_values=choice.distractor_values if distractors else (),
-            candidates=choice.candidates,
-            extra={'judge_context': choice.judge_context} if choice.judge_context else {},
+            task_data=choice.data.to_json() if choice.data is not None else {},
         )
         return SamplePlan(
             meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens, distractors=tuple(distractors)

@@ -27,7 +27,7 @@ from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
 from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
-from ..results import SampleResult, bounded_text
+from ..records import SampleResult, bounded_text
 from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
@@ -342,7 +342,8 @@ class NiahAdapter(DefaultDataAdapter):
             return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
-        side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
+        shown = ('rule_recall', 'levenshtein', *task_for(meta).reported_values)
+        side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
 
     # ---- aggregation and reports -----------------------------------------------------------------------------
@@ -482,8 +483,7 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         context_length=meta.context_length,
         depth_percent=meta.depth_percent,
         control=meta.control,
-        guessed=bool(value['guessed']) if meta.control and 'guessed' in value else None,
-        precision=value.get('precision'),
+        task_values={name: value[name] for name in task_for(meta).reported_values if value.get(name) is not None},
         accuracy=value.get('acc'),
         rule_recall=value.get('rule_recall'),
         levenshtein=value.get('levenshtein'),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..metadata import SampleMeta
 from .associative.task import Associative
-from .base import NeedleChoice, PlanContext, RuleScore, Task
+from .base import NeedleChoice, PlanContext, RuleScore, SampleData, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
 from .reasoning.task import ReasoningChain
@@ -25,10 +25,13 @@ __all__ = [
     'PlanContext',
     'ReasoningChain',
     'RuleScore',
+    'SampleData',
     'SingleNeedle',
     'Task',
     'get_task',
+    'judge_reference',
     'register_task',
+    'reported_values',
     'score_answer',
     'task_for',
     'task_names',
@@ -44,3 +47,13 @@ def task_for(meta: SampleMeta) -> Task:
 def score_answer(final_answer: str, meta: SampleMeta) -> RuleScore:
     """Rule score of a final answer (reasoning stripped) for its sample's task."""
     return task_for(meta).rule_score(final_answer, meta)
+
+
+def judge_reference(meta: SampleMeta) -> str:
+    """The reference as the judge reads it, with the sample's task hint: the run and the judge check both use it."""
+    return task_for(meta).judge_reference(meta)
+
+
+def reported_values() -> tuple[str, ...]:
+    """Every value a selectable task reports beside the shared ones: the cells CSV has a column for each."""
+    return tuple(dict.fromkeys(name for task in task_names() for name in get_task(task).reported_values))

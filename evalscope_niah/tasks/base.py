@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
@@ -19,8 +19,9 @@ from ..vocabulary import Language
 from .single.bank import BankNeedle
 
 P = TypeVar('P', bound=TaskParams)
+D = TypeVar('D', bound='SampleData')
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'rule_inputs', 'verdict_score']
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'SampleData', 'Task', 'rule_inputs', 'verdict_score']
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,32 @@ class PlanContext:
 
 
 @dataclass(frozen=True)
+class SampleData:
+    """A task's own data about one sample, beyond what every sample has (a subclass declares the fields: strings,
+    numbers, tuples of them). It travels through EvalScope as JSON in ``SampleMeta.task_data``; the task reads it
+    back typed with ``of(meta)``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {item.name: _json_value(getattr(self, item.name)) for item in fields(self)}
+
+    @classmethod
+    def of(cls: type[D], meta: SampleMeta) -> D:
+        """This task's data of ``meta``; fields it lacks (a sample planned before the field existed) take their
+        defaults, keys this type does not declare are ignored."""
+        declared = {item.name for item in fields(cls)}
+        values = {name: _from_json(value) for name, value in meta.task_data.items() if name in declared}
+        return cls(**values)
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_json(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
+
+
+@dataclass(frozen=True)
 class NeedleChoice:
     """A sample's needles and question before any haystack exists."""
 
@@ -54,9 +81,7 @@ class NeedleChoice:
     guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
     distractor_depths: tuple[float, ...] | None = None  # one per distractor; None spreads them over the haystack
-    distractor_values: tuple[str, ...] = ()
-    candidates: tuple[str, ...] = ()  # answers the task knows of: naming several of them is hedging
-    judge_context: str | None = None  # what the judge needs beside the reference (an associative hop)
+    data: SampleData | None = None  # the task's own data about the sample, for its scoring and judge hint
 
 
 @dataclass(frozen=True)
@@ -93,6 +118,9 @@ class Task(ABC):
     params_model: ClassVar[type[TaskParams]] = TaskParams
     # The effective-length mode this task reports by default (None: the parameter's default).
     effective_length_mode: ClassVar[str | None] = None
+    # Values of its rule score (``RuleScore.values``) that each sample's result carries beside the ones every task
+    # reports (acc, rule_recall, levenshtein): written to the results file and averaged per cell in the cells CSV.
+    reported_values: ClassVar[tuple[str, ...]] = ()
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
@@ -109,6 +137,16 @@ class Task(ABC):
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        """What the judge is given beside the reference answer (None: nothing). The run and the judge check both
+        ask through ``judge_reference``, so the judge is qualified on the prompt it grades."""
+        return None
+
+    def judge_reference(self, meta: SampleMeta) -> str:
+        """The reference answer as the judge reads it: with this task's hint when it has one."""
+        hint = self.judge_hint(meta)
+        return f'{meta.reference_answer} ({hint})' if hint else meta.reference_answer
 
 
 def rule_inputs(meta: SampleMeta) -> dict[str, Any]:

@@ -8,14 +8,21 @@ hop's target is checked absent from the corpus); ``associative_distractor`` adds
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
 from ...scoring import reasoning_answer_score
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, verdict_score
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AssociativeData(SampleData):
+    candidates: tuple[str, ...] = ()  # every character name of the language: naming several of them is hedging
+    judge_hint: str = ''  # the needle and its hop, so the judge can tell the drawn name is reached by the link
 
 
 class Associative(Task):
@@ -62,8 +69,9 @@ class Associative(Task):
             answer_keys=(name,),
             distractors=distractors,
             distractor_depths=distractor_depths,
-            candidates=names(context.language),
-            judge_context=f'{pair.needle_for(name)} (link: {pair.hop})',
+            data=AssociativeData(
+                candidates=names(context.language), judge_hint=f'{pair.needle_for(name)} (link: {pair.hop})'
+            ),
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
@@ -71,9 +79,12 @@ class Associative(Task):
         verdict = reasoning_answer_score(
             answer,
             keyword=meta.answer_keys[0],
-            candidates=meta.candidates,
+            candidates=AssociativeData.of(meta).candidates,
             language=meta.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
             reference=' '.join(meta.needles) or meta.reference_answer,
         )
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        return AssociativeData.of(meta).judge_hint or None

@@ -3,11 +3,19 @@ in the same haystack (RULER's multi-key task); scored exactly per value, never j
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...metadata import GridCell, SampleMeta
 from ...scoring import multi_retrieval_scores, score_multi
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, rule_inputs, verdict_score
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
+
+
+@dataclass(frozen=True)
+class MultiRetrievalData(SampleData):
+    # Values of the facts placed to mislead: an answer that gives them is wrong.
+    distractor_values: tuple[str, ...] = ()
 
 
 class MultiRetrieval(Task):
@@ -17,6 +25,7 @@ class MultiRetrieval(Task):
         'for all of them; score = recall x precision of the values'
     )
     params_model = MultiRetrievalParams
+    reported_values = ('precision',)  # the share of the values given that are the key's
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         options = context.options(MultiRetrievalParams)
@@ -34,12 +43,13 @@ class MultiRetrieval(Task):
             reference_answer=facts.reference,
             answer_keys=facts.values,
             distractors=tuple(item.needle for item in distractors),
-            distractor_values=tuple(item.value for item in distractors),
+            data=MultiRetrievalData(distractor_values=tuple(item.value for item in distractors)),
         )
 
     def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_multi(answer, distractor_values=meta.distractor_values, **rule_inputs(meta))
+        distractor_values = MultiRetrievalData.of(meta).distractor_values
+        verdict = score_multi(answer, distractor_values=distractor_values, **rule_inputs(meta))
         scores = multi_retrieval_scores(
-            answer, values=meta.answer_keys, distractor_values=meta.distractor_values, reference=meta.reference_answer
+            answer, values=meta.answer_keys, distractor_values=distractor_values, reference=meta.reference_answer
         )
         return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)
