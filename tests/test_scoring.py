@@ -1065,8 +1065,8 @@ def test_single_cue_excuse_is_by_whole_word() -> None:
     ],
 )
 def test_cues_count_in_the_keys_sentence_and_retractions_after_it(answer: str, passes: bool) -> None:
-    from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION
     from evalscope_niah.scoring import score_single
+    from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
 
     verdict = score_single(
         answer, needles=(EN_NEEDLE,), question=EN_QUESTION, reference=EN_NEEDLE, answer_keys=(EN_ANSWER,), language='en'

@@ -25,9 +25,9 @@ from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
-from ..params import parse_params
+from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
-from ..results import SampleResult, bounded_text
+from ..records import SampleResult, bounded_text
 from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
@@ -358,7 +358,8 @@ class NiahAdapter(DefaultDataAdapter):
             return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
-        side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
+        shown = ('rule_recall', 'levenshtein', *task_for(meta).reported_values)
+        side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
 
     # ---- aggregation and reports -----------------------------------------------------------------------------
@@ -388,7 +389,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             errors,
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
         )
         aggregates += [
@@ -437,7 +438,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
         )
@@ -500,8 +501,7 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         context_length=meta.context_length,
         depth_percent=meta.depth_percent,
         control=meta.control,
-        guessed=bool(value['guessed']) if meta.control and 'guessed' in value else None,
-        precision=value.get('precision'),
+        task_values={name: value[name] for name in task_for(meta).reported_values if value.get(name) is not None},
         accuracy=value.get('acc'),
         rule_recall=value.get('rule_recall'),
         levenshtein=value.get('levenshtein'),

@@ -4,6 +4,7 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
+from ...records import GUESSED
 from ...scoring import PromptText, absent_control_score
 from ..base import NeedleChoice, PlanContext, RuleScore, Task
 
@@ -15,6 +16,7 @@ class AbsentControl(Task):
 
     name = 'absent_control'
     description = 'one needle-free cell per length; measures guessing'
+    reported_values = (GUESSED,)
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
@@ -22,7 +24,7 @@ class AbsentControl(Task):
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
         return RuleScore(
-            values={'acc': control.score, 'abstained': float(control.abstained), 'guessed': float(control.guessed)},
+            values={'acc': control.score, 'abstained': float(control.abstained), GUESSED: float(control.guessed)},
             explanation=control.explanation,
         )
 
