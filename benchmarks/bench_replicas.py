@@ -58,6 +58,7 @@ GRIDS: dict[str, dict[str, Any]] = {
     '1m': {'context_lengths_min': 100_000, 'context_lengths_max': 1_000_000, 'allow_large_grid': True},
 }
 GRID_SUBSETS = {'default': SUBSETS, '1m': ('english',)}
+BALANCE_GROUPS = (8, 16, 32, 64, 128, 256)
 POLICIES = ('one replica', 'round_robin', 'cache_aware', 'consistent_hash (our key)', 'consistent_hash (key+length)')
 
 
@@ -187,6 +188,19 @@ def simulate(requests: Sequence[Request], *, policy: str, replicas: int, in_flig
     return Outcome(policy, computed, wall, split)
 
 
+def hash_balance(groups: int, *, replicas: int, seeds: int) -> tuple[float, float]:
+    """Busiest replica's share of ``groups`` equal groups over the mean, when the ring places them by our key: the
+    mean and the worst over ``seeds`` sets of replica addresses."""
+    ratios = []
+    for seed in range(seeds):
+        ring = HashRing(replicas, seed=seed)
+        load = [0] * replicas
+        for group in range(groups):
+            load[ring.replica(routing_key(SUBSETS[group % 2], group // 2))] += 1
+        ratios.append(max(load) / (groups / replicas))
+    return statistics.mean(ratios), max(ratios)
+
+
 @dataclass
 class Row:
     grid: str
@@ -310,6 +324,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     print(format_table(header, body, left=3))
     print('\n'.join(lines))
+    balance = {groups: hash_balance(groups, replicas=args.replicas, seeds=100) for groups in BALANCE_GROUPS}
+    print(
+        f'Load balance of consistent hashing on our key, {args.replicas} replicas, equal groups (100 address sets): '
+        + '; '.join(
+            f'{groups} groups: busiest {mean:.2f}x the mean (worst {worst:.2f}x)'
+            for groups, (mean, worst) in balance.items()
+        )
+    )
     if args.json:
         write_json_report(
             args.json,
@@ -320,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'ring_seeds': args.ring_seeds,
                 'rows': [asdict(row) for row in rows],
                 'verdicts': lines,
+                'hash_balance': {str(groups): list(pair) for groups, pair in balance.items()},
             },
         )
     return 0

@@ -111,3 +111,39 @@ def test_cached_tokens_from_llama_server_and_vllm_replies() -> None:
     vllm = {'usage': {'prompt_tokens': 100, 'prompt_tokens_details': {'cached_tokens': 64}}}
     assert bench._cached_tokens(vllm) == (64, 36)
     assert bench._cached_tokens({'usage': {'prompt_tokens': 100}}) == (None, None)
+
+
+def test_replay_sends_each_requests_routing_key_when_asked(exported: tuple[Path, dict], tmp_path: Path) -> None:
+    path, data = exported
+    keys = {_user_text(item['messages']): item['routing_key'] for item in data['requests']}
+    assert data['routing_key_headers'] == ['X-Session-ID', 'X-SMG-Routing-Key']
+    assert len(set(keys.values())) == 2  # one haystack start per subset: two prefix groups
+    sent = {}
+    for setting in ('on', 'X-Hash-Key'):
+        with OpenAICompatServer({'m': needle_finder}) as server:
+            argv = ['--replay', str(path), '--api-url', server.base_url, '--model', 'm', '--no-warmup']
+            assert bench.main([*argv, '--routing-key-header', setting]) == 0
+            sent[setting] = server.requests
+    keyed, custom = sent['on'], sent['X-Hash-Key']
+    assert len(keyed) == 2 * len(data['requests'])
+    for request in keyed:
+        expected = keys[_user_text(request.messages)]
+        assert request.headers['x-session-id'] == request.headers['x-smg-routing-key'] == expected
+    assert all(request.headers['x-hash-key'] == keys[_user_text(request.messages)] for request in custom)
+    assert all('x-session-id' not in request.headers for request in custom)
+
+
+def test_computed_tokens_from_llama_cpp_and_vllm_metrics() -> None:
+    llama = '# HELP llamacpp:prompt_tokens_total x\nllamacpp:prompt_tokens_total 1200\nllamacpp:n_decode_total 9\n'
+    assert bench.computed_tokens(bench.parse_prometheus(llama)) == 1200
+    vllm = (
+        '# TYPE vllm:prompt_tokens_total counter\n'
+        'vllm:prompt_tokens_total{engine="0",model_name="m"} 1000.0\n'
+        'vllm:prompt_tokens_total{engine="1",model_name="m"} 500.0\n'
+        'vllm:prefix_cache_hits_total{engine="0",model_name="m"} 640.0\n'
+        'garbage line\n'
+    )
+    assert bench.computed_tokens(bench.parse_prometheus(vllm)) == 1500 - 640
+    assert bench.computed_tokens(bench.parse_prometheus('other_metric 3\n')) is None
+    assert bench.key_headers('off', ['X-A']) == [] and bench.key_headers('on', ['X-A', 'X-B']) == ['X-A', 'X-B']
+    assert bench.key_headers('X-C', ['X-A']) == ['X-C']
