@@ -1,13 +1,15 @@
-"""A real router (vllm-router, the ``test`` extra) in front of local model replicas, and what each replica computed.
+"""A real router in front of local model replicas, and what each replica computed.
 
 Used by the router test and ``benchmarks/bench_router.py``: several ``LocalModelServer`` replicas of the demo model
-behind ``vllm-router`` with one of its policies, the run pointed at the router's URL. llama.cpp's Prometheus
-``/metrics`` (``LocalModelServer(metrics=True)``) says how many prompt tokens each replica really computed.
+behind ``vllm-router`` (the ``test`` extra) with one of its policies, or behind sglang-router's ``manual`` policy
+(``pip install sglang-router``), the run pointed at the router's URL. llama.cpp's Prometheus ``/metrics``
+(``LocalModelServer(metrics=True)``) says how many prompt tokens each replica really computed.
 """
 
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import shutil
 import socket
 import subprocess
@@ -22,14 +24,20 @@ from typing import IO
 
 __all__ = [
     'ROUTER_POLICIES',
+    'SGLANG_MANUAL',
+    'VLLM_POLICIES',
     'LocalRouter',
     'LocalRouterError',
     'prometheus_counters',
     'router_binary',
 ]
 
-# vllm-router policies the benchmark compares: no affinity, its prefix tree, and a hash ring on our routing key.
-ROUTER_POLICIES = ('round_robin', 'cache_aware', 'consistent_hash')
+# vllm-router policies the benchmark compares: no affinity, its prefix tree, and a hash ring on our routing key;
+# and sglang-router's sticky map of our routing key (X-SMG-Routing-Key), each new key given to the replica holding
+# the fewest keys (--assignment-mode min_group), so equal groups spread evenly.
+VLLM_POLICIES = ('round_robin', 'cache_aware', 'consistent_hash')
+SGLANG_MANUAL = 'sglang_manual'
+ROUTER_POLICIES = (*VLLM_POLICIES, SGLANG_MANUAL)
 # Lines of router output quoted in a start-up error.
 _ERROR_OUTPUT_LINES = 30
 # A metrics page is a few kB; more is not a llama.cpp server.
@@ -47,6 +55,12 @@ def router_binary() -> str:
     if not found:
         raise LocalRouterError("vllm-router is not installed: pip install 'evalscope-niah[test]' (or vllm-router)")
     return found
+
+
+def _sglang_router_command() -> list[str]:
+    if importlib.util.find_spec('sglang_router') is None:
+        raise LocalRouterError('sglang-router is not installed: pip install sglang-router')
+    return [sys.executable, '-m', 'sglang_router.launch_router', '--policy', 'manual', '--assignment-mode', 'min_group']
 
 
 def _free_port() -> int:
@@ -99,14 +113,15 @@ class LocalRouter:
         return f'{self.root_url}/v1'
 
     def _command(self, port: int) -> list[str]:
+        router = (
+            _sglang_router_command() if self.policy == SGLANG_MANUAL else [router_binary(), '--policy', self.policy]
+        )
         return [
-            router_binary(),
+            *router,
             '--host',
             '127.0.0.1',
             '--port',
             str(port),
-            '--policy',
-            self.policy,
             '--worker-urls',
             *self.worker_urls,
             '--health-check-interval-secs',
@@ -116,7 +131,7 @@ class LocalRouter:
             '--retry-max-retries',
             str(self.retries),
             '--log-level',
-            'warning',
+            'warn' if self.policy == SGLANG_MANUAL else 'warning',
         ]
 
     def start(self) -> LocalRouter:
@@ -161,7 +176,7 @@ class LocalRouter:
             self._log.seek(0)
             lines = self._log.read().decode('utf-8', 'replace').strip().splitlines()
             output = '\n'.join(lines[-_ERROR_OUTPUT_LINES:]) or output
-        return LocalRouterError(f'vllm-router ({self.policy}) {what}. Output:\n{output}')
+        return LocalRouterError(f'router ({self.policy}) {what}. Output:\n{output}')
 
     def stop(self) -> None:
         """Stop the router (idempotent)."""

@@ -170,5 +170,5 @@ def test_bad_router_settings_fail_before_anything_starts(workers, policy, says) 
 
 def test_a_router_whose_workers_never_answer_fails_with_its_output() -> None:
     # A port nobody listens on: vllm-router waits for the worker, then exits; the error quotes what it said.
-    with pytest.raises(LocalRouterError, match='vllm-router'):
+    with pytest.raises(LocalRouterError, match='router'):
         LocalRouter(['http://127.0.0.1:9'], startup_timeout=3).start()
