@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .atomic import atomic_write_text
+from .server_values import MAX_PLAUSIBLE_TOKENS
 from .stats import (
     DEFAULT_EFFECTIVE_THRESHOLD,
     Agreement,
@@ -61,6 +63,15 @@ SCORING_METHODS: frozenset[str] = frozenset({'judge', 'rule', 'rule_fallback'})
 # Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
 # the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
 MAX_TEXT_CHARS = 1000
+# A row holds a few numbers and three bounded texts (answer, reasoning, error): a few thousand characters. A longer
+# line is not a results row, and is refused before it is read whole.
+MAX_RESULT_LINE_BYTES = 1_000_000
+_MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile value may be megabytes long
+# What plot and compare draw from a results file, per subset: beyond this a heatmap is unreadable, and drawing it
+# (one HTML cell each, a bootstrap over every length) would take minutes and gigabytes.
+MAX_DRAWN_LENGTHS = 1000
+MAX_DRAWN_DEPTHS = 1000
+MAX_DRAWN_CELLS = 100_000
 _CUT_MARKER = ' […cut {} chars]'
 # Optional fields written only when set, so files of runs without them stay byte-identical to older versions.
 _OMIT_WHEN_NONE = (
@@ -212,16 +223,16 @@ class SampleResult:
             raise ValueError('a sample with an error must have accuracy=None')
         for name in ('served_prompt_tokens', 'served_completion_tokens'):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f'{name} must be a non-negative int or None, got {value!r}')
+            if value is not None and not 0 <= value <= MAX_PLAUSIBLE_TOKENS:
+                raise ValueError(f'{name} must be an int from 0 to {MAX_PLAUSIBLE_TOKENS} or None, got {value!r}')
         # Frozen, so the bound is applied through object.__setattr__; bounded_text is idempotent, so a record
         # read back from a file is unchanged.
         object.__setattr__(self, 'answer', bounded_text(self.answer))
         object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
 
     def _check_dimensions(self) -> None:
-        if self.context_length <= 0:
-            raise ValueError(f'context_length must be positive, got {self.context_length!r}')
+        if not 0 < self.context_length <= MAX_PLAUSIBLE_TOKENS:
+            raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {self.context_length!r}')
         # depth None is how a control is recognised downstream; the flag and the depth must never disagree.
         if self.control != (self.depth_percent is None):
             raise ValueError(
@@ -356,8 +367,8 @@ def write_results(path: str | os.PathLike[str], results: Iterable[SampleResult])
 def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
     """Read a JSONL file written by `write_results`; blank lines are skipped, bad lines raise with their number."""
     results: list[SampleResult] = []
-    with open(path, encoding='utf-8') as handle:
-        for line_no, line in enumerate(handle, start=1):
+    with open(path, 'rb') as handle:
+        for line_no, line in enumerate(_bounded_lines(handle, path), start=1):
             if not line.strip():
                 continue
             try:
@@ -366,7 +377,40 @@ def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
                     raise ValueError('expected a JSON object')
                 results.append(SampleResult.from_dict(data))
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                raise ValueError(f'{path}:{line_no}: invalid result line: {exc}') from exc
+                # A hostile row can make the message huge (a value of a megabyte): it is cut.
+                raise ValueError(f'{path}:{line_no}: invalid result line: {str(exc)[:_MAX_PROBLEM_CHARS]}') from exc
+    return results
+
+
+def _bounded_lines(handle: IO[bytes], path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of ``handle`` decoded, each read up to MAX_RESULT_LINE_BYTES: a longer line, or one that is not
+    UTF-8, is a ValueError naming the file and line, raised before the rest is read."""
+    for line_no in itertools.count(1):
+        raw = handle.readline(MAX_RESULT_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_RESULT_LINE_BYTES:
+            raise ValueError(f'{path}:{line_no}: invalid result line: longer than {MAX_RESULT_LINE_BYTES} bytes')
+        try:
+            yield raw.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise ValueError(f'{path}:{line_no}: invalid result line: not UTF-8 ({exc.reason})') from None
+
+
+def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
+    """``read_results``, refusing a file whose grid is too large to draw (see MAX_DRAWN_CELLS)."""
+    results = read_results(path)
+    by_subset: dict[str, set[tuple[int, float | None]]] = {}
+    for result in results:
+        by_subset.setdefault(result.subset, set()).add((result.context_length, result.depth_percent))
+    for subset, cells in by_subset.items():
+        lengths, depths = len({cell[0] for cell in cells}), len({cell[1] for cell in cells})
+        if lengths > MAX_DRAWN_LENGTHS or depths > MAX_DRAWN_DEPTHS or len(cells) > MAX_DRAWN_CELLS:
+            raise ValueError(
+                f'{path}: subset {subset[:80]!r} holds {lengths} context lengths, {depths} depths and {len(cells)} '
+                f'cells; a heatmap draws at most {MAX_DRAWN_LENGTHS} lengths, {MAX_DRAWN_DEPTHS} depths and '
+                f'{MAX_DRAWN_CELLS} cells'
+            )
     return results
 
 
