@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from .server_values import MAX_PLAUSIBLE_TOKENS
+
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
 # The needle-absent control's reported value: 1.0 when the reply stated the needle's fact anyway. Every run may add
@@ -150,16 +152,16 @@ class SampleResult:
             raise ValueError('a sample with an error must have accuracy=None')
         for name in ('served_prompt_tokens', 'served_completion_tokens'):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f'{name} must be a non-negative int or None, got {value!r}')
+            if value is not None and not 0 <= value <= MAX_PLAUSIBLE_TOKENS:
+                raise ValueError(f'{name} must be an int from 0 to {MAX_PLAUSIBLE_TOKENS} or None, got {value!r}')
         # Frozen, so the bound is applied through object.__setattr__; bounded_text is idempotent, so a record
         # read back from a file is unchanged.
         object.__setattr__(self, 'answer', bounded_text(self.answer))
         object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
 
     def _check_dimensions(self) -> None:
-        if self.context_length <= 0:
-            raise ValueError(f'context_length must be positive, got {self.context_length!r}')
+        if not 0 < self.context_length <= MAX_PLAUSIBLE_TOKENS:
+            raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {self.context_length!r}')
         # depth None is how a control is recognised downstream; the flag and the depth must never disagree.
         if self.control != (self.depth_percent is None):
             raise ValueError(
