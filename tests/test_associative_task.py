@@ -100,6 +100,7 @@ def test_literal_matching_fails_and_the_hop_succeeds(
 
 def _associative_meta(language: str):
     from evalscope_niah.metadata import SampleMeta
+    from evalscope_niah.tasks.associative.task import AssociativeData
 
     pair, name = load_pairs(language)[0], names(language)[0]
     other = names(language)[1]
@@ -117,7 +118,7 @@ def _associative_meta(language: str):
         answer_keys=(name,),
         start_token=0,
         divergence_token=0,
-        candidates=names(language),
+        task_data=AssociativeData(candidates=names(language)).to_json(),
     )
     return meta, pair, name, other
 

@@ -26,13 +26,14 @@ from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
-from ..params import parse_params
+from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
-from ..results import SampleResult, bounded_text
+from ..records import SampleResult, bounded_text
 from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import PromptText, strip_reasoning
+from ..server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
@@ -75,6 +76,8 @@ class NiahAdapter(DefaultDataAdapter):
         self._outputs_written = False
         self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
+        server = self._task_config.api_url if self._task_config is not None else None
+        self._server_values = ServerValues(f'the model server {server or ""}'.strip())
         # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
         # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
         # final answer, the reply stripped of reasoning once for every step that reads it.
@@ -316,7 +319,10 @@ class NiahAdapter(DefaultDataAdapter):
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
             self._record_error(meta, exc)
             raise
-        sample_score.score.metadata = {**(sample_score.score.metadata or {}), **_served(task_state, review.final)}
+        sample_score.score.metadata = {
+            **(sample_score.score.metadata or {}),
+            **_served(task_state, self._server_values, review.final),
+        }
         return sample_score
 
     def _elided_prompt(self, meta: SampleMeta) -> str:
@@ -372,7 +378,8 @@ class NiahAdapter(DefaultDataAdapter):
             return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
-        side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
+        shown = ('rule_recall', 'levenshtein', *task_for(meta).reported_values)
+        side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
 
     # ---- aggregation and reports -----------------------------------------------------------------------------
@@ -402,7 +409,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             errors,
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
         )
         aggregates += [
@@ -451,21 +458,23 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
         )
 
 
-def _served(task_state: TaskState, final: str) -> dict[str, Any]:
+def _served(task_state: TaskState, values: ServerValues, final: str) -> dict[str, Any]:
     """What the server says it read and wrote (usage), and the reasoning it sent apart from the answer. Absent, not
-    zero, when the endpoint reports no usage (a prompt is never 0 tokens)."""
+    zero, when the endpoint reports no usage (a prompt is never 0 tokens); absent too when implausible (``values``
+    drops it and warns once)."""
     output = task_state.output
     served: dict[str, Any] = {}
     usage = output.usage if output is not None else None
-    if usage is not None and usage.input_tokens:
-        served['served_prompt_tokens'] = int(usage.input_tokens)
-        served['served_completion_tokens'] = int(usage.output_tokens)
+    prompt_tokens = values.tokens('usage.prompt_tokens', usage.input_tokens) if usage is not None else None
+    if usage is not None and prompt_tokens:
+        served['served_prompt_tokens'] = prompt_tokens
+        served['served_completion_tokens'] = values.tokens('usage.completion_tokens', usage.output_tokens)
     reasoning = _reasoning_text(output, final)
     if reasoning:
         served['reasoning'] = bounded_text(reasoning)
@@ -520,8 +529,7 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         context_length=meta.context_length,
         depth_percent=meta.depth_percent,
         control=meta.control,
-        guessed=bool(value['guessed']) if meta.control and 'guessed' in value else None,
-        precision=value.get('precision'),
+        task_values={name: value[name] for name in task_for(meta).reported_values if value.get(name) is not None},
         accuracy=value.get('acc'),
         rule_recall=value.get('rule_recall'),
         levenshtein=value.get('levenshtein'),
@@ -531,7 +539,8 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         answer=score.extracted_prediction if score.extracted_prediction is not None else None,
         reasoning=extra.get('reasoning'),
         judge_rating=float(rating) if judge_ok and rating is not None else None,
-        served_prompt_tokens=extra.get('served_prompt_tokens'),
-        served_completion_tokens=extra.get('served_completion_tokens'),
+        # Checked again: a review cached by an older version may hold what a lying server said.
+        served_prompt_tokens=plausible_tokens(extra.get('served_prompt_tokens')),
+        served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
     )

@@ -27,11 +27,14 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..params import DATASET_ID, DEFAULT_SUBSETS, check_dataset_args, extra_params_spec
+from ..corpus_format import DATASET_ID
+from ..params import check_dataset_args
 from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
+from ..subsets import DEFAULT_SUBSETS
 from .adapter import NiahAdapter
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
+from .param_spec import extra_params_spec
 from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
@@ -72,6 +75,9 @@ class NiahBenchmarkMeta(BenchmarkMeta):
 
     def _update(self, args: dict) -> None:
         check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        # The spec of the tasks registered now: a task registered after this meta was built brings parameters that
+        # EvalScope would refuse as unknown, and one unregistered since would still be offered.
+        self.extra_params = extra_params_spec()
         super()._update(args)
 
 

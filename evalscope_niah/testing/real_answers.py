@@ -17,6 +17,7 @@ from pathlib import Path
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD, strip_reasoning
 from evalscope_niah.tasks import RuleScore, score_answer
+from evalscope_niah.tasks.associative.task import AssociativeData
 
 # Where a source checkout keeps the sets (they are test data, not shipped in the wheel).
 DEFAULT_DATA_DIR = Path(__file__).resolve().parents[2] / 'tests' / 'data' / 'real_answers'
@@ -127,7 +128,8 @@ def rule_score(item: RealAnswer) -> RuleScore:
         answer_keys=(item.key,),
         start_token=0,
         divergence_token=0,
-        candidates=item.candidates,
+        # Only the associative sets carry candidates (every character name, to tell a hedge from an answer).
+        task_data=AssociativeData(candidates=item.candidates).to_json() if item.candidates else {},
     )
     return score_answer(strip_reasoning(item.answer), meta)
 

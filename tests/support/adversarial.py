@@ -17,12 +17,13 @@ from __future__ import annotations
 import dataclasses
 
 from evalscope_niah.metadata import SampleMeta
-from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.prompts import PromptSpec
 from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
 from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
+from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
+from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
 
@@ -573,7 +574,7 @@ def score_case(case: Case) -> RuleScore:
         answer_keys=case.answer_keys,
         start_token=0,
         divergence_token=0,
-        distractor_values=case.distractor_values,
+        task_data=MultiRetrievalData(distractor_values=case.distractor_values).to_json(),
     )
     return score_answer(strip_reasoning(case.answer), meta, prompt=case.prompt)
 

@@ -17,7 +17,7 @@ from tests.support.rule_facts import (
     VALUES,
 )
 
-# --- multi_retrieval_scores --------------------------------------------------------------------------------------
+# --- multi_retrieval_score --------------------------------------------------------------------------------------
 
 
 def multi(answer: str, values: tuple[str, ...] = VALUES) -> RuleScore:

@@ -17,7 +17,7 @@ from tests.support.rule_facts import (
     GIOSTRA,
 )
 
-# --- reasoning_answer_score --------------------------------------------------------------------------------------
+# --- one_candidate_score, through the chains ---------------------------------------------------------------------
 
 
 def test_chain_candidates_name_the_chain_entities() -> None:

@@ -1,7 +1,4 @@
-"""One-hop associative retrieval (NoLiMa's idea, our own pairs)."""
+"""One-hop associative retrieval (NoLiMa's idea, our own pairs): ``pairs.py`` reads ``pairs.json``.
 
-from __future__ import annotations
-
-from .task import Associative
-
-__all__ = ['Associative']
+The task type is in ``task.py``; the package imports nothing, so importing one of its data modules never imports
+the task type (and with it ``tasks/base.py``, which imports the needle bank)."""

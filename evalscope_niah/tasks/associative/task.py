@@ -8,13 +8,21 @@ hop's target is checked absent from the corpus); ``associative_distractor`` adds
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
 from ...scoring import RULE_PASS_THRESHOLD, PromptText, RuleScore, one_candidate_score
-from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
+from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
 from .pairs import check_corpus, draw, literal_distractor, names
+from .params import AssociativeParams
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AssociativeData(SampleData):
+    candidates: tuple[str, ...] = ()  # every character name of the language: naming several of them is hedging
+    judge_hint: str = ''  # the needle and its hop, so the judge can tell the drawn name is reached by the link
 
 
 class Associative(Task):
@@ -24,7 +32,7 @@ class Associative(Task):
         "the answer is the character's name"
     )
     judged = True
-    own_parameters = ('associative_distractor',)
+    params_model = AssociativeParams
     # NoLiMa's measure: a length is effective while the score holds 85% of the shortest length's.
     effective_length_mode = 'relative'
 
@@ -50,7 +58,7 @@ class Associative(Task):
         pair, name = drawn[cell.repeat]
         distractors: tuple[str, ...] = ()
         distractor_depths: tuple[float, ...] | None = None
-        if params.associative_distractor:
+        if context.options(AssociativeParams).associative_distractor:
             distractors = (literal_distractor(pair, language=context.language),)
             depth = cell.depth_percent if cell.depth_percent is not None else 0.0
             distractor_depths = ((depth + 50.0) % 100.0,)  # as far from the needle as the haystack allows
@@ -61,8 +69,9 @@ class Associative(Task):
             answer_keys=(name,),
             distractors=distractors,
             distractor_depths=distractor_depths,
-            candidates=names(context.language),
-            judge_context=f'{pair.needle_for(name)} (link: {pair.hop})',
+            data=AssociativeData(
+                candidates=names(context.language), judge_hint=f'{pair.needle_for(name)} (link: {pair.hop})'
+            ),
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
@@ -70,7 +79,7 @@ class Associative(Task):
         rule = one_candidate_score(
             answer,
             keyword=meta.answer_keys[0],
-            candidates=meta.candidates,
+            candidates=AssociativeData.of(meta).candidates,
             language=meta.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
             reference=' '.join(meta.needles) or meta.reference_answer,
@@ -79,3 +88,6 @@ class Associative(Task):
             prompt=prompt,
         )
         return with_levenshtein(rule, answer, meta, rule_recall=1.0 if rule.accuracy >= RULE_PASS_THRESHOLD else 0.0)
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        return AssociativeData.of(meta).judge_hint or None

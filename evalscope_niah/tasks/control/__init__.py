@@ -1,7 +1,4 @@
-"""The needle-absent control: every task's needle-free cells are scored here."""
+"""The needle-absent control: every task's needle-free cells are scored here.
 
-from __future__ import annotations
-
-from .task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
-
-__all__ = ['ABSENT_CONTROL', 'ABSENT_REFERENCE', 'AbsentControl']
+The task type is in ``task.py``; the package imports nothing, so importing one of its data modules never imports
+the task type (and with it ``tasks/base.py``, which imports the needle bank)."""

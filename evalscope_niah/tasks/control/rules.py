@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ...records import GUESSED
 from ...scoring.bounds import CONTROL_PARAPHRASE_SHARE, MAX_SCAN_CHARS
 from ...scoring.cues import find_abstention
 from ...scoring.result import RuleScore
@@ -81,7 +82,7 @@ def absent_control_score(answer: str, *, language: str, needle_answers: Sequence
         values={
             'acc': 1.0 if abstained and not guessed else 0.0,
             'abstained': float(abstained),
-            'guessed': float(guessed),
+            GUESSED: float(guessed),
         },
         explanation='; '.join(reasons),
         flags=flags,

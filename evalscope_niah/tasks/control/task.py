@@ -4,6 +4,7 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
+from ...records import GUESSED
 from ...scoring import PromptText, RuleScore
 from ..base import NeedleChoice, PlanContext, Task
 from .rules import absent_control_score
@@ -16,6 +17,7 @@ class AbsentControl(Task):
 
     name = 'absent_control'
     description = 'one needle-free cell per length; measures guessing'
+    reported_values = (GUESSED,)
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')

@@ -1,7 +1,4 @@
-"""Several facts about one key among distractor facts (RULER multi-value / multi-key)."""
+"""Several facts about one key among distractor facts (RULER multi-value / multi-key); ``facts.py``.
 
-from __future__ import annotations
-
-from .task import MultiRetrieval
-
-__all__ = ['MultiRetrieval']
+The task type is in ``task.py``; the package imports nothing, so importing one of its data modules never imports
+the task type (and with it ``tasks/base.py``, which imports the needle bank)."""

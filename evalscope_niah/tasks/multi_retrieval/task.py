@@ -3,15 +3,20 @@ in the same haystack (RULER's multi-key task); scored exactly per value, never j
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...metadata import GridCell, SampleMeta
 from ...scoring import PromptText, RuleScore
-from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
+from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
 from .facts import distractor_facts, multi_retrieval_set
+from .params import MultiRetrievalParams
 from .rules import multi_retrieval_score
 
-# Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then
-# gets at most recall 1 x precision 1/4.
-DISTRACTORS_PER_NEEDLE = 3
+
+@dataclass(frozen=True)
+class MultiRetrievalData(SampleData):
+    # Values of the facts placed to mislead: an answer that gives them is wrong.
+    distractor_values: tuple[str, ...] = ()
 
 
 class MultiRetrieval(Task):
@@ -20,14 +25,18 @@ class MultiRetrieval(Task):
         'num_needles distinct facts about one key among distractor facts about other keys, and one question asking '
         'for all of them; score = recall x precision of the values'
     )
-    own_parameters = ('num_needles', 'distractors')
+    params_model = MultiRetrievalParams
+    reported_values = ('precision',)  # the share of the values given that are the key's
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        params = context.params
-        facts = multi_retrieval_set(language=context.language, count=params.num_needles, seed=seed)
-        count = params.distractors if params.distractors is not None else DISTRACTORS_PER_NEEDLE * params.num_needles
+        options = context.options(MultiRetrievalParams)
+        facts = multi_retrieval_set(language=context.language, count=options.num_needles, seed=seed)
         distractors = distractor_facts(
-            language=context.language, count=count, seed=seed, exclude_values=facts.values, name=facts.key
+            language=context.language,
+            count=options.distractor_count(),
+            seed=seed,
+            exclude_values=facts.values,
+            name=facts.key,
         )
         return NeedleChoice(
             needles=facts.needles,
@@ -35,14 +44,14 @@ class MultiRetrieval(Task):
             reference_answer=facts.reference,
             answer_keys=facts.values,
             distractors=tuple(item.needle for item in distractors),
-            distractor_values=tuple(item.value for item in distractors),
+            data=MultiRetrievalData(distractor_values=tuple(item.value for item in distractors)),
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         rule = multi_retrieval_score(
             answer,
             values=meta.answer_keys,
-            distractor_values=meta.distractor_values,
+            distractor_values=MultiRetrievalData.of(meta).distractor_values,
             reference=meta.reference_answer,
             needles=meta.needles,
             question=meta.question,

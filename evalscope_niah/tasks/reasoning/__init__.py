@@ -1,7 +1,4 @@
-"""A chain of linked needles (OpenCompass CDME)."""
+"""A chain of linked needles (OpenCompass CDME): ``chains.py`` reads ``chains.json``.
 
-from __future__ import annotations
-
-from .task import ReasoningChain
-
-__all__ = ['ReasoningChain']
+The task type is in ``task.py``; the package imports nothing, so importing one of its data modules never imports
+the task type (and with it ``tasks/base.py``, which imports the needle bank)."""

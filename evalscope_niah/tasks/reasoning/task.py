@@ -12,22 +12,23 @@ from ...scoring import PromptText, RuleScore, keyword_score
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
 from .chains import pick_chain, reasoning_chains
+from .params import ReasoningParams
 from .rules import chain_answer_score
 
 
 class ReasoningChain(Task):
     name = 'reasoning'
     description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
-    own_parameters = ('diff', 'shuffle_links')
+    params_model = ReasoningParams
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         return [(chain.needles, 'task') for chain in reasoning_chains(context.language)]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        params = context.params
+        options = context.options(ReasoningParams)
         chain = pick_chain(context.language, index=cell.repeat)
         needles = chain.needles
-        if params.shuffle_links:
+        if options.shuffle_links:
             order = list(needles)
             random.Random(seed).shuffle(order)
             needles = tuple(order)
@@ -37,7 +38,7 @@ class ReasoningChain(Task):
             question=chain.question,
             reference_answer=chain.reference,
             answer_keys=(chain.answer,),
-            needle_depths=tuple(min(100.0, depth + number * params.diff) for number in range(len(needles))),
+            needle_depths=tuple(min(100.0, depth + number * options.diff) for number in range(len(needles))),
             guide=answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=context.language),
         )
 
