@@ -19,7 +19,6 @@ from typing import Any
 
 from .atomic import atomic_write_text
 from .stats import (
-    DEFAULT_EFFECTIVE_THRESHOLD,
     Agreement,
     CellSummary,
     ControlSummary,
@@ -33,12 +32,10 @@ from .stats import (
     summarize_controls,
     summarize_subsets,
 )
+from .vocabulary import JUDGE_STATUSES, SCORING_SOURCES, JudgeStatus, ScoringSource
 
 __all__ = [
-    'CELLS_FILE',
     'CELL_CSV_COLUMNS',
-    'RESULTS_FILE',
-    'SUMMARY_FILE',
     'SampleResult',
     'csv_text',
     'read_cells_csv',
@@ -50,14 +47,6 @@ __all__ = [
     'write_summary_json',
 ]
 
-# File names inside an EvalScope report directory (reports/<model_id>/), read back by `evalscope-niah plot`.
-RESULTS_FILE = 'needle_haystack_results.jsonl'
-CELLS_FILE = 'needle_haystack_cells.csv'
-SUMMARY_FILE = 'needle_haystack_summary.json'
-
-JUDGE_STATUSES: frozenset[str] = frozenset({'ok', 'failed', 'not_called'})
-# How a sample's final accuracy was decided: the judge, the rule by choice, or the rule because the judge failed.
-SCORING_METHODS: frozenset[str] = frozenset({'judge', 'rule', 'rule_fallback'})
 # Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
 # the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
 MAX_TEXT_CHARS = 1000
@@ -185,7 +174,7 @@ class SampleResult:
     rule_recall: float | None
     levenshtein: float | None
     judge_accuracy: float | None
-    judge_status: str
+    judge_status: JudgeStatus
     error: str | None = None
     budget_exhausted: bool = False
     control: bool = False
@@ -196,7 +185,7 @@ class SampleResult:
     judge_rating: float | None = None
     served_prompt_tokens: int | None = None
     served_completion_tokens: int | None = None
-    scoring: str | None = None
+    scoring: ScoringSource | None = None
 
     def __post_init__(self) -> None:
         self._check_dimensions()
@@ -244,8 +233,8 @@ class SampleResult:
                 f'judge_accuracy must be set exactly when judge_status is "ok" '
                 f'(status={self.judge_status!r}, judge_accuracy={self.judge_accuracy!r})'
             )
-        if self.scoring is not None and self.scoring not in SCORING_METHODS:
-            raise ValueError(f'scoring must be one of {sorted(SCORING_METHODS)} or None, got {self.scoring!r}')
+        if self.scoring is not None and self.scoring not in SCORING_SOURCES:
+            raise ValueError(f'scoring must be one of {sorted(SCORING_SOURCES)} or None, got {self.scoring!r}')
         if self.scoring == 'judge' and self.judge_status != 'ok':
             raise ValueError(f'scoring "judge" needs a judge verdict (judge_status "ok"), got {self.judge_status!r}')
 
@@ -416,12 +405,14 @@ def write_summary_json(
     path: str | os.PathLike[str],
     results: Iterable[SampleResult],
     *,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
+    pass_mark: float,
     mode: EffectiveMode = 'absolute',
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
 
     Effective lengths are computed for every subset that has needle samples; see `effective_context_length`.
+    `pass_mark` is where a judge or rule score passes, for their agreement (see `summarize_subsets`).
     """
     check_effective_args(threshold, mode)
     result_list = list(results)
@@ -432,7 +423,7 @@ def write_summary_json(
             for subset in subsets
         },
         'controls': [asdict(c) for c in summarize_controls(result_list)],
-        'subsets': [asdict(s) for s in summarize_subsets(result_list)],
+        'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
     return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
 

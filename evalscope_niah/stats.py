@@ -1,8 +1,9 @@
 """Statistics over NIAH results: cell, control and subset summaries, bootstrap CIs, judge/rule agreement (Cohen's
 kappa) and the effective context length.
 
-Pure Python + numpy.  Inputs are `SampleResult`-like records (only their attributes are read), so this module
-does not import the file layer in `results.py`, which imports it to write summaries.
+Pure Python + numpy.  Inputs are `SampleResult`-like records (`ScoredSample`: only their attributes are read), so
+this module does not import the file layer in `results.py`, which imports it to write summaries.  Pass marks and
+thresholds are arguments: their defaults belong to the parameter model and the scoring rules, which callers read.
 """
 
 from __future__ import annotations
@@ -11,19 +12,13 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol, TypeVar
 
 import numpy as np
 
-from .params import NiahParams
-from .scoring import RULE_PASS_THRESHOLD
 from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
 
-if TYPE_CHECKING:
-    from .results import SampleResult
-
 __all__ = [
-    'DEFAULT_EFFECTIVE_THRESHOLD',
     'EFFECTIVE_MODES',
     'Agreement',
     'CellKey',
@@ -33,6 +28,7 @@ __all__ = [
     'EffectiveMode',
     'LengthScore',
     'RunSummary',
+    'ScoredSample',
     'SubsetSummary',
     'agreement',
     'check_effective_args',
@@ -46,8 +42,6 @@ __all__ = [
 # Effective context length: RULER's absolute pass mark, or NoLiMa's share of the shortest length's score.
 EffectiveMode = EffectiveLengthMode
 EFFECTIVE_MODES = EFFECTIVE_LENGTH_MODES
-# The parameter model owns the default; the statistics take it when called on their own (compare, plot).
-DEFAULT_EFFECTIVE_THRESHOLD: float = NiahParams.model_fields['effective_length_threshold'].default
 
 # Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
 _BOOTSTRAP_SEED = 0
@@ -55,6 +49,41 @@ _BOOTSTRAP_RESAMPLES = 2000
 _CI_LEVEL = 0.95
 # Bound the (resamples x n) index matrix so a huge cell cannot exhaust memory.
 _BOOTSTRAP_MAX_ELEMENTS = 4_000_000
+
+
+class ScoredSample(Protocol):
+    """What the statistics read of a sample's result (`results.SampleResult` is one): declared here, so this module
+    needs no import of the file layer that imports it."""
+
+    @property
+    def subset(self) -> str: ...
+    @property
+    def context_length(self) -> int: ...
+    @property
+    def depth_percent(self) -> float | None: ...  # None for a needle-absent control
+    @property
+    def control(self) -> bool: ...
+    @property
+    def errored(self) -> bool: ...
+    @property
+    def budget_exhausted(self) -> bool: ...
+    @property
+    def accuracy(self) -> float | None: ...
+    @property
+    def rule_recall(self) -> float | None: ...
+    @property
+    def levenshtein(self) -> float | None: ...
+    @property
+    def precision(self) -> float | None: ...
+    @property
+    def guessed(self) -> bool | None: ...
+    @property
+    def judge_accuracy(self) -> float | None: ...
+    @property
+    def judge_status(self) -> str: ...
+
+
+Sample = TypeVar('Sample', bound=ScoredSample)
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -194,16 +223,16 @@ def _bootstrap_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
 CellKey = tuple[str, int, float]  # (subset, context_length, depth_percent)
 
 
-def samples_by_cell(results: Iterable[SampleResult]) -> dict[CellKey, list[SampleResult]]:
+def samples_by_cell(results: Iterable[Sample]) -> dict[CellKey, list[Sample]]:
     """Needle samples grouped by (subset, context_length, depth_percent), keys sorted; controls are left out."""
-    groups: dict[CellKey, list[SampleResult]] = defaultdict(list)
+    groups: dict[CellKey, list[Sample]] = defaultdict(list)
     for result in results:
         if result.depth_percent is not None:  # i.e. not a control
             groups[(result.subset, result.context_length, result.depth_percent)].append(result)
     return {key: groups[key] for key in sorted(groups)}
 
 
-def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]) -> CellSummary:
+def _summarize_cell(key: tuple[str, int, float], samples: Sequence[ScoredSample]) -> CellSummary:
     scored = [s for s in samples if not s.errored]
     scores = [s.accuracy for s in scored if s.accuracy is not None]
     ci_low, ci_high = _bootstrap_ci(scores)
@@ -223,7 +252,7 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
     )
 
 
-def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
+def summarize_cells(results: Iterable[ScoredSample]) -> list[CellSummary]:
     """One summary per (subset, context_length, depth_percent) of needle samples, sorted by that key.
 
     Control samples have no depth and are summarised by `summarize_controls` instead.  Errored samples (accuracy
@@ -233,7 +262,7 @@ def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
     return [_summarize_cell(key, samples) for key, samples in samples_by_cell(results).items()]
 
 
-def _summarize_controls(key: tuple[str, int], samples: Sequence[SampleResult]) -> ControlSummary:
+def _summarize_controls(key: tuple[str, int], samples: Sequence[ScoredSample]) -> ControlSummary:
     scored = [s for s in samples if s.accuracy is not None]
     return ControlSummary(
         subset=key[0],
@@ -245,16 +274,16 @@ def _summarize_controls(key: tuple[str, int], samples: Sequence[SampleResult]) -
     )
 
 
-def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
+def summarize_controls(results: Iterable[ScoredSample]) -> list[ControlSummary]:
     """One summary per (subset, context_length) of the needle-absent control samples, sorted by that key."""
-    groups: dict[tuple[str, int], list[SampleResult]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[ScoredSample]] = defaultdict(list)
     for result in results:
         if result.control:
             groups[(result.subset, result.context_length)].append(result)
     return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
 
 
-def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float = RULE_PASS_THRESHOLD) -> Agreement:
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agreement:
     """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
 
     A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in
@@ -287,7 +316,7 @@ def _cohen_kappa(n: int, agree: int, pass_a: int, pass_b: int) -> float:
     return (n * agree - expected) / (n * n - expected)
 
 
-def _judge_rule_pairs(results: Iterable[SampleResult]) -> list[tuple[float, float]]:
+def _judge_rule_pairs(results: Iterable[ScoredSample]) -> list[tuple[float, float]]:
     # Only samples the judge really scored, and that also have a rule score, can be compared.
     return [
         (r.judge_accuracy, r.rule_recall)
@@ -296,7 +325,7 @@ def _judge_rule_pairs(results: Iterable[SampleResult]) -> list[tuple[float, floa
     ]
 
 
-def _summarize_subset(subset: str, samples: Sequence[SampleResult]) -> SubsetSummary:
+def _summarize_subset(subset: str, samples: Sequence[ScoredSample], pass_mark: float) -> SubsetSummary:
     # Scores and agreement describe retrieval, so controls (an abstention score) stay out of them; the counts
     # describe the health of the whole run and include controls.
     scored = [s for s in samples if not s.errored and not s.control]
@@ -308,23 +337,24 @@ def _summarize_subset(subset: str, samples: Sequence[SampleResult]) -> SubsetSum
         accuracy=_mean(scores),
         rule_recall=_mean([s.rule_recall for s in scored if s.rule_recall is not None]),
         levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
-        agreement=agreement(_judge_rule_pairs(s for s in samples if not s.control)),
+        agreement=agreement(_judge_rule_pairs(s for s in samples if not s.control), threshold=pass_mark),
         judge_failures=sum(s.judge_status == 'failed' for s in samples),
         errors=sum(s.errored for s in samples),
         budget_exhausted=sum(s.budget_exhausted for s in samples),
     )
 
 
-def summarize_subsets(results: Iterable[SampleResult]) -> list[SubsetSummary]:
+def summarize_subsets(results: Iterable[ScoredSample], *, pass_mark: float) -> list[SubsetSummary]:
     """One summary per subset, sorted by subset name.
 
     Means (`n`, accuracy, rule recall, levenshtein) and the judge/rule agreement are over needle samples only;
-    `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.
+    `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.  `pass_mark`: the score
+    at which a judge or rule score counts as a pass, for their agreement (the scoring rules own the default).
     """
-    groups: dict[str, list[SampleResult]] = defaultdict(list)
+    groups: dict[str, list[ScoredSample]] = defaultdict(list)
     for result in results:
         groups[result.subset].append(result)
-    return [_summarize_subset(subset, groups[subset]) for subset in sorted(groups)]
+    return [_summarize_subset(subset, groups[subset], pass_mark) for subset in sorted(groups)]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -361,10 +391,10 @@ def _leading_lengths(passes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def effective_context_length(
-    results: Iterable[SampleResult],
+    results: Iterable[ScoredSample],
     *,
     subset: str,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
     mode: EffectiveMode = 'absolute',
 ) -> EffectiveLength:
     """Effective context length of one subset: the largest tested length L such that L and every shorter length pass.

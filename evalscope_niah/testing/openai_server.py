@@ -1,3 +1,5 @@
+# long because it is one server: the chat, tokenize and health routes, SSE and the injected faults share the request
+# state and bounds (max_requests, the watchdog) that keep a test from running away.
 """A real, stdlib-only OpenAI-compatible chat-completions server for the tests and the benchmarks.
 
 The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
