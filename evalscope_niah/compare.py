@@ -21,7 +21,8 @@ from .atomic import atomic_write_bytes, atomic_write_text
 from .labels import length_labels
 from .outputs import RESULTS_FILE
 from .plotting import add_accuracy_colorbar, draw_heatmap
-from .results import SampleResult, csv_text, read_results
+from .records import SampleResult
+from .results import csv_text, read_results_to_draw
 from .stats import (
     CellSummary,
     EffectiveLength,
@@ -176,7 +177,7 @@ def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
             model_id=path.parent.name,
             work_dir=root,
             results_file=path,
-            results=tuple(read_results(path)),
+            results=tuple(read_results_to_draw(path)),
         )
         for label, (root, path) in zip(labels, found, strict=True)
     ]

@@ -15,14 +15,11 @@ from typing import Any
 from .atomic import atomic_write_text
 from .labels import file_name_part
 from .opencompass import write_opencompass_summary
-from .results import (
-    SampleResult,
-    write_cells_csv,
-    write_results,
-    write_summary_json,
-)
+from .records import SampleResult
+from .results import write_cells_csv, write_results, write_summary_json
 from .scoring import RULE_PASS_THRESHOLD
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
+from .tasks import reported_values
 
 __all__ = [
     'CELLS_FILE',
@@ -87,7 +84,8 @@ def write_run_outputs(
     results = sorted(results, key=_grid_order)
     write_results(os.path.join(output_dir, RESULTS_FILE), results)
     cells = summarize_cells(results)
-    write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
+    # A column per value the tasks report, so the header is the same whichever cells hold one.
+    write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, SUMMARY_FILE)
     write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
     write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))

@@ -1,21 +1,21 @@
 """Statistics over NIAH results: cell, control and subset summaries, bootstrap CIs, judge/rule agreement (Cohen's
 kappa) and the effective context length.
 
-Pure Python + numpy.  Inputs are `SampleResult`-like records (`ScoredSample`: only their attributes are read), so
-this module does not import the file layer in `results.py`, which imports it to write summaries.  Pass marks and
-thresholds are arguments: their defaults belong to the parameter model and the scoring rules, which callers read.
+Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `results.py` imports this module
+to write summaries, never the other way round.  Pass marks and thresholds are arguments: their defaults belong to the
+parameter model and the scoring rules, which the callers read.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from .records import GUESSED, SampleResult
 from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
 
 __all__ = [
@@ -28,7 +28,6 @@ __all__ = [
     'EffectiveMode',
     'LengthScore',
     'RunSummary',
-    'ScoredSample',
     'SubsetSummary',
     'agreement',
     'check_effective_args',
@@ -51,41 +50,6 @@ _CI_LEVEL = 0.95
 _BOOTSTRAP_MAX_ELEMENTS = 4_000_000
 
 
-class ScoredSample(Protocol):
-    """What the statistics read of a sample's result (`results.SampleResult` is one): declared here, so this module
-    needs no import of the file layer that imports it."""
-
-    @property
-    def subset(self) -> str: ...
-    @property
-    def context_length(self) -> int: ...
-    @property
-    def depth_percent(self) -> float | None: ...  # None for a needle-absent control
-    @property
-    def control(self) -> bool: ...
-    @property
-    def errored(self) -> bool: ...
-    @property
-    def budget_exhausted(self) -> bool: ...
-    @property
-    def accuracy(self) -> float | None: ...
-    @property
-    def rule_recall(self) -> float | None: ...
-    @property
-    def levenshtein(self) -> float | None: ...
-    @property
-    def precision(self) -> float | None: ...
-    @property
-    def guessed(self) -> bool | None: ...
-    @property
-    def judge_accuracy(self) -> float | None: ...
-    @property
-    def judge_status(self) -> str: ...
-
-
-Sample = TypeVar('Sample', bound=ScoredSample)
-
-
 def _mean(values: Sequence[float]) -> float | None:
     # fsum: means of many 0/1 scores should not drift with summation order.
     return math.fsum(values) / len(values) if values else None
@@ -106,7 +70,8 @@ class CellSummary:
     errors: int
     ci_low: float | None
     ci_high: float | None
-    precision: float | None = None  # mean per-needle precision; None unless multi-needle retrieval scored it
+    # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it.
+    task_values: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -223,16 +188,16 @@ def _bootstrap_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
 CellKey = tuple[str, int, float]  # (subset, context_length, depth_percent)
 
 
-def samples_by_cell(results: Iterable[Sample]) -> dict[CellKey, list[Sample]]:
+def samples_by_cell(results: Iterable[SampleResult]) -> dict[CellKey, list[SampleResult]]:
     """Needle samples grouped by (subset, context_length, depth_percent), keys sorted; controls are left out."""
-    groups: dict[CellKey, list[Sample]] = defaultdict(list)
+    groups: dict[CellKey, list[SampleResult]] = defaultdict(list)
     for result in results:
         if result.depth_percent is not None:  # i.e. not a control
             groups[(result.subset, result.context_length, result.depth_percent)].append(result)
     return {key: groups[key] for key in sorted(groups)}
 
 
-def _summarize_cell(key: tuple[str, int, float], samples: Sequence[ScoredSample]) -> CellSummary:
+def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]) -> CellSummary:
     scored = [s for s in samples if not s.errored]
     scores = [s.accuracy for s in scored if s.accuracy is not None]
     ci_low, ci_high = _bootstrap_ci(scores)
@@ -248,11 +213,19 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[ScoredSample]
         errors=sum(s.errored for s in samples),
         ci_low=ci_low,
         ci_high=ci_high,
-        precision=_mean([s.precision for s in scored if s.precision is not None]),
+        task_values=_task_value_means(scored),
     )
 
 
-def summarize_cells(results: Iterable[ScoredSample]) -> list[CellSummary]:
+def _task_value_means(samples: Sequence[SampleResult]) -> dict[str, float]:
+    means: dict[str, float] = {}
+    for name in sorted({name for sample in samples for name in sample.task_values}):
+        values = [sample.task_values[name] for sample in samples if name in sample.task_values]
+        means[name] = math.fsum(values) / len(values)
+    return means
+
+
+def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
     """One summary per (subset, context_length, depth_percent) of needle samples, sorted by that key.
 
     Control samples have no depth and are summarised by `summarize_controls` instead.  Errored samples (accuracy
@@ -262,21 +235,21 @@ def summarize_cells(results: Iterable[ScoredSample]) -> list[CellSummary]:
     return [_summarize_cell(key, samples) for key, samples in samples_by_cell(results).items()]
 
 
-def _summarize_controls(key: tuple[str, int], samples: Sequence[ScoredSample]) -> ControlSummary:
+def _summarize_controls(key: tuple[str, int], samples: Sequence[SampleResult]) -> ControlSummary:
     scored = [s for s in samples if s.accuracy is not None]
     return ControlSummary(
         subset=key[0],
         context_length=key[1],
         n=len(scored),
         abstention_rate=_mean([s.accuracy for s in scored if s.accuracy is not None]),
-        guess_rate=_mean([float(s.guessed) for s in scored if s.guessed is not None]),
+        guess_rate=_mean([s.task_values[GUESSED] for s in scored if GUESSED in s.task_values]),
         errors=sum(s.errored for s in samples),
     )
 
 
-def summarize_controls(results: Iterable[ScoredSample]) -> list[ControlSummary]:
+def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
     """One summary per (subset, context_length) of the needle-absent control samples, sorted by that key."""
-    groups: dict[tuple[str, int], list[ScoredSample]] = defaultdict(list)
+    groups: dict[tuple[str, int], list[SampleResult]] = defaultdict(list)
     for result in results:
         if result.control:
             groups[(result.subset, result.context_length)].append(result)
@@ -316,7 +289,7 @@ def _cohen_kappa(n: int, agree: int, pass_a: int, pass_b: int) -> float:
     return (n * agree - expected) / (n * n - expected)
 
 
-def _judge_rule_pairs(results: Iterable[ScoredSample]) -> list[tuple[float, float]]:
+def _judge_rule_pairs(results: Iterable[SampleResult]) -> list[tuple[float, float]]:
     # Only samples the judge really scored, and that also have a rule score, can be compared.
     return [
         (r.judge_accuracy, r.rule_recall)
@@ -325,7 +298,7 @@ def _judge_rule_pairs(results: Iterable[ScoredSample]) -> list[tuple[float, floa
     ]
 
 
-def _summarize_subset(subset: str, samples: Sequence[ScoredSample], pass_mark: float) -> SubsetSummary:
+def _summarize_subset(subset: str, samples: Sequence[SampleResult], pass_mark: float) -> SubsetSummary:
     # Scores and agreement describe retrieval, so controls (an abstention score) stay out of them; the counts
     # describe the health of the whole run and include controls.
     scored = [s for s in samples if not s.errored and not s.control]
@@ -344,14 +317,14 @@ def _summarize_subset(subset: str, samples: Sequence[ScoredSample], pass_mark: f
     )
 
 
-def summarize_subsets(results: Iterable[ScoredSample], *, pass_mark: float) -> list[SubsetSummary]:
+def summarize_subsets(results: Iterable[SampleResult], *, pass_mark: float) -> list[SubsetSummary]:
     """One summary per subset, sorted by subset name.
 
     Means (`n`, accuracy, rule recall, levenshtein) and the judge/rule agreement are over needle samples only;
     `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.  `pass_mark`: the score
     at which a judge or rule score counts as a pass, for their agreement (the scoring rules own the default).
     """
-    groups: dict[str, list[ScoredSample]] = defaultdict(list)
+    groups: dict[str, list[SampleResult]] = defaultdict(list)
     for result in results:
         groups[result.subset].append(result)
     return [_summarize_subset(subset, groups[subset], pass_mark) for subset in sorted(groups)]
@@ -391,7 +364,7 @@ def _leading_lengths(passes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
 
 
 def effective_context_length(
-    results: Iterable[ScoredSample],
+    results: Iterable[SampleResult],
     *,
     subset: str,
     threshold: float,

@@ -13,7 +13,8 @@ from PIL import Image
 
 from evalscope_niah.cli import main
 from evalscope_niah.outputs import RESULTS_FILE
-from evalscope_niah.results import SampleResult, write_results
+from evalscope_niah.records import SampleResult
+from evalscope_niah.results import write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -136,7 +137,7 @@ def _result(subset: str, length: int, depth: float | None, accuracy: float) -> S
         judge_accuracy=None,
         judge_status='not_called',
         control=depth is None,
-        guessed=False if depth is None else None,
+        task_values={'guessed': 0.0} if depth is None else {},
     )
 
 

@@ -22,7 +22,8 @@ from evalscope_niah.compare import (
     write_comparison_csv,
 )
 from evalscope_niah.outputs import RESULTS_FILE
-from evalscope_niah.results import SampleResult, write_results
+from evalscope_niah.records import SampleResult
+from evalscope_niah.results import write_results
 from tests.support.results import EFFECTIVE_THRESHOLD
 
 

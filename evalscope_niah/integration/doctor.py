@@ -14,8 +14,9 @@ from urllib.parse import urlparse
 
 from packaging.specifiers import SpecifierSet
 
+from ..corpus_format import DATASET_ID
 from ..errors import NiahConfigError
-from ..params import DATASET_ID, parse_params
+from ..params import parse_params
 from .evalscope_surface import missing_hooks, tested_evalscope_range
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 

@@ -27,11 +27,14 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..params import DATASET_ID, DEFAULT_SUBSETS, check_dataset_args, extra_params_spec
+from ..corpus_format import DATASET_ID
+from ..params import check_dataset_args
 from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
+from ..subsets import DEFAULT_SUBSETS
 from .adapter import NiahAdapter
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
+from .param_spec import extra_params_spec
 from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
@@ -43,7 +46,7 @@ OVERRIDDEN_NAME = 'needle_haystack'
 OVERRIDE_VARIABLE = 'EVALSCOPE_NIAH_OVERRIDE'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
-EVALUATION_VERSION = 'v4.0'  # v4.0: task types; reviews keep the question; public name
+EVALUATION_VERSION = 'v4.1'  # v4.1: a paste decided by evidence, verbose right answers pass, cut answers scored
 
 _STATE_LOCK = threading.Lock()
 _public_registered = False
@@ -72,6 +75,9 @@ class NiahBenchmarkMeta(BenchmarkMeta):
 
     def _update(self, args: dict) -> None:
         check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        # The spec of the tasks registered now: a task registered after this meta was built brings parameters that
+        # EvalScope would refuse as unknown, and one unregistered since would still be offered.
+        self.extra_params = extra_params_spec()
         super()._update(args)
 
 

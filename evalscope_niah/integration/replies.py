@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalscope.api.model import GenerateConfig, ModelOutput
+from pydantic import ValidationError
 
+from ..server_values import shown
 from ..vocabulary import BudgetReason
 
 logger = logging.getLogger(__name__)
@@ -32,6 +34,11 @@ JUDGE_TIMEOUT_S = 300.0
 
 class EmptyReplyError(RuntimeError):
     """The server kept answering 200 with no text: a server fault, not an answer."""
+
+
+class UnreadableReplyError(RuntimeError):
+    """EvalScope's own parsing rejected a reply (a usage count that is no int, a model name that is no string): a
+    server fault. The sample errors (counted as such with ignore_errors) instead of being scored."""
 
 
 class CutReplyError(RuntimeError):
@@ -76,7 +83,7 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
     """
     discarded: list[str] = []
     for attempt in range(1, REPLY_ATTEMPTS + 1):
-        output = call()
+        output = _read_reply(call, what=what)
         last = attempt == REPLY_ATTEMPTS
         if reply_is_empty(output):
             if last:
@@ -99,17 +106,46 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
     raise AssertionError('unreachable')
 
 
+def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
+    try:
+        return call()
+    except ValidationError as exc:  # raised after the reply arrived, outside EvalScope's retries: not retried here
+        problems = '; '.join(
+            f'{".".join(str(part) for part in error["loc"])}: {error["msg"]} (got {shown(error.get("input"))})'
+            for error in exc.errors()[:3]
+        )
+        raise UnreadableReplyError(
+            f'the {what} server sent a reply EvalScope cannot read ({exc.title}: {problems}); a server fault'
+        ) from None
+    except UnicodeDecodeError as exc:  # the openai SDK decodes the JSON body as UTF-8; after EvalScope's retries
+        raise UnreadableReplyError(
+            f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
+            f'{exc.start}); a server fault'
+        ) from None
+
+
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
     usage = output.usage
     return max_tokens is not None and usage is not None and usage.output_tokens >= max_tokens
 
 
-def model_call_config(config: GenerateConfig, context_length: int | None) -> GenerateConfig | None:
-    """Per-call overrides: a timeout sized to the prompt when the user set none (merged over theirs)."""
-    if config.timeout is not None or not context_length:
-        return None
-    in_flight = max(1, config.batch_size or 1) * int(context_length)
-    return GenerateConfig(timeout=max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S))
+def model_call_config(
+    config: GenerateConfig, context_length: int | None, *, headers: Mapping[str, str] | None = None
+) -> GenerateConfig | None:
+    """Per-call overrides (merged over the user's config): a timeout sized to the prompt when the user set none, and
+    ``headers`` (the routing key) added to the user's own extra_headers, which win on a name clash."""
+    overrides: dict[str, Any] = {}
+    if config.timeout is None and context_length:
+        in_flight = max(1, config.batch_size or 1) * int(context_length)
+        overrides['timeout'] = max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S)
+    if headers:
+        # GenerateConfig.merge replaces extra_headers whole: the user's headers are carried into the per-call dict.
+        own = dict(config.extra_headers or {})
+        taken = {name.lower() for name in own}
+        added = {name: value for name, value in headers.items() if name.lower() not in taken}
+        if added:
+            overrides['extra_headers'] = {**added, **own}
+    return GenerateConfig(**overrides) if overrides else None
 
 
 def judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
