@@ -46,7 +46,7 @@ OVERRIDDEN_NAME = 'needle_haystack'
 OVERRIDE_VARIABLE = 'EVALSCOPE_NIAH_OVERRIDE'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
-EVALUATION_VERSION = 'v4.0'  # v4.0: task types; reviews keep the question; public name
+EVALUATION_VERSION = 'v4.1'  # v4.1: a paste decided by evidence, verbose right answers pass, cut answers scored
 
 _STATE_LOCK = threading.Lock()
 _public_registered = False

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..metadata import SampleMeta
+from ..scoring import PromptText
 from .associative.task import Associative
 from .base import NeedleChoice, PlanContext, RuleScore, SampleData, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
@@ -44,9 +45,10 @@ def task_for(meta: SampleMeta) -> Task:
     return ABSENT_CONTROL if meta.control else get_task(meta.task)
 
 
-def score_answer(final_answer: str, meta: SampleMeta) -> RuleScore:
-    """Rule score of a final answer (reasoning stripped) for its sample's task."""
-    return task_for(meta).rule_score(final_answer, meta)
+def score_answer(final_answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+    """Rule score of a final answer (reasoning stripped) for its sample's task; ``prompt`` is what the model was
+    shown (the evidence of a pasted answer)."""
+    return task_for(meta).rule_score(final_answer, meta, prompt=prompt)
 
 
 def judge_reference(meta: SampleMeta) -> str:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
 from ..run_params import NiahParams, TaskParams
-from ..scoring import levenshtein_score
+from ..scoring import PromptText, levenshtein_score
 from ..subsets import ResolvedSubset
 from ..vocabulary import Language
 from .single.bank import BankNeedle
@@ -132,8 +132,9 @@ class Task(ABC):
         """The needles and question of one cell; ``seed`` is stable across runs and the same at every length."""
 
     @abstractmethod
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        """Score a final answer (reasoning already stripped) against the sample's answer keys."""
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        """Score a final answer (reasoning already stripped) against the sample's answer keys. ``prompt`` is what
+        the model was shown, the evidence that an answer pastes it (None: unknown, only a last-resort length bound)."""
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control

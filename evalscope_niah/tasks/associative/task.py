@@ -11,7 +11,7 @@ import logging
 from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import reasoning_answer_score
+from ...scoring import PromptText, reasoning_answer_score
 from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, verdict_score
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
@@ -74,7 +74,7 @@ class Associative(Task):
             ),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
         verdict = reasoning_answer_score(
             answer,
@@ -83,6 +83,9 @@ class Associative(Task):
             language=meta.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
             reference=' '.join(meta.needles) or meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            prompt=prompt,
         )
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
 from ...records import GUESSED
-from ...scoring import absent_control_score
+from ...scoring import PromptText, absent_control_score
 from ..base import NeedleChoice, PlanContext, RuleScore, Task
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
@@ -21,7 +21,7 @@ class AbsentControl(Task):
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
         return RuleScore(
             values={'acc': control.score, 'abstained': float(control.abstained), GUESSED: float(control.guessed)},

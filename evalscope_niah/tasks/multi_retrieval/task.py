@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import multi_retrieval_scores, score_multi
+from ...scoring import PromptText, multi_retrieval_scores, score_multi
 from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, rule_inputs, verdict_score
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
@@ -46,10 +46,17 @@ class MultiRetrieval(Task):
             data=MultiRetrievalData(distractor_values=tuple(item.value for item in distractors)),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         distractor_values = MultiRetrievalData.of(meta).distractor_values
-        verdict = score_multi(answer, distractor_values=distractor_values, **rule_inputs(meta))
+        verdict = score_multi(answer, distractor_values=distractor_values, prompt=prompt, **rule_inputs(meta))
         scores = multi_retrieval_scores(
-            answer, values=meta.answer_keys, distractor_values=distractor_values, reference=meta.reference_answer
+            answer,
+            values=meta.answer_keys,
+            distractor_values=distractor_values,
+            reference=meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            prompt=prompt,
         )
         return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import keyword_score, score_reasoning
+from ...scoring import PromptText, keyword_score, score_reasoning
 from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
 from ..guide import answer_format_guide
 from .chains import pick_chain, reasoning_chains
@@ -41,7 +41,7 @@ class ReasoningChain(Task):
             guide=answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=context.language),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_reasoning(answer, **rule_inputs(meta))
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        verdict = score_reasoning(answer, prompt=prompt, **rule_inputs(meta))
         keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)
