@@ -8,7 +8,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, get_args
+
+from .vocabulary import JudgeStatus, ScoringSource
 
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
@@ -18,9 +20,9 @@ GUESSED = 'guessed'
 # Task values that results files written before `task_values` existed hold at the top level of a row.
 LEGACY_TASK_VALUES = (GUESSED, 'precision')
 
-JUDGE_STATUSES: frozenset[str] = frozenset({'ok', 'failed', 'not_called'})
+JUDGE_STATUSES: frozenset[str] = frozenset(get_args(JudgeStatus))
 # How a sample's final accuracy was decided: the judge, the rule by choice, or the rule because the judge failed.
-SCORING_METHODS: frozenset[str] = frozenset({'judge', 'rule', 'rule_fallback'})
+SCORING_METHODS: frozenset[str] = frozenset(get_args(ScoringSource))
 # Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
 # the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
 MAX_TEXT_CHARS = 1000
