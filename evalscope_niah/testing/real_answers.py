@@ -128,7 +128,7 @@ def rule_score(item: RealAnswer) -> RuleScore:
         answer_keys=(item.key,),
         start_token=0,
         divergence_token=0,
-        # Candidates are the associative task's sample data (the character names a hedge would list).
+        # Only the associative sets carry candidates (every character name, to tell a hedge from an answer).
         task_data=AssociativeData(candidates=item.candidates).to_json() if item.candidates else {},
     )
     return score_answer(strip_reasoning(item.answer), meta)
