@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,6 +191,10 @@ def test_task_data_round_trips_and_metadata_of_older_versions_still_reads() -> N
     restored = SampleMeta.from_dict(old)
     assert AssociativeData.of(restored) == AssociativeData(candidates=('Yuki', 'Omar'), judge_hint='hop')
     assert MultiRetrievalData.of(restored) == MultiRetrievalData(distractor_values=('1234567',))
+    # Metadata comes back from EvalScope's files: a value of the wrong kind is refused, not iterated character-wise.
+    for wrong in ({'candidates': 'Yuki'}, {'judge_hint': ['hop']}):
+        with pytest.raises(ValueError, match=f'AssociativeData.{next(iter(wrong))} must be'):
+            AssociativeData.of(dataclasses.replace(meta, task_data=wrong))
 
 
 def test_a_task_parameter_name_has_one_owner() -> None:
