@@ -43,6 +43,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, GRIDS, format_table, machine  # stdlib only: the replay runs where evalscope is not
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evalscope_niah.prometheus import computed_tokens, read_counters  # stdlib only, like _common
+
 FORMAT = 'evalscope-niah-server-order/1'
 ORDERS = ('grid', 'prefix')
 ORDER_LABELS = {'grid': 'grid order (built-in)', 'prefix': 'ours: prefix_friendly_order'}
@@ -315,48 +318,9 @@ def key_headers(setting: str, exported: Sequence[str]) -> list[str]:
     return list(exported) if setting == 'on' else [setting]
 
 
-# Prompt tokens a replica computed, from its Prometheus counters: llama.cpp counts them; vLLM counts all prompt
-# tokens and the prefix-cache hits among them.
-_LLAMA_COMPUTED = 'llamacpp:prompt_tokens_total'
-_VLLM_PROMPT, _VLLM_HITS = 'vllm:prompt_tokens_total', 'vllm:prefix_cache_hits_total'
-
-
-def prometheus_sums(url: str, timeout: float = 10.0) -> dict[str, float]:
-    """Each metric of ``url`` (a /metrics page) summed over its labels."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return parse_prometheus(response.read(1 << 22).decode('utf-8', 'replace'))
-
-
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Each metric of a Prometheus text page summed over its labels."""
-    sums: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith('#') or not line.strip():
-            continue
-        if '{' in line:  # name{labels} value
-            name, _, rest = line.partition('{')
-            rest = rest.rpartition('}')[2]
-        else:  # name value
-            name, _, rest = line.partition(' ')
-        fields = rest.split()
-        try:
-            sums[name.strip()] = sums.get(name.strip(), 0.0) + float(fields[0])
-        except (IndexError, ValueError):
-            continue
-    return sums
-
-
-def computed_tokens(counters: dict[str, float]) -> float | None:
-    if _LLAMA_COMPUTED in counters:
-        return counters[_LLAMA_COMPUTED]
-    if _VLLM_PROMPT in counters:
-        return counters[_VLLM_PROMPT] - counters.get(_VLLM_HITS, 0.0)
-    return None
-
-
 def _send_all(args: argparse.Namespace, requests: Sequence[dict[str, Any]], exported: Sequence[str]) -> dict[str, Any]:
     replicas = [url for url in (args.replica_metrics or '').split(',') if url]
-    before = [computed_tokens(prometheus_sums(url)) for url in replicas]
+    before = [computed_tokens(read_counters(url)) for url in replicas]
     result = replay_once(
         requests,
         api_url=args.api_url,
@@ -367,7 +331,7 @@ def _send_all(args: argparse.Namespace, requests: Sequence[dict[str, Any]], expo
         key_headers=key_headers(args.routing_key_header, exported),
     )
     if replicas:  # what each replica behind the router computed during this run, read from the replica itself
-        after = [computed_tokens(prometheus_sums(url)) for url in replicas]
+        after = [computed_tokens(read_counters(url)) for url in replicas]
         result['replica_computed'] = [
             None if start is None or end is None else end - start for start, end in zip(before, after, strict=True)
         ]

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
-from .params import NiahParams
+from .run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
-    from .results import SampleResult
+    from .records import SampleResult
     from .stats import CellSummary
 
 DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')
@@ -217,7 +217,7 @@ def _plot(args: argparse.Namespace) -> int:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
     from .outputs import draw_heatmaps, in_served_tokens
-    from .results import RESULTS_FILE, read_results
+    from .results import RESULTS_FILE, read_results_to_draw
 
     found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
@@ -230,7 +230,11 @@ def _plot(args: argparse.Namespace) -> int:
         )
         return 1
     for results_file in found:
-        results = read_results(results_file)
+        try:
+            results = read_results_to_draw(results_file)
+        except (ValueError, OSError) as exc:  # a malformed row names its file and line; nothing is drawn for it
+            print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
+            return 1
         effective = _effective_lengths(results_file.parent, results)
         options = {}
         if args.served_tokens:

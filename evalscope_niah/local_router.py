@@ -22,6 +22,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
+from .prometheus import read_counters
+
 __all__ = [
     'ROUTER_POLICIES',
     'SGLANG_MANUAL',
@@ -41,7 +43,6 @@ ROUTER_POLICIES = (*VLLM_POLICIES, SGLANG_MANUAL)
 # Lines of router output quoted in a start-up error.
 _ERROR_OUTPUT_LINES = 30
 # A metrics page is a few kB; more is not a llama.cpp server.
-_MAX_METRICS_BYTES = 1 << 20
 
 
 class LocalRouterError(RuntimeError):
@@ -215,16 +216,6 @@ class LocalRouter:
 
 
 def prometheus_counters(root_url: str, *, timeout: float = 10.0) -> dict[str, float]:
-    """Unlabelled samples of a Prometheus text page (``GET {root_url}/metrics``), e.g. llama.cpp's
+    """The counters of a server's Prometheus page (``GET {root_url}/metrics``), e.g. llama.cpp's
     ``llamacpp:prompt_tokens_total`` (prompt tokens computed) and ``llamacpp:prompt_tokens_cached_total``."""
-    with urllib.request.urlopen(f'{root_url}/metrics', timeout=timeout) as reply:
-        text = reply.read(_MAX_METRICS_BYTES).decode('utf-8', 'replace')
-    counters: dict[str, float] = {}
-    for line in text.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and not line.startswith('#') and '{' not in parts[0]:
-            try:
-                counters[parts[0]] = float(parts[1])
-            except ValueError:
-                continue
-    return counters
+    return read_counters(f'{root_url}/metrics', timeout=timeout)

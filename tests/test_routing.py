@@ -8,7 +8,7 @@ from collections import defaultdict
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.params import EN_NEEDLE, parse_params
+from evalscope_niah.params import parse_params
 from evalscope_niah.routing import (
     ROUTER_KEY_HEADERS,
     check_routing_key_header,
@@ -16,7 +16,8 @@ from evalscope_niah.routing import (
     routing_key,
 )
 from evalscope_niah.samples import iter_plans
-from tests.support.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.subsets import EN_NEEDLE
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings
 
 MODEL = 'needle-finder'

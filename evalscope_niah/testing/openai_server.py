@@ -1,4 +1,4 @@
-"""A real, stdlib-only OpenAI-compatible chat-completions server for tests.
+"""A real, stdlib-only OpenAI-compatible chat-completions server for the tests and the benchmarks.
 
 The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
 
@@ -17,7 +17,10 @@ transformers as vLLM does) it also answers the tokenize contract of that server:
   ``POST /apply-template`` with ``{"messages"}`` -> ``{"prompt"}``; ``GET /props`` with ``n_ctx``.
 
 ``tokenize=False`` turns the tokenize routes off, ``context_window=None`` leaves the window unreported,
-``usage=False`` omits ``usage`` from chat replies.
+``usage=False`` omits ``usage`` from chat replies. ``prompt_cache=True`` reports, in each non-streamed reply, the
+prompt tokens a one-slot prefix cache (llama-server's) would have reused from the previous request: llama.cpp's
+``timings`` (``cache_n``, ``prompt_n``) with ``api_style='llama.cpp'``, else vLLM's
+``usage.prompt_tokens_details.cached_tokens``.
 
 Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
 text. Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
@@ -32,7 +35,7 @@ The server is bounded so a test can never run away: after ``max_requests`` reque
 
 Manual use::
 
-    python -m tests.support.openai_server --port 0 --model needle-finder
+    python -m evalscope_niah.testing.openai_server --port 0 --model needle-finder
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ __all__ = [
     'FAULT_KINDS',
     'JUDGE_FIELDS',
     'FaultPlan',
+    'Lies',
     'OpenAICompatServer',
     'RecordedRequest',
     'Responder',
@@ -135,6 +139,45 @@ class FaultPlan:
             if draw < edge:
                 return name
         return None
+
+
+#: What ``Lies.tokenize`` can make the tokenize routes do.
+TOKENIZE_LIES: tuple[str, ...] = ('wrong_count', 'garbage', 'silent')
+
+
+@dataclass(frozen=True)
+class Lies:
+    """What a lying server says instead of the truth; the defaults tell the truth.
+
+    Chat replies (non-streamed) to the models in ``liars`` (empty: every model): ``usage`` entries replace the true
+    ones (any JSON value: ``{'prompt_tokens': -7}``), ``finish_reason`` and ``model_name`` replace the true ones
+    when not None, and ``reply_tail`` is appended to the reply as raw bytes inside the JSON string (10 MB of text,
+    or bytes that are not UTF-8; it must hold no ``"`` or ``\\``).
+
+    ``window`` (when not None) is the context window /v1/models and /props give, any JSON value. ``tokenize``
+    (one of :data:`TOKENIZE_LIES`): 'wrong_count' answers vLLM's ``count`` off by 7 and llama.cpp's plain id list
+    one token short; 'garbage' answers tokens that are no token ids; 'silent' never answers (until the server
+    closes).
+    """
+
+    liars: tuple[str, ...] = ()
+    usage: Mapping[str, Any] | None = None
+    finish_reason: Any = None
+    model_name: Any = None
+    reply_tail: bytes = b''
+    window: Any = None
+    tokenize: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokenize is not None and self.tokenize not in TOKENIZE_LIES:
+            raise ValueError(f'Lies.tokenize must be one of {TOKENIZE_LIES} or None, got {self.tokenize!r}')
+        if b'"' in self.reply_tail or b'\\' in self.reply_tail:
+            raise ValueError('Lies.reply_tail must hold no quote or backslash: it goes inside a JSON string as is')
+
+    def lies_for(self, model: str) -> bool:
+        """Whether a chat reply to ``model`` lies in any field."""
+        lying = self.usage is not None or self.finish_reason is not None or self.model_name is not None
+        return (lying or bool(self.reply_tail)) and (not self.liars or model in self.liars)
 
 
 @dataclass
@@ -311,7 +354,7 @@ def _template_regex(template: str) -> re.Pattern[str]:
 
 
 def _judge_template() -> str:
-    from evalscope_niah import judge  # lazy: the module is owned elsewhere and may change
+    from .. import judge  # lazy: serving needs only the standard library; the template only parsing a judge prompt
 
     return judge.JUDGE_USER_TEMPLATE
 
@@ -357,6 +400,10 @@ def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
 # --------------------------------------------------------------------------------------------
 # HTTP plumbing
 # --------------------------------------------------------------------------------------------
+
+
+def _prompt_text(messages: list) -> str:
+    return '\n'.join(f'{m.get("role")}: {message_text(m)}' for m in messages)
 
 
 def _approx_tokens(text: str) -> int:
@@ -499,8 +546,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == '/health':
             self._send_json(200, {'status': 'ok'})
         elif path == '/props' and self.owner.api_style == 'llama.cpp':
-            window = self.owner.context_window
-            self._send_json(200, {'default_generation_settings': {'n_ctx': window} if window else {}, 'total_slots': 1})
+            window = self.owner._window()
+            settings = {'n_ctx': window} if window is not None else {}
+            self._send_json(200, {'default_generation_settings': settings, 'total_slots': 1})
         elif path in ('/v1/models', '/models'):
             self._send_json(200, {'object': 'list', 'data': [self.owner._model_card(m) for m in self.owner.models]})
         elif path.startswith(('/v1/models/', '/models/')):
@@ -586,6 +634,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(400, _error_body('request body is not a JSON object', 'invalid_request_error'))
         tokenizer = self.owner._tokenizer()
         messages = body.get('messages')
+        lie = self.owner.lies.tokenize
+        if lie == 'silent':
+            self.owner._stopping.wait(self.owner.max_seconds)
+            self.close_connection = True
+            return None
+        if lie == 'garbage':
+            return self._send_json(200, {'count': 3, 'tokens': ['many', None, {'id': 'x'}], 'max_model_len': 'big'})
         if self.owner.api_style == 'llama.cpp':
             if path == '/apply-template':
                 if not isinstance(messages, list):
@@ -597,7 +652,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send_json(200, {'tokens': []})
             ids = tokenizer(content, add_special_tokens=bool(body.get('add_special')))['input_ids']
             if not body.get('with_pieces'):
-                return self._send_json(200, {'tokens': ids})
+                return self._send_json(200, {'tokens': ids[:-1] if lie == 'wrong_count' else ids})
             return self._send_json(200, {'tokens': [{'id': i, 'piece': _llama_piece(tokenizer, i)} for i in ids]})
         if path != '/tokenize':
             return self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
@@ -614,14 +669,15 @@ class _Handler(BaseHTTPRequestHandler):
             ids = tokenizer(body['prompt'], add_special_tokens=bool(body.get('add_special_tokens', True)))['input_ids']
         else:
             return self._send_json(400, _error_body('"prompt" or "messages" is required', 'BadRequestError'))
-        answer: dict[str, Any] = {'count': len(ids), 'tokens': ids, 'token_strs': None}
-        if self.owner.context_window:
-            answer['max_model_len'] = self.owner.context_window
+        answer: dict[str, Any] = {'count': len(ids) + 7 * (lie == 'wrong_count'), 'tokens': ids, 'token_strs': None}
+        if self.owner._window() is not None:
+            answer['max_model_len'] = self.owner._window()
         if body.get('return_token_strs'):
             answer['token_strs'] = tokenizer.convert_ids_to_tokens(ids)
         return self._send_json(200, answer)
 
     def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
+        # long because it is one request's path in the order a real server takes it: checks, the drawn fault, reply.
         owner = self.owner
 
         def reject(status: int, error: dict, headers: Mapping[str, str] | None = None) -> None:
@@ -706,14 +762,32 @@ class _Handler(BaseHTTPRequestHandler):
             ],
             'usage': usage,
         }
+        if owner.prompt_cache:
+            owner._report_prompt_cache(completion, record.messages)
         if not owner.usage:
             del completion['usage']
+        if owner.lies.lies_for(model):
+            return self._send_lies(completion, owner.lies)
         if fault == 'malformed_json':
             text = json.dumps(completion, ensure_ascii=False)
             self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
             return None
         self._send_json(200, completion)
         return None
+
+    def _send_lies(self, completion: dict, lies: Lies) -> None:
+        if lies.usage is not None and 'usage' in completion:
+            completion['usage'].update(lies.usage)
+        choice = completion['choices'][0]
+        if lies.finish_reason is not None:
+            choice['finish_reason'] = lies.finish_reason
+        if lies.model_name is not None:
+            completion['model'] = lies.model_name
+        marker = '\x00tail\x00'  # escaped by json.dumps, so it cannot occur in the reply's own JSON text
+        choice['message']['content'] += marker
+        body = json.dumps(completion, ensure_ascii=False).encode('utf-8')
+        escaped = json.dumps(marker)[1:-1].encode('ascii')
+        self._send_bytes(200, body.replace(escaped, lies.reply_tail, 1), 'application/json')
 
     @staticmethod
     def _stream_events(
@@ -774,6 +848,8 @@ class OpenAICompatServer:
         context_window: reported in /v1/models (vllm) or /props (llama.cpp); None reports none.
         tokenize: False turns the tokenize routes of ``api_style`` off.
         usage: False omits ``usage`` from chat replies.
+        prompt_cache: True reports the prompt tokens a one-slot prefix cache would have reused (see the module doc).
+        lies: what the server says instead of the truth (:class:`Lies`); None tells the truth.
 
     The server starts serving in a daemon thread on construction. Use it as a context
     manager, or call :meth:`close`.
@@ -793,6 +869,8 @@ class OpenAICompatServer:
         context_window: int | None = None,
         tokenize: bool = True,
         usage: bool = True,
+        prompt_cache: bool = False,
+        lies: Lies | None = None,
     ) -> None:
         if api_style not in ('openai', 'vllm', 'llama.cpp'):
             raise ValueError("api_style must be 'openai', 'vllm' or 'llama.cpp'")
@@ -803,6 +881,9 @@ class OpenAICompatServer:
         self.context_window = context_window
         self.tokenize = tokenize
         self.usage = usage
+        self.prompt_cache = prompt_cache
+        self._cached_prompt = ''  # the one slot: the last prompt's text
+        self.lies = lies or Lies()
         self._hf_tokenizer: Any = None
         self._tokenize_count = 0
         if max_requests < 0:
@@ -939,6 +1020,27 @@ class OpenAICompatServer:
             self._requests.append(record)
             self._changed.notify_all()
 
+    def _report_prompt_cache(self, completion: dict, messages: list) -> None:
+        """The cache figures where the server style puts them (the bench replaying requests reads them there)."""
+        usage = completion['usage']
+        prompt_tokens = usage['prompt_tokens']
+        cached = round(prompt_tokens * self._reuse_prompt_prefix(_prompt_text(messages)))
+        if self.api_style == 'llama.cpp':
+            completion['timings'] = {'cache_n': cached, 'prompt_n': prompt_tokens - cached}
+        else:
+            usage['prompt_tokens_details'] = {'cached_tokens': cached}
+
+    def _reuse_prompt_prefix(self, text: str) -> float:
+        """The share of ``text`` a one-slot prefix cache holds (its common prefix with the last prompt); the slot then
+        holds ``text``."""
+        with self._lock:
+            previous, self._cached_prompt = self._cached_prompt, text
+        if not text:
+            return 0.0
+        pairs = zip(previous, text, strict=False)  # unequal lengths: the shorter one ends the common prefix
+        common = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(previous), len(text)))
+        return common / len(text)
+
     def _notify(self) -> None:
         with self._changed:
             self._changed.notify_all()
@@ -962,10 +1064,13 @@ class OpenAICompatServer:
                 self._fault_counts[fault] += 1
             return number, fault, plan
 
+    def _window(self) -> Any:
+        return self.context_window if self.lies.window is None else self.lies.window
+
     def _model_card(self, name: str) -> dict:
         card = {'id': name, 'object': 'model', 'created': 0, 'owned_by': 'openai-compat-test-server'}
-        if self.api_style == 'vllm' and self.context_window:
-            card.update(root=name, max_model_len=self.context_window)
+        if self.api_style == 'vllm' and self._window() is not None:
+            card.update(root=name, max_model_len=self._window())
         return card
 
     def _serves_tokenize(self) -> bool:
@@ -996,7 +1101,7 @@ class OpenAICompatServer:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog='python -m tests.support.openai_server',
+        prog='python -m evalscope_niah.testing.openai_server',
         description='Serve needle_finder (and optionally an overlap judge) on 127.0.0.1 until Ctrl-C.',
     )
     parser.add_argument('--port', type=int, default=0, help='port on 127.0.0.1 (0: a free port)')
