@@ -10,13 +10,20 @@ requests go out in our send order (``evalscope_niah.ordering.prefix_friendly_ord
 worker pool sends them. Each is routed when sent:
 
 - ``one replica``: everything on one server (the floor: what N replicas can at best match);
-- ``round_robin``: the k-th request to replica k mod N;
+- ``random``: any replica (mean over ``--ring-seeds`` draws): no affinity at all;
+- ``round_robin``: the k-th request to replica k mod N. Our send order lets the groups take turns, so when the
+  number of groups is a multiple of N (and the router sees the requests in exactly that order: no retries, no
+  reordering between the client's threads) round robin happens to keep every group on one replica too; otherwise it
+  splits every group;
 - ``cache_aware``: vllm-router's / sglang-router's rule: the replica whose prefix tree matches the most of the
   prompt if that is over ``cache_threshold`` (0.5) of it, else the replica with the smallest tree (the tree is
   updated when a request is routed, as the routers do);
 - ``consistent_hash (our key)``: a ring of 160 virtual nodes per replica (as vllm-router), hashed on the routing
   key ``evalscope_niah.routing.routing_key``; placement depends on the replicas' addresses, so the balance figures
-  are the mean (and worst) over ``--ring-seeds`` sets of addresses.
+  are the mean (and worst) over ``--ring-seeds`` sets of addresses. ``(key+length)``: the same ring on the key and
+  the context length, a finer key that spreads better and shares less;
+- ``sglang manual, min_group (our key)``: sglang-router's ``--policy manual --assignment-mode min_group``: a new
+  key goes to the replica holding the fewest keys, and stays there.
 
 A replica computes one request at a time in arrival order, and a request reuses ``min(d, deepest d of its group
 that replica finished before it started)`` tokens (cache never evicts; block granularity ignored; reply cost 200
@@ -30,6 +37,7 @@ import argparse
 import bisect
 import hashlib
 import heapq
+import random
 import statistics
 import sys
 from collections import defaultdict
@@ -59,7 +67,15 @@ GRIDS: dict[str, dict[str, Any]] = {
 }
 GRID_SUBSETS = {'default': SUBSETS, '1m': ('english',)}
 BALANCE_GROUPS = (8, 16, 32, 64, 128, 256)
-POLICIES = ('one replica', 'round_robin', 'cache_aware', 'consistent_hash (our key)', 'consistent_hash (key+length)')
+POLICIES = (
+    'one replica',
+    'random',
+    'round_robin',
+    'cache_aware',
+    'consistent_hash (our key)',
+    'consistent_hash (key+length)',
+    'sglang manual, min_group (our key)',
+)
 
 
 @dataclass(frozen=True)
@@ -151,20 +167,29 @@ def simulate(requests: Sequence[Request], *, policy: str, replicas: int, in_flig
     count = 1 if policy == 'one replica' else replicas
     ring = HashRing(count, seed=seed)
     cache_aware = _CacheAwareRouter(count)
+    chooser = random.Random(seed)
     client = [0.0] * in_flight  # when each of the client's slots is free
     replica_free = [0.0] * count
     finished: list[list[tuple[float, Hashable, int]]] = [[] for _ in range(count)]  # heap per replica
     deepest: list[dict[Hashable, int]] = [defaultdict(int) for _ in range(count)]
     computed = [0] * count
     placed: dict[Hashable, set[int]] = defaultdict(set)
+    sticky: dict[str, int] = {}  # sglang manual: key -> replica, a new key to the replica holding the fewest keys
     wall = 0.0
     for index, request in enumerate(requests):
         info = request.info
         sent = heapq.heappop(client)
-        if policy == 'round_robin':
+        if policy == 'random':
+            replica = chooser.randrange(count)
+        elif policy == 'round_robin':
             replica = index % count
         elif policy == 'cache_aware':
             replica = cache_aware.route(info)
+        elif policy.startswith('sglang manual'):
+            if request.key not in sticky:
+                held = [list(sticky.values()).count(replica) for replica in range(count)]
+                sticky[request.key] = held.index(min(held))
+            replica = sticky[request.key]
         elif policy == 'consistent_hash (key+length)':
             replica = ring.replica(f'{request.key}-{info.context_length}')
         elif policy.startswith('consistent_hash'):
@@ -223,7 +248,7 @@ def measure(
     outcomes = {
         policy: [
             simulate(requests, policy=policy, replicas=replicas, in_flight=in_flight, seed=seed)
-            for seed in (range(seeds) if policy.startswith('consistent_hash') else [0])
+            for seed in (range(seeds) if policy.startswith(('consistent_hash', 'random')) else [0])
         ]
         for policy in POLICIES
     }
@@ -279,7 +304,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             rows += grid_rows
             by = {row.policy: row for row in grid_rows}
-            ours, rr = by['consistent_hash (our key)'], by['round_robin']
+            ours, rr, anywhere = by['consistent_hash (our key)'], by['round_robin'], by['random']
+            sticky = by['sglang manual, min_group (our key)']
             ok = ours.vs_one <= 1.05 and ours.vs_round_robin <= 0.85
             lines.append(
                 f'{grid}, num_repeats {num_repeats} ({ours.groups} groups, {prompt_tokens / 1e6:,.1f}M prompt tokens): '
@@ -287,7 +313,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f'robin ({(rr.computed - ours.computed) / 1e6:,.1f}M prefill tokens, '
                 f'{rr.gpu_hours - ours.gpu_hours:,.1f} GPU-hours saved); busiest replica {ours.imbalance:.2f}x the '
                 f'mean (worst ring {ours.worst_imbalance:.2f}x), {ours.replicas_used:.1f} of {args.replicas} replicas '
-                f'used; goal <= 1.05x one replica and >= 15% below round robin -> {verdict(ok)}'
+                f'used; goal <= 1.05x one replica and >= 15% below round robin -> {verdict(ok)}; against random '
+                f'routing {1 - ours.computed / anywhere.computed:.0%} less; sglang manual/min_group: busiest '
+                f'{sticky.imbalance:.2f}x the mean, wall {sticky.wall_hours:,.2f} h '
+                f'(round robin {rr.wall_hours:,.2f} h)'
             )
     header = (
         'grid',

@@ -123,6 +123,12 @@ class LocalRouter:
             '127.0.0.1',
             '--port',
             str(port),
+            # The routers' own Prometheus exporter binds port 29000 unless told otherwise: two routers (or anything
+            # else there) would collide, so it gets a free port of its own.
+            '--prometheus-host',
+            '127.0.0.1',
+            '--prometheus-port',
+            str(_free_port()),
             '--worker-urls',
             *self.worker_urls,
             '--health-check-interval-secs',

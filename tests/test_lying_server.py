@@ -21,8 +21,9 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah import endpoint
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult
-from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.results import read_results
 from evalscope_niah.server_values import shown
 from evalscope_niah.testing.openai_server import (
     Lies,
