@@ -100,7 +100,8 @@ def one_candidate_score(  # long because the verdict is one ordered ladder of ch
     question: str = '',
     prompt: PromptText | None = None,
 ) -> RuleScore:
-    """Rule verdict for a reasoning-chain answer: it must assert exactly one candidate, the keyword, plainly.
+    """Rule verdict for an answer (final, reasoning stripped) that must assert exactly one candidate, the keyword,
+    plainly: a reasoning chain's keyword (``chain_answer_score``) or an associative pair's name.
 
     Fails (score <= 0.3) when the keyword is missing, when a negation/retraction/hedge cue is near it (uncertain:
     'it is not Jack'), when it is one of a list of names ('Jack, Pim or Osgood'; or two or more candidates with
@@ -108,7 +109,8 @@ def one_candidate_score(  # long because the verdict is one ordered ladder of ch
     quoted, the haystack around them not; without ``prompt`` only the last-resort length bound). An
     explanation that walks the chain ('Jack makes it: the best restaurant is La Giostra, ...') passes: its other
     candidates come with their roles. A keyword-less answer in the other language is uncertain. ``candidates``
-    come from ``chain_candidates``; CDME's ``keyword_score`` stays a separate, reported metric.
+    come from the task (``chain_candidates``, the associative names); CDME's ``keyword_score`` stays a separate,
+    reported metric.
     """
     check_language(language)
     if isinstance(candidates, str):

@@ -49,7 +49,7 @@ def keyword_score(answer: str, *, keyword: str, reference: str) -> float:
 
     The keyword match ignores case and all whitespace. Unlike CDME's plain substring test, a keyword that starts or
     ends with a Latin letter or digit must not run on into another one there: 'Jackie' (the essays' corpus has one)
-    does not answer 'Jack'. Callers strip reasoning first (see ``rule_scores``).
+    does not answer 'Jack'. Callers pass the final answer (reasoning stripped once, by ``strip_reasoning``).
     """
     key = WHITESPACE.sub('', keyword).casefold()
     if not key:
