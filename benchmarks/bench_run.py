@@ -2,7 +2,7 @@
 
     python benchmarks/bench_run.py [--corpus ../shared/corpus] [--repeat N] [--json FILE] [--keep DIR]
 
-One real HTTP server (tests/support/openai_server.py) runs in this process on 127.0.0.1 and serves the model
+One real HTTP server (evalscope_niah/testing/openai_server.py) runs in this process on 127.0.0.1 and serves the model
 (``needle_finder``: answers with the haystack sentence closest to the question) and two judges: ours (graded by
 overlap, replying in our judge format) and one for the built-in (same grading, replying in the built-in's
 ``{"reasoning", "verdict"}`` format). Each side runs as a fresh subprocess doing what ``evalscope eval`` does:
@@ -35,7 +35,6 @@ from _common import (
     BUILTIN_MODULE,
     DEFAULT_CORPUS,
     OURS_MODULE,
-    REPO_ROOT,
     check_corpus,
     child_env,
     dir_bytes,
@@ -112,7 +111,7 @@ def run_child(argv: Sequence[str]) -> None:
 
 def builtin_judge(messages: list[dict]) -> str:
     """The built-in's judge prompt (its ORM template) -> ``{"reasoning", "verdict"}``, graded as ours is graded."""
-    from tests.support.openai_server import message_text, overlap_grader
+    from evalscope_niah.testing.openai_server import message_text, overlap_grader
 
     text = message_text(messages[-1])
     start = text.rfind('Reference Answer:')
@@ -144,7 +143,12 @@ class Bench:
     def __init__(self, corpus: Path, tokenizer_dir: Path, workdir: Path) -> None:
         from tokenizers import Tokenizer
 
-        from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
+        from evalscope_niah.testing.openai_server import (
+            OpenAICompatServer,
+            make_judge_responder,
+            needle_finder,
+            overlap_grader,
+        )
 
         self.corpus, self.tokenizer_dir, self.workdir = corpus, tokenizer_dir, workdir
         self.tokenizer = Tokenizer.from_file(str(tokenizer_dir / 'tokenizer.json'))
@@ -184,7 +188,7 @@ class Bench:
         eval_batch_size: int | None = None,
         lengths: Sequence[int] = (),
     ) -> Side:
-        from tests.support.openai_server import message_text
+        from evalscope_niah.testing.openai_server import message_text
 
         run_dir = self.fresh(side)
         work_dir = run_dir / 'outputs'
@@ -337,7 +341,6 @@ def render(rows: list[Row]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    sys.path.insert(0, str(REPO_ROOT))  # tests.support.openai_server
     if argv[:1] == ['--child']:
         run_child(argv[1:])
         return 0

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
-from .params import NiahParams
+from .run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
-    from .results import SampleResult
+    from .records import SampleResult
     from .stats import CellSummary
 
 DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')

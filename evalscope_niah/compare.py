@@ -20,7 +20,8 @@ from matplotlib.figure import Figure
 from .atomic import atomic_write_bytes, atomic_write_text
 from .labels import length_labels
 from .plotting import add_accuracy_colorbar, draw_heatmap
-from .results import RESULTS_FILE, SampleResult, csv_text, read_results_to_draw
+from .records import SampleResult
+from .results import RESULTS_FILE, csv_text, read_results_to_draw
 from .stats import (
     DEFAULT_EFFECTIVE_THRESHOLD,
     CellSummary,

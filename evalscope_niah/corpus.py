@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .corpus_format import DATASET_ID, is_jsonl_file
 from .errors import NiahConfigError
-from .params import DATASET_ID, ResolvedSubset, is_jsonl_file
+from .subsets import ResolvedSubset
 
 # Small corpora written for this project (not excerpts of the real ones): the offline demo and the tests use them.
 DEMO_CORPUS_DIR = Path(__file__).parent / 'data' / 'demo_corpus'

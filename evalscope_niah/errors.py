@@ -15,3 +15,9 @@ class NiahConfigError(Exception):
         super().__init__(f'{param}: {message}')
         self.param = param
         self.detail = message
+
+
+def quoted(value: object, *, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters: hostile input can be huge, so an error message quotes its start."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + '...'

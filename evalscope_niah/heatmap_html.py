@@ -24,7 +24,7 @@ from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
-    from .results import SampleResult
+    from .records import SampleResult
 
 __all__ = ['plot_heatmap_html']
 

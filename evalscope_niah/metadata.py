@@ -36,7 +36,10 @@ class GridCell:
         return f'(length {self.context_length}, {where}, repeat {self.repeat}, draw {self.draw})'
 
 
-_TUPLE_FIELDS = ('needles', 'answer_keys', 'distractor_values', 'candidates', 'achieved_depth_percents')
+_TUPLE_FIELDS = ('needles', 'answer_keys', 'achieved_depth_percents')
+# Task data that metadata written before `task_data` existed (an older cache) holds at the top level or in `extra`.
+_LEGACY_TASK_DATA = ('distractor_values', 'candidates')
+_LEGACY_JUDGE_HINT = ('judge_context', 'judge_hint')  # (key in the old `extra`, key in task_data)
 
 
 @dataclass(frozen=True)
@@ -60,10 +63,8 @@ class SampleMeta:
     answer_keys: tuple[str, ...]
     start_token: int
     divergence_token: int
-    # Values of facts placed to mislead (multi-needle distractors): an answer that gives them is wrong.
-    distractor_values: tuple[str, ...] = ()
-    # Candidate answers a task knows of (a reasoning chain's names): listing several of them is hedging.
-    candidates: tuple[str, ...] = ()
+    # The task's own data about the sample (its SampleData as JSON): read back typed by the task, carried here as is.
+    task_data: Mapping[str, Any] = field(default_factory=dict)
     # Measured when the haystack is built.
     prompt_tokens: int | None = None
     haystack_tokens: int | None = None
@@ -72,7 +73,6 @@ class SampleMeta:
     corpus_file: str | None = None
     corpus_sha256: str | None = None
     tokenizer: str | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def control(self) -> bool:
@@ -90,7 +90,7 @@ class SampleMeta:
         for name in _TUPLE_FIELDS:
             data[name] = list(data[name])
         data['control'] = self.control  # read by people and EvalScope's dashboard; derived, so not read back
-        data['extra'] = dict(self.extra)
+        data['task_data'] = dict(self.task_data)
         return data
 
     @classmethod
@@ -107,4 +107,17 @@ class SampleMeta:
             values['depth_percent'] = float(values['depth_percent'])
         values.setdefault('repeat', 0)
         values.setdefault('draw', 0)
+        values['task_data'] = _task_data(data)
         return cls(**values)
+
+
+def _task_data(data: Mapping[str, Any]) -> dict[str, Any]:
+    task_data = data.get('task_data')
+    if isinstance(task_data, Mapping):
+        return dict(task_data)
+    legacy = {name: data[name] for name in _LEGACY_TASK_DATA if data.get(name)}
+    extra = data.get('extra')
+    old_key, new_key = _LEGACY_JUDGE_HINT
+    if isinstance(extra, Mapping) and extra.get(old_key):
+        legacy[new_key] = extra[old_key]
+    return legacy

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .atomic import atomic_write_text
 from .labels import file_name_part, format_depth, length_labels
-from .results import CELL_CSV_COLUMNS, CELLS_FILE, LEGACY_CELL_CSV_COLUMNS, csv_text, read_cells_csv
+from .results import CELL_CSV_COLUMNS, CELLS_FILE, csv_text, read_cells_csv
 from .results import spreadsheet_unescape as unescape
 from .stats import CellSummary
 
@@ -238,7 +238,7 @@ def read_summary_csv(  # long because two layouts (ours, OpenCompass') are told 
     with open(path, encoding='utf-8-sig', newline='') as handle:  # -sig: spreadsheet exports often add a BOM
         rows = list(csv.reader(handle))
     header = tuple(name.strip() for name in rows[0]) if rows else ()
-    if header in (CELL_CSV_COLUMNS, LEGACY_CELL_CSV_COLUMNS):
+    if header[: len(CELL_CSV_COLUMNS)] == CELL_CSV_COLUMNS:  # our cells CSV, with its task-value columns
         if dataset_length is not None:
             raise ValueError(
                 f'{path}: dataset_length {dataset_length!r} not found; dataset lengths present: none '

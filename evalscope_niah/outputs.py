@@ -23,6 +23,7 @@ from .results import (
     write_summary_json,
 )
 from .stats import effective_context_length, samples_by_cell, summarize_cells
+from .tasks import reported_values
 
 __all__ = ['JUDGE_CHECK_FILE', 'draw_heatmaps', 'in_served_tokens', 'scoring_notes', 'write_run_outputs']
 
@@ -54,7 +55,8 @@ def write_run_outputs(
     results = sorted(results, key=_grid_order)
     write_results(os.path.join(output_dir, RESULTS_FILE), results)
     cells = summarize_cells(results)
-    write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells)
+    # A column per value the tasks report, so the header is the same whichever cells hold one.
+    write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells, value_columns=reported_values())
     write_summary_json(os.path.join(output_dir, SUMMARY_FILE), results, threshold=threshold, mode=mode)
     write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
     if judge_check:

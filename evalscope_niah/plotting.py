@@ -30,7 +30,7 @@ from .labels import EMPTY_CELL, cell_grid, file_name_part, format_depth, length_
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
-    from .results import SampleResult
+    from .records import SampleResult
 
 __all__ = [
     'HeatmapError',

@@ -1,5 +1,5 @@
-"""Our own result files: per-sample `SampleResult` records (JSONL), per-cell summaries (CSV) and the run summary
-(JSON), with their readers, plus the one CSV encoder every CSV writer of the package uses.
+"""Our own result files: per-sample records (JSONL of `records.SampleResult`), per-cell summaries (CSV) and the run
+summary (JSON), with their readers, plus the one CSV encoder every CSV writer of the package uses.
 
 Every dimension (subset, context length, depth) is its own field, never packed into a string key, so that the
 plotting and CLI code can group and sort without parsing.  No evalscope import.
@@ -11,15 +11,14 @@ import csv
 import io
 import itertools
 import json
-import math
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any
 
 from .atomic import atomic_write_text
-from .server_values import MAX_PLAUSIBLE_TOKENS
+from .records import SampleResult
 from .stats import (
     DEFAULT_EFFECTIVE_THRESHOLD,
     Agreement,
@@ -41,7 +40,6 @@ __all__ = [
     'CELL_CSV_COLUMNS',
     'RESULTS_FILE',
     'SUMMARY_FILE',
-    'SampleResult',
     'csv_text',
     'read_cells_csv',
     'read_results',
@@ -56,13 +54,6 @@ __all__ = [
 RESULTS_FILE = 'needle_haystack_results.jsonl'
 CELLS_FILE = 'needle_haystack_cells.csv'
 SUMMARY_FILE = 'needle_haystack_summary.json'
-
-JUDGE_STATUSES: frozenset[str] = frozenset({'ok', 'failed', 'not_called'})
-# How a sample's final accuracy was decided: the judge, the rule by choice, or the rule because the judge failed.
-SCORING_METHODS: frozenset[str] = frozenset({'judge', 'rule', 'rule_fallback'})
-# Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
-# the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
-MAX_TEXT_CHARS = 1000
 # A row holds a few numbers and three bounded texts (answer, reasoning, error): a few thousand characters. A longer
 # line is not a results row, and is refused before it is read whole.
 MAX_RESULT_LINE_BYTES = 1_000_000
@@ -72,16 +63,6 @@ _MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile
 MAX_DRAWN_LENGTHS = 1000
 MAX_DRAWN_DEPTHS = 1000
 MAX_DRAWN_CELLS = 100_000
-_CUT_MARKER = ' […cut {} chars]'
-# Optional fields written only when set, so files of runs without them stay byte-identical to older versions.
-_OMIT_WHEN_NONE = (
-    'answer',
-    'reasoning',
-    'judge_rating',
-    'served_prompt_tokens',
-    'served_completion_tokens',
-    'scoring',
-)
 
 CELL_CSV_COLUMNS: tuple[str, ...] = (
     'subset',
@@ -95,230 +76,13 @@ CELL_CSV_COLUMNS: tuple[str, ...] = (
     'errors',
     'ci_low',
     'ci_high',
-    'precision',
 )
-# Cells CSVs written before `precision` existed are still read (precision None).
-LEGACY_CELL_CSV_COLUMNS = CELL_CSV_COLUMNS[:-1]
+# After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
+# of an older version ends with `precision` or with nothing, and reads the same way.
 
 # A spreadsheet runs a cell starting with one of these as a formula (CSV injection); a leading quote makes it
 # text.  A leading quote itself is doubled so that reading back is unambiguous.
 _FORMULA_STARTS = ('=', '+', '-', '@', '\t', '\r', "'")
-
-
-def _check_unit_interval(name: str, value: float | None) -> None:
-    # `not 0 <= x <= 1` is also True for NaN, so NaN is rejected here too.
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise ValueError(f'{name} must be in [0, 1] or None, got {value!r}')
-
-
-def _check_finite(name: str, value: float | None) -> None:
-    if value is not None and not math.isfinite(value):
-        raise ValueError(f'{name} must be finite or None, got {value!r}')
-
-
-def _as_int(name: str, value: Any) -> int:
-    # bool is an int subclass; a True context length is a bug, not a 1-token context.
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f'{name} must be an int, got {value!r}')
-    return value
-
-
-def _as_float(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ValueError(f'{name} must be a number, got {value!r}')
-    return float(value)
-
-
-def _as_opt_float(name: str, value: Any) -> float | None:
-    return None if value is None else _as_float(name, value)
-
-
-def _as_opt_str(name: str, value: Any) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise ValueError(f'{name} must be a string or None, got {value!r}')
-    return value
-
-
-def _as_bool(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f'{name} must be a bool, got {value!r}')
-    return value
-
-
-def _as_opt_bool(name: str, value: Any) -> bool | None:
-    return None if value is None else _as_bool(name, value)
-
-
-def _as_opt_int(name: str, value: Any) -> int | None:
-    return None if value is None else _as_int(name, value)
-
-
-def bounded_text(text: str | None, *, limit: int = MAX_TEXT_CHARS) -> str | None:
-    """`text` cut to at most `limit` characters, ending in a marker that says how much was cut; idempotent."""
-    if text is None or len(text) <= limit:
-        return text
-    # The marker for cutting everything is the longest one this text can need, so the result always fits.
-    keep = limit - len(_CUT_MARKER.format(len(text)))
-    if keep < 0:
-        raise ValueError(f'limit must leave room for the cut marker, got {limit!r}')
-    return text[:keep] + _CUT_MARKER.format(len(text) - keep)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# Per-sample records
-# --------------------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SampleResult:
-    """One scored (or errored) NIAH sample.
-
-    `accuracy` is the final score (judge, or rule fallback).  None means the model server errored: the sample is
-    left out of every mean and counted in `errors` instead.  None with no `error` and `budget_exhausted` means the
-    reply was cut by the token limit: left out of every mean too, counted in `budget_exhausted`, not in `errors`.
-    `judge_accuracy` is set exactly when the judge answered (`judge_status == 'ok'`).
-
-    A `control` sample has no needle (the right answer is that the document does not say): its `depth_percent` is
-    None, its `accuracy` is the abstention score (1.0 = abstained) and `guessed` says whether the reply stated the
-    needle fact anyway.  `precision` is the per-needle precision of a multi-needle retrieval reply.
-
-    What the model said, for reading next to the score: `answer` (its final answer, reasoning stripped) and
-    `reasoning` (its reasoning block), each cut to `MAX_TEXT_CHARS` with a marker; `judge_rating` is the judge's
-    raw rating (Kamradt's 1-10 rubric).  `served_prompt_tokens` / `served_completion_tokens` are the token counts
-    the server reported; `scoring` says what decided `accuracy` ('judge', 'rule', or 'rule_fallback' when the
-    judge could not be used).  These are optional and left out of `to_dict` when None.
-    """
-
-    subset: str
-    context_length: int
-    depth_percent: float | None
-    accuracy: float | None
-    rule_recall: float | None
-    levenshtein: float | None
-    judge_accuracy: float | None
-    judge_status: str
-    error: str | None = None
-    budget_exhausted: bool = False
-    control: bool = False
-    guessed: bool | None = None
-    precision: float | None = None
-    answer: str | None = None
-    reasoning: str | None = None
-    judge_rating: float | None = None
-    served_prompt_tokens: int | None = None
-    served_completion_tokens: int | None = None
-    scoring: str | None = None
-
-    def __post_init__(self) -> None:
-        self._check_dimensions()
-        _check_unit_interval('precision', self.precision)
-        _check_unit_interval('accuracy', self.accuracy)
-        _check_unit_interval('rule_recall', self.rule_recall)
-        _check_unit_interval('judge_accuracy', self.judge_accuracy)
-        _check_finite('levenshtein', self.levenshtein)
-        _check_finite('judge_rating', self.judge_rating)
-        self._check_judge()
-        # A server fault leaves nothing to score; a score next to an error would be silently averaged in.
-        if self.error is not None and self.accuracy is not None:
-            raise ValueError('a sample with an error must have accuracy=None')
-        for name in ('served_prompt_tokens', 'served_completion_tokens'):
-            value = getattr(self, name)
-            if value is not None and not 0 <= value <= MAX_PLAUSIBLE_TOKENS:
-                raise ValueError(f'{name} must be an int from 0 to {MAX_PLAUSIBLE_TOKENS} or None, got {value!r}')
-        # Frozen, so the bound is applied through object.__setattr__; bounded_text is idempotent, so a record
-        # read back from a file is unchanged.
-        object.__setattr__(self, 'answer', bounded_text(self.answer))
-        object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
-
-    def _check_dimensions(self) -> None:
-        if not 0 < self.context_length <= MAX_PLAUSIBLE_TOKENS:
-            raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {self.context_length!r}')
-        # depth None is how a control is recognised downstream; the flag and the depth must never disagree.
-        if self.control != (self.depth_percent is None):
-            raise ValueError(
-                f'depth_percent must be None exactly for control samples '
-                f'(control={self.control!r}, depth_percent={self.depth_percent!r})'
-            )
-        if self.depth_percent is not None and not 0.0 <= self.depth_percent <= 100.0:
-            raise ValueError(f'depth_percent must be in [0, 100], got {self.depth_percent!r}')
-        if self.guessed is not None and not self.control:
-            raise ValueError('guessed is only meaningful for control samples')
-        if self.precision is not None and self.control:
-            raise ValueError('a control sample has no needles, so no precision')
-
-    def _check_judge(self) -> None:
-        if self.judge_status not in JUDGE_STATUSES:
-            raise ValueError(f'judge_status must be one of {sorted(JUDGE_STATUSES)}, got {self.judge_status!r}')
-        # Agreement statistics trust that 'ok' <=> a judge score exists; enforce it at the source.
-        if (self.judge_status == 'ok') != (self.judge_accuracy is not None):
-            raise ValueError(
-                f'judge_accuracy must be set exactly when judge_status is "ok" '
-                f'(status={self.judge_status!r}, judge_accuracy={self.judge_accuracy!r})'
-            )
-        if self.scoring is not None and self.scoring not in SCORING_METHODS:
-            raise ValueError(f'scoring must be one of {sorted(SCORING_METHODS)} or None, got {self.scoring!r}')
-        if self.scoring == 'judge' and self.judge_status != 'ok':
-            raise ValueError(f'scoring "judge" needs a judge verdict (judge_status "ok"), got {self.judge_status!r}')
-
-    @property
-    def errored(self) -> bool:
-        """True when the sample has no final score because of a fault (not because its reply ran out of room)."""
-        return self.accuracy is None and not self.budget_excluded
-
-    @property
-    def budget_excluded(self) -> bool:
-        """True when the reply was cut by the token limit or context window: no score, and no error either."""
-        return self.accuracy is None and self.error is None and self.budget_exhausted
-
-    def to_dict(self) -> dict[str, Any]:
-        """All fields; the optional ones (`answer` ... `scoring`) only when set."""
-        data = asdict(self)
-        for name in _OMIT_WHEN_NONE:
-            if data[name] is None:
-                del data[name]
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SampleResult:
-        """Inverse of `to_dict`; missing optional keys take their defaults, unknown keys are an error.
-
-        Rows written before control samples existed (no `control`, `guessed`, `precision`) read as needle samples;
-        rows written before answers were kept read with `answer` ... `scoring` None.
-        """
-        known = {f.name for f in fields(cls)}
-        unknown = set(data) - known
-        if unknown:
-            raise ValueError(f'unknown SampleResult fields: {sorted(unknown)}')
-        try:
-            subset = data['subset']
-            if not isinstance(subset, str):
-                raise ValueError(f'subset must be a string, got {subset!r}')
-            status = data['judge_status']
-            if not isinstance(status, str):
-                raise ValueError(f'judge_status must be a string, got {status!r}')
-            return cls(
-                subset=subset,
-                context_length=_as_int('context_length', data['context_length']),
-                depth_percent=_as_opt_float('depth_percent', data['depth_percent']),
-                accuracy=_as_opt_float('accuracy', data['accuracy']),
-                rule_recall=_as_opt_float('rule_recall', data['rule_recall']),
-                levenshtein=_as_opt_float('levenshtein', data['levenshtein']),
-                judge_accuracy=_as_opt_float('judge_accuracy', data['judge_accuracy']),
-                judge_status=status,
-                error=_as_opt_str('error', data.get('error')),
-                budget_exhausted=_as_bool('budget_exhausted', data.get('budget_exhausted', False)),
-                control=_as_bool('control', data.get('control', False)),
-                guessed=_as_opt_bool('guessed', data.get('guessed')),
-                precision=_as_opt_float('precision', data.get('precision')),
-                answer=_as_opt_str('answer', data.get('answer')),
-                reasoning=_as_opt_str('reasoning', data.get('reasoning')),
-                judge_rating=_as_opt_float('judge_rating', data.get('judge_rating')),
-                served_prompt_tokens=_as_opt_int('served_prompt_tokens', data.get('served_prompt_tokens')),
-                served_completion_tokens=_as_opt_int('served_completion_tokens', data.get('served_completion_tokens')),
-                scoring=_as_opt_str('scoring', data.get('scoring')),
-            )
-        except KeyError as exc:
-            raise ValueError(f'missing SampleResult field: {exc.args[0]}') from None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -414,17 +178,26 @@ def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
     return results
 
 
-def write_cells_csv(path: str | os.PathLike[str], cells: Iterable[CellSummary]) -> Path:
-    """Write one CSV row per subset x length x depth with header `CELL_CSV_COLUMNS` (atomically)."""
-    rows = [[getattr(cell, column) for column in CELL_CSV_COLUMNS] for cell in cells]
-    return atomic_write_text(path, csv_text([CELL_CSV_COLUMNS, *rows]))
+def write_cells_csv(
+    path: str | os.PathLike[str], cells: Iterable[CellSummary], *, value_columns: Sequence[str] = ()
+) -> Path:
+    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, then a column per task value
+    of the cells and per name in ``value_columns`` (the values the run's tasks declare, so the header does not
+    depend on which cells happen to hold one), in name order."""
+    cells = list(cells)
+    values = sorted({*value_columns, *(name for cell in cells for name in cell.task_values)})
+    rows = [
+        [*(getattr(cell, column) for column in CELL_CSV_COLUMNS), *(cell.task_values.get(name) for name in values)]
+        for cell in cells
+    ]
+    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, *values), *rows]))
 
 
 def _parse_opt_float(text: str) -> float | None:
     return None if text == '' else float(text)
 
 
-def _cell_from_row(row: Mapping[str, str]) -> CellSummary:
+def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSummary:
     return CellSummary(
         subset=spreadsheet_unescape(row['subset']),
         context_length=int(row['context_length']),
@@ -437,20 +210,28 @@ def _cell_from_row(row: Mapping[str, str]) -> CellSummary:
         errors=int(row['errors']),
         ci_low=_parse_opt_float(row['ci_low']),
         ci_high=_parse_opt_float(row['ci_high']),
-        precision=_parse_opt_float(row['precision']) if 'precision' in row else None,
+        task_values={
+            spreadsheet_unescape(name): value
+            for name in value_names
+            if (value := _parse_opt_float(row[name])) is not None
+        },
     )
 
 
 def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
-    """Read a CSV written by `write_cells_csv`; the header must match exactly (or lack only `precision`)."""
+    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, then task-value columns."""
     with open(path, encoding='utf-8', newline='') as handle:
         reader = csv.DictReader(handle)
-        if tuple(reader.fieldnames or ()) not in (CELL_CSV_COLUMNS, LEGACY_CELL_CSV_COLUMNS):
-            raise ValueError(f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)}')
+        header = tuple(reader.fieldnames or ())
+        if header[: len(CELL_CSV_COLUMNS)] != CELL_CSV_COLUMNS or len(set(header)) != len(header):
+            raise ValueError(
+                f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)} and then '
+                'task-value columns'
+            )
         cells: list[CellSummary] = []
         for row in reader:
             try:
-                cells.append(_cell_from_row(row))
+                cells.append(_cell_from_row(row, header[len(CELL_CSV_COLUMNS) :]))
             except (TypeError, ValueError) as exc:  # TypeError: a short row yields None fields
                 raise ValueError(f'{path}:{reader.line_num}: invalid cell row: {exc}') from exc
     return cells

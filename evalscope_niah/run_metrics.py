@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .results import SampleResult
+from .records import GUESSED, SampleResult
 from .stats import effective_context_length, summarize_subsets
 
 __all__ = [
@@ -138,7 +138,7 @@ def _control_rates(controls: Sequence[SampleResult]) -> list[MetricRecord]:
     records = []
     for name, values in (
         ('absent_abstention_rate', [result.accuracy for result in controls]),
-        ('absent_guess_rate', [float(bool(result.guessed)) for result in controls]),
+        ('absent_guess_rate', [float(bool(result.task_values.get(GUESSED))) for result in controls]),
     ):
         scored = [value for value in values if value is not None]
         if scored:

@@ -24,10 +24,12 @@ from .haystack import (
     spread_depths,
 )
 from .metadata import GridCell, SampleMeta
-from .needles import BankNeedle, draw_needles, load_needle_bank
-from .params import NiahParams, ResolvedSubset, check_corpus_repeats
 from .prompts import PromptSpec
+from .run_params import NiahParams
+from .run_size import check_corpus_repeats
+from .subsets import ResolvedSubset
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
+from .tasks.single.bank import BankNeedle, draw_needles, load_needle_bank
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
 logger = logging.getLogger(__name__)
@@ -144,12 +146,7 @@ class SubsetSampler:
                     'retrieving the inserted needle. Choose a needle that is not in the corpus',
                 )
         self._counter = shared_counter(tokenizer)
-        # Only the corpus prefix the prompts need is indexed, so memory follows the lengths, not the corpus size:
-        # the longest prompt once per repeat, and repeats spread over at least _REPEAT_SPAN_TOKENS (all of a
-        # smaller corpus, as they always were).
-        self._span_tokens = params.num_repeats * (max_context_length + 512)
-        if params.num_repeats > 1:
-            self._span_tokens = max(self._span_tokens, _REPEAT_SPAN_TOKENS)
+        self._span_tokens = _indexed_span(num_repeats=params.num_repeats, max_context_length=max_context_length)
         if self._span_tokens >= _ANNOUNCED_SPAN_TOKENS:
             # The one pre-run step that can take seconds on a cold cache (about 1 s per 100k tokens, one core).
             logger.info(
@@ -160,7 +157,10 @@ class SubsetSampler:
             )
         index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256, min_tokens=self._span_tokens)
         check_corpus_repeats(  # index.total_tokens is a lower bound when only a prefix is indexed
-            subset=subset, corpus_tokens=index.total_tokens, max_context_length=max_context_length, params=params
+            subset=subset,
+            corpus_tokens=index.total_tokens,
+            max_context_length=max_context_length,
+            max_corpus_repeats=params.max_corpus_repeats,
         )
         self._corpus = RepeatedCorpus(corpus.text, index)
         self._starts = [self._start_token(repeat) for repeat in range(params.num_repeats)]
@@ -231,9 +231,7 @@ class SubsetSampler:
             answer_keys=tuple(choice.answer_keys),
             start_token=self._starts[cell.repeat],
             divergence_token=divergence,
-            distractor_values=choice.distractor_values if distractors else (),
-            candidates=choice.candidates,
-            extra={'judge_context': choice.judge_context} if choice.judge_context else {},
+            task_data=choice.data.to_json() if choice.data is not None else {},
         )
         return SamplePlan(
             meta=meta, needle_depths=needle_depths, prefix_tokens=self._prefix_tokens, distractors=tuple(distractors)
@@ -429,3 +427,11 @@ def iter_samples(params: NiahParams, **options) -> Iterator[NeedleSample]:
     for sampler, cells in subset_samplers(params, **options):
         for cell in cells:
             yield sampler.sample(cell)
+
+
+def _indexed_span(*, num_repeats: int, max_context_length: int) -> int:
+    """Tokens of the corpus to index. Only the prefix the prompts need is indexed, so memory follows the lengths, not
+    the corpus size: the longest prompt once per repeat, and repeats spread over at least _REPEAT_SPAN_TOKENS (all
+    of a smaller corpus, as they always were)."""
+    span = num_repeats * (max_context_length + 512)
+    return max(span, _REPEAT_SPAN_TOKENS) if num_repeats > 1 else span

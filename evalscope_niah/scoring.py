@@ -13,6 +13,7 @@ Pure Python and deterministic, so they run without a judge model and can be chec
 
 from __future__ import annotations
 
+import collections
 import itertools
 import re
 import unicodedata
@@ -28,6 +29,8 @@ __all__ = [
     'UNCERTAIN_SCORE_CAP',
     'ControlScore',
     'MultiRetrievalScores',
+    'Paste',
+    'PromptText',
     'RuleScores',
     'RuleVerdict',
     'absent_control_score',
@@ -36,6 +39,7 @@ __all__ = [
     'levenshtein_score',
     'multi_retrieval_scores',
     'needle_recall',
+    'paste_evidence',
     'reasoning_answer_score',
     'rule_is_certain',
     'rule_scores',
@@ -239,14 +243,17 @@ def _length_penalty(answer_len: int, needle_len: int) -> float:
     return 1.0 if answer_len <= allowed else allowed / answer_len
 
 
-def needle_recall(answer: str, *, needles: Sequence[str], question: str, language: str) -> float:
+def needle_recall(
+    answer: str, *, needles: Sequence[str], question: str, language: str, penalise_length: bool = True
+) -> float:
     """Share of the needles' fact units that the answer contains, in [0, 1].
 
     Fact units are the needle's content words (English: lowercase word tokens minus stopwords; Chinese: character
     bigrams, see ``_zh_fact_units``) minus whatever the question already says, so echoing the question earns
     nothing. Recall is over the union of all needles' fact units. Answers longer than
     ``max(3 × needle length, needle length + 40)`` units (words for English, characters for Chinese) are scaled by
-    ``allowed / answer length``, so pasting the context back does not earn full marks.
+    ``allowed / answer length``, so pasting the context back does not earn full marks; ``penalise_length`` False
+    leaves that to the caller (the verdicts measure a paste by evidence, see ``paste_evidence``).
     """
     _check_language(language)
     if isinstance(needles, str):
@@ -272,7 +279,8 @@ def needle_recall(answer: str, *, needles: Sequence[str], question: str, languag
 
     if not facts or not answer_tokens:
         return 0.0
-    return found / len(facts) * _length_penalty(len(answer_tokens), needle_len)
+    penalty = _length_penalty(len(answer_tokens), needle_len) if penalise_length else 1.0
+    return found / len(facts) * penalty
 
 
 # --- CDME-style string scores ------------------------------------------------------------------------------------
@@ -376,7 +384,7 @@ class MultiRetrievalScores:
     found: tuple[str, ...]  # needle values found, in needle order
     wrong: tuple[str, ...] = ()  # candidate numbers that are not needle values (distractors included), sorted
     distractors_named: tuple[str, ...] = ()  # the distractor values among ``wrong``
-    length_factor: float = 1.0  # <= 1: allowed length / answer length for an answer far longer than the reference
+    length_factor: float = 1.0  # <= 1: the share of the answer not pasted from the prompt (see ``paste_evidence``)
     explanation: str = field(default='', compare=False)
 
     @property
@@ -427,15 +435,6 @@ def _number_candidates(text: str, lengths: frozenset[int]) -> set[str]:
     return candidates
 
 
-def _multi_length_factor(final: str, reference: str) -> float:
-    """1.0 up to ``max(3 x len(reference), len(reference) + 100)`` characters (whitespace ignored), then
-    ``allowed / length``: a pasted context holds every value and nothing else that looks like one."""
-    length = len(_WHITESPACE.sub('', final))
-    reference_length = len(_WHITESPACE.sub('', reference))
-    allowed = max(3 * reference_length, reference_length + 100)
-    return 1.0 if length <= allowed else allowed / length
-
-
 def _digit_values(values: Sequence[str], param: str) -> tuple[str, ...]:
     if isinstance(values, str):
         raise TypeError(f'{param} must be a sequence of strings, not a string')
@@ -447,7 +446,15 @@ def _digit_values(values: Sequence[str], param: str) -> tuple[str, ...]:
 
 
 def multi_retrieval_scores(
-    answer: str, *, values: Sequence[str], distractor_values: Sequence[str] = (), reference: str | None = None
+    answer: str,
+    *,
+    values: Sequence[str],
+    distractor_values: Sequence[str] = (),
+    reference: str | None = None,
+    needles: Sequence[str] = (),
+    question: str = '',
+    language: str = 'en',
+    prompt: PromptText | None = None,
 ) -> MultiRetrievalScores:
     """Recall, precision and F1 of the needle values (digit strings) that the final answer states.
 
@@ -455,9 +462,10 @@ def multi_retrieval_scores(
     length of some needle or distractor value, so counts such as '3 numbers' are ignored. Precision is over those
     candidates: a distractor value (the same kind of fact for another key, placed in the haystack) or any other
     number of that length is wrong, so enumerating every number seen is not rewarded. A number glued into a longer
-    digit run ('48219371234567') does not count. An answer longer than ``max(3 x len(reference),
-    len(reference) + 100)`` non-space characters has its precision scaled by ``allowed / length`` (a pasted
-    context states every value and no other); ``reference`` defaults to the values joined by ', '.
+    digit run ('48219371234567') does not count. An answer that pastes the prompt (``paste_evidence``: verbatim
+    runs of the haystack beyond the needles and question) has its precision scaled by the share of it that is not
+    pasted (a pasted context states every value and no other); without ``prompt`` only the last-resort length
+    bound scales it. ``reference`` defaults to the values joined by ', '.
     """
     wanted = _digit_values(values, 'values')
     if not wanted:
@@ -471,7 +479,10 @@ def multi_retrieval_scores(
     found = tuple(v for v in wanted if v in candidates)
     wrong = tuple(sorted(candidates - set(wanted)))
     named = tuple(v for v in wrong if v in distractors)
-    factor = _multi_length_factor(final, reference)
+    paste = paste_evidence(
+        final, allowed=(*needles, question, reference, *wanted), prompt=prompt, language=language, reference=reference
+    )
+    factor = paste.factor
     recall = len(found) / len(wanted)
     precision = len(found) / len(candidates) * factor if candidates else 0.0
     f1 = 2 * precision * recall / (precision + recall) if found else 0.0
@@ -479,7 +490,7 @@ def multi_retrieval_scores(
     if wrong:
         parts.append(f'{len(wrong)} wrong number(s) ({len(named)} distractor value(s) of other keys)')
     if factor < 1.0:
-        parts.append(f'answer far longer than the reference (precision x {factor:.2f})')
+        parts.append(f'{paste.describe(language)} (precision x {factor:.2f})')
     if not candidates:
         parts.append("no number of the values' length in the answer")
     return MultiRetrievalScores(
@@ -830,13 +841,117 @@ def _answer_size(text: str, language: str) -> int:
     return len(_zh_units(text)) if language == 'zh' else len(_en_words(text))
 
 
-def _too_long(final: str, reference: str, *, language: str) -> tuple[bool, float]:
-    """(longer than allowed, allowed/length) with allowed = max(3 x reference, reference + 40) units: words for
-    English, characters for Chinese (the rule ``needle_recall`` already uses for its length penalty)."""
-    size = _answer_size(final, language)
-    reference_size = max(1, _answer_size(reference, language))
-    allowed = max(3 * reference_size, reference_size + 40)
-    return size > allowed, (allowed / size if size > allowed else 1.0)
+# --- pasted context: decided by evidence, not by length -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptText:
+    """What the model was shown, where a pasted answer comes from.
+
+    ``shown`` is the whole prompt (system prompt and user message: template, haystack, needles, question);
+    ``template`` the run's system prompt and user template, which an answer may echo as freely as the question.
+    """
+
+    shown: str
+    template: tuple[str, ...] = ()
+
+
+# Verbatim runs are found as word n-grams (English words, single CJK characters): 8 units in a row that also occur in
+# the prompt are copied, not written (a model's own sentence shares 8 words in a row with an essay by chance rarely).
+PASTE_NGRAM = 8
+# Units copied from the prompt beyond the needles, question and template that make an answer a paste: about two
+# sentences. A right answer quotes the needle (allowed) and explains in its own words; one quoted sentence of the
+# surrounding text (~20 words, ~40 characters) stays under this.
+PASTE_MIN_UNITS = {'en': 40, 'zh': 80}
+# The last resort, used only where the prompt is not known (a custom scorer, a review without its prompt): an answer
+# this long is no answer whatever it holds. Far above verbose right answers: the longest graded-right answers in
+# tests/data/real_answers are ~130 words, answers that quote the needle and explain it 60-200 words.
+LAST_RESORT_UNITS = {'en': 400, 'zh': 800}
+
+
+@dataclass(frozen=True)
+class Paste:
+    """How much of an answer is pasted context (``pasted_units`` of ``units``), or that it is too long to be an
+    answer when there was no prompt to measure against (``too_long``)."""
+
+    units: int
+    pasted_units: int = 0
+    too_long: bool = False
+    allowed_units: int = 0  # the last resort's allowance, when ``too_long``
+
+    @property
+    def pasted(self) -> bool:
+        return self.pasted_units >= 1 and not self.too_long
+
+    @property
+    def factor(self) -> float:
+        """<= 1: the share of the answer that is not pasted (or the allowance / length for the last resort)."""
+        if self.too_long:
+            return self.allowed_units / self.units
+        return 1.0 - self.pasted_units / self.units if self.pasted else 1.0
+
+    def describe(self, language: str) -> str:
+        unit = 'words' if language == 'en' else 'characters'
+        if self.too_long:
+            return f'{self.units} {unit} long, over the last-resort bound of {self.allowed_units} (no prompt known)'
+        return f'{self.pasted_units} of its {self.units} {unit} copied verbatim from the prompt beyond the needle'
+
+
+def _paste_units(text: str) -> list[str]:
+    return _ZH_UNIT.findall(_normalise(text))
+
+
+def _grams(units: Sequence[str]) -> list[int]:
+    return [hash(tuple(units[i : i + PASTE_NGRAM])) for i in range(len(units) - PASTE_NGRAM + 1)]
+
+
+def _covered(starts: Sequence[int], size: int) -> set[int]:
+    return {position for start in starts for position in range(start, min(size, start + PASTE_NGRAM))}
+
+
+def paste_evidence(
+    final: str, *, allowed: Sequence[str], prompt: PromptText | None, language: str, reference: str = ''
+) -> Paste:
+    """How much of ``final`` is copied from the prompt beyond the ``allowed`` texts (needles, question, reference,
+    answer keys) and the prompt's template.
+
+    An answer unit counts as pasted when it lies in a run of ``PASTE_NGRAM`` units that occurs in the prompt and not
+    in an allowed text; the answer is a paste when at least ``PASTE_MIN_UNITS`` units are. Time is linear in the
+    prompt and memory bounded by the answer (its first ``_MAX_SCAN_CHARS`` characters): the answer's n-grams are
+    hashed into a set, and the prompt is streamed past them once, only when enough of the answer could be pasted.
+    Without a prompt only ``LAST_RESORT_UNITS`` (or 3 x the reference, if longer) decides.
+    """
+    units = _paste_units(final[:_MAX_SCAN_CHARS])
+    size = max(1, len(units))
+    if prompt is None or not prompt.shown:
+        allowed_units = max(LAST_RESORT_UNITS[language], 3 * _answer_size(reference, language))
+        total = _answer_size(final, language)
+        if total > allowed_units:
+            return Paste(units=total, too_long=True, allowed_units=allowed_units)
+        return Paste(units=size)
+    minimum = PASTE_MIN_UNITS[language]
+    if len(units) < minimum:
+        return Paste(units=size)
+    allowed_grams = {gram for text in (*allowed, *prompt.template) for gram in _grams(_paste_units(text))}
+    grams = _grams(units)
+    own = [start for start, gram in enumerate(grams) if gram not in allowed_grams]
+    if len(_covered(own, len(units))) < minimum:
+        return Paste(units=size)  # too little of it is outside the needle and question to be a paste
+    wanted = {grams[start] for start in own}
+    firsts = {units[start] for start in own}
+    found: set[int] = set()
+    window: collections.deque[str] = collections.deque(maxlen=PASTE_NGRAM)
+    for match in _ZH_UNIT.finditer(_normalise(prompt.shown)):
+        window.append(match.group())
+        if len(window) == PASTE_NGRAM and window[0] in firsts:
+            gram = hash(tuple(window))
+            if gram in wanted:
+                found.add(gram)
+                if len(found) == len(wanted):
+                    break
+    pasted = _covered([start for start in own if grams[start] in found], len(units))
+    pasted -= _covered([start for start, gram in enumerate(grams) if gram in allowed_grams], len(units))
+    return Paste(units=size, pasted_units=len(pasted) if len(pasted) >= minimum else 0)
 
 
 _NUMBER_WORDS = re.compile(
@@ -866,6 +981,7 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
     language: str,
     answer_keys: Sequence[str] = (),
     reference: str | None = None,
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """Rule verdict for a single-needle (or bank) answer: the key fact must be stated, plainly.
 
@@ -876,8 +992,10 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
     * a negation, retraction or hedge cue within 60/80 (English) or 20/30 (Chinese) characters before/after the key
       (cue words the needle or question use themselves do not count), or the key being one item of a short list,
       makes the verdict uncertain with score 0.3;
-    * an answer longer than ``max(3 x, + 40)`` the reference (words / characters) is uncertain, score <= 0.3;
-    * otherwise 1.0, certain.
+    * an answer that pastes the prompt (``paste_evidence``: verbatim runs of the haystack beyond the needle,
+      question and template; without ``prompt``, only the last-resort length bound) is uncertain, score <= 0.3;
+    * otherwise 1.0, certain, however long the answer: a preamble, the quoted needle, an explanation and a closing
+      remark around the key are how instruction-tuned models answer.
 
     Without the key: an answer in the other language (no CJK in a zh subset, mostly CJK in an en subset) or one
     holding at least 25 % of the key's content units (a paraphrase or a partial answer) or spelling a number key
@@ -895,10 +1013,14 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
     excluded = _excluded_cue_text(*needles, question)
     text = _normalise(final[:_MAX_SCAN_CHARS])
     keys = [key for key in answer_keys if key.strip()]
-    long_answer, factor = _too_long(final, reference, language=language)
+    paste = paste_evidence(
+        final, allowed=(*needles, question, reference, *keys), prompt=prompt, language=language, reference=reference
+    )
+    factor = paste.factor
 
     if not keys:
-        recall = needle_recall(final, needles=needles, question=question, language=language)
+        recall = needle_recall(final, needles=needles, question=question, language=language, penalise_length=False)
+        recall *= factor
         if recall > _UNCERTAIN_LOW:
             hits = _cue_hits(text, excluded) if _answer_size(final, language) <= 80 else []
             if hits:
@@ -916,17 +1038,26 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
         hits = _cue_near(text, spans, language=language, excluded=excluded)
         if hits:
             return _cue_verdict(hits, 'states the key')
+        abstention = _abstention(final)
+        if abstention is not None and abstention.start() < min(start for start, _ in spans):
+            # "The document does not say ... the only sentence about it is <needle>. However ...": whether that
+            # quotes the answer or doubts it is for a judge (published graders split on exactly these).
+            return RuleVerdict(
+                UNCERTAIN_SCORE_CAP,
+                False,
+                f'states the key after saying the document does not answer ({abstention.group()!r}): a judge decides',
+                ('abstains',),
+            )
         if _is_list_item(text, spans, language=language):
             return RuleVerdict(
                 UNCERTAIN_SCORE_CAP * 0.5, False, 'the key is one item of a list of candidates', ('list',)
             )
-        if long_answer:
+        if paste.pasted or paste.too_long:
             return RuleVerdict(
                 UNCERTAIN_SCORE_CAP * factor,
                 False,
-                f'states the key but is far longer than the reference (x{1 / factor:.1f} the allowance): '
-                'pasted text, not an answer',
-                ('long',),
+                f'states the key, but {paste.describe(language)}: pasted text, not an answer',
+                ('paste',) if paste.pasted else ('long',),
             )
         return RuleVerdict(1.0, True, 'states the key plainly', ('exact',))
 
@@ -1029,14 +1160,19 @@ def _candidate_spans(text: str, candidate: str) -> list[tuple[int, int]]:
 
 
 # What may stand between two names of a list: separators, 'and'/'or', '和'/'或', brackets, whitespace.
-_LIST_GAP = re.compile(r'(?:[\s,，、;；/|()（）\[\]&+-]|\band\b|\bor\b|和|或者?|与|及)*', re.IGNORECASE)
+# Markdown emphasis and an article count as separators too: '_The bathroom_ / _The bedroom_' is a list of names.
+_LIST_GAP = re.compile(
+    r'(?:[\s,，、;；/|()（）\[\]&+*_-]|\band\b|\bor\b|(?<![a-z])the(?![a-z])|和|或者?|与|及)*', re.IGNORECASE
+)
 
 
 def _en_guessed_names(original: str) -> list[str]:
     """Capitalised names in an English answer, except a single word opening a sentence ('Yes', 'Definitely')."""
     names = []
     for match in _EN_NAME.finditer(original[:_MAX_SCAN_CHARS]):
-        opening = not original[: match.start()].strip() or original[: match.start()].rstrip()[-1] in '.!?:;"\'('
+        # A word opening a sentence or a line ('Context:' after a blank line) is capitalised for that, not a name.
+        before = original[: match.start()].rstrip(' \t')
+        opening = not before.strip() or before[-1] in '.!?:;"\'(\n'
         if opening and ' ' not in match.group():
             continue
         names.extend(_en_names(match.group()))
@@ -1073,13 +1209,22 @@ def _listed_neighbour(
 
 
 def reasoning_answer_score(
-    answer: str, *, keyword: str, candidates: Sequence[str], language: str, reference: str | None = None
+    answer: str,
+    *,
+    keyword: str,
+    candidates: Sequence[str],
+    language: str,
+    reference: str | None = None,
+    needles: Sequence[str] = (),
+    question: str = '',
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """Rule verdict for a reasoning-chain answer: it must assert exactly one candidate, the keyword, plainly.
 
     Fails (score <= 0.3) when the keyword is missing, when a negation/retraction/hedge cue is near it (uncertain:
     'it is not Jack'), when it is one of a list of names ('Jack, Pim or Osgood'; or two or more candidates with
-    almost nothing else said), or when the answer is far longer than the reference (a pasted context). An
+    almost nothing else said), or when it pastes the prompt (``paste_evidence``: the links and question may be
+    quoted, the haystack around them not; without ``prompt`` only the last-resort length bound). An
     explanation that walks the chain ('Jack makes it: the best restaurant is La Giostra, ...') passes: its other
     candidates come with their roles. A keyword-less answer in the other language is uncertain. ``candidates``
     come from ``chain_candidates``; CDME's ``keyword_score`` stays a separate, reported metric.
@@ -1099,10 +1244,15 @@ def reasoning_answer_score(
             )
         return RuleVerdict(0.0, True, f'the keyword {keyword!r} is not in the answer', ('missing',))
     reference = reference if reference is not None else keyword
-    long_answer, factor = _too_long(final, reference, language=language)
-    if long_answer:
+    paste = paste_evidence(
+        final, allowed=(*needles, question, reference, keyword), prompt=prompt, language=language, reference=reference
+    )
+    if paste.pasted or paste.too_long:
         return RuleVerdict(
-            UNCERTAIN_SCORE_CAP * factor, True, 'far longer than the reference: pasted text, not an answer', ('long',)
+            UNCERTAIN_SCORE_CAP * paste.factor,
+            True,
+            f'{paste.describe(language)}: pasted text, not an answer',
+            ('paste',) if paste.pasted else ('long',),
         )
     hits = _cue_near(text, spans, language=language, excluded=_excluded_cue_text(reference, *candidates))
     if hits:
@@ -1130,10 +1280,17 @@ def score_single(
     reference: str,
     answer_keys: Sequence[str],
     language: str,
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """Task 'single' (and bank needles): see ``single_needle_score``."""
     return single_needle_score(
-        answer, needles=needles, question=question, language=language, answer_keys=answer_keys, reference=reference
+        answer,
+        needles=needles,
+        question=question,
+        language=language,
+        answer_keys=answer_keys,
+        reference=reference,
+        prompt=prompt,
     )
 
 
@@ -1146,20 +1303,28 @@ def score_multi(
     answer_keys: Sequence[str],
     language: str,
     distractor_values: Sequence[str] = (),
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """Task 'multi_retrieval': ``answer_keys`` are the values; score = recall x precision (see
     ``MultiRetrievalScores.score``). Uncertain only when the answer has no digits of the values' length but spells
     numbers out (words or Chinese numerals), which a judge can read."""
     _check_language(language)
     scores = multi_retrieval_scores(
-        answer, values=answer_keys, distractor_values=distractor_values, reference=reference
+        answer,
+        values=answer_keys,
+        distractor_values=distractor_values,
+        reference=reference,
+        needles=needles,
+        question=question,
+        language=language,
+        prompt=prompt,
     )
     final = strip_reasoning(answer)
     if not scores.found and not scores.wrong and _NUMBER_WORDS.search(final[:_MAX_SCAN_CHARS]):
         return RuleVerdict(0.0, False, scores.explanation + '; numbers spelt out: a judge decides', ('number_words',))
     flags = ('exact',) if scores.score == 1.0 else ('distractor',) if scores.distractors_named else ()
     if scores.length_factor < 1.0:
-        flags += ('long',)
+        flags += ('paste',) if prompt is not None else ('long',)
     return RuleVerdict(scores.score, True, scores.explanation, flags)
 
 
@@ -1171,6 +1336,7 @@ def score_reasoning(
     reference: str,
     answer_keys: Sequence[str],
     language: str,
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """Task 'reasoning': ``answer_keys[0]`` is the keyword; candidates come from the links (``chain_candidates``)."""
     if isinstance(answer_keys, str) or not answer_keys:
@@ -1178,7 +1344,14 @@ def score_reasoning(
     keyword = answer_keys[0]
     candidates = chain_candidates(needles, keyword=keyword, language=language)
     return reasoning_answer_score(
-        answer, keyword=keyword, candidates=candidates, language=language, reference=reference
+        answer,
+        keyword=keyword,
+        candidates=candidates,
+        language=language,
+        reference=reference,
+        needles=needles,
+        question=question,
+        prompt=prompt,
     )
 
 
@@ -1190,6 +1363,7 @@ def score_control(
     reference: str = '',
     answer_keys: Sequence[str],
     language: str,
+    prompt: PromptText | None = None,
 ) -> RuleVerdict:
     """The needle-absent control: 1.0 for a clean abstention (see ``absent_control_score``), always certain."""
     control = absent_control_score(answer, language=language, needle_answers=answer_keys)

@@ -1,26 +1,23 @@
 """Statistics over NIAH results: cell, control and subset summaries, bootstrap CIs, judge/rule agreement (Cohen's
 kappa) and the effective context length.
 
-Pure Python + numpy.  Inputs are `SampleResult`-like records (only their attributes are read), so this module
-does not import the file layer in `results.py`, which imports it to write summaries.
+Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `results.py` imports this module
+to write summaries, never the other way round.
 """
 
 from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from .params import NiahParams
+from .records import GUESSED, SampleResult
+from .run_params import NiahParams
 from .scoring import RULE_PASS_THRESHOLD
 from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
-
-if TYPE_CHECKING:
-    from .results import SampleResult
 
 __all__ = [
     'DEFAULT_EFFECTIVE_THRESHOLD',
@@ -77,7 +74,8 @@ class CellSummary:
     errors: int
     ci_low: float | None
     ci_high: float | None
-    precision: float | None = None  # mean per-needle precision; None unless multi-needle retrieval scored it
+    # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it.
+    task_values: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -219,8 +217,16 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
         errors=sum(s.errored for s in samples),
         ci_low=ci_low,
         ci_high=ci_high,
-        precision=_mean([s.precision for s in scored if s.precision is not None]),
+        task_values=_task_value_means(scored),
     )
+
+
+def _task_value_means(samples: Sequence[SampleResult]) -> dict[str, float]:
+    means: dict[str, float] = {}
+    for name in sorted({name for sample in samples for name in sample.task_values}):
+        values = [sample.task_values[name] for sample in samples if name in sample.task_values]
+        means[name] = math.fsum(values) / len(values)
+    return means
 
 
 def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
@@ -240,7 +246,7 @@ def _summarize_controls(key: tuple[str, int], samples: Sequence[SampleResult]) -
         context_length=key[1],
         n=len(scored),
         abstention_rate=_mean([s.accuracy for s in scored if s.accuracy is not None]),
-        guess_rate=_mean([float(s.guessed) for s in scored if s.guessed is not None]),
+        guess_rate=_mean([s.task_values[GUESSED] for s in scored if GUESSED in s.task_values]),
         errors=sum(s.errored for s in samples),
     )
 

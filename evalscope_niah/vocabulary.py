@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+from .errors import NiahConfigError
+
 Language = Literal['en', 'zh']
 LANGUAGES: tuple[str, ...] = get_args(Language)
 
@@ -22,3 +24,9 @@ BudgetReason = Literal['token limit', 'context window']
 ScoringSource = Literal['judge', 'rule', 'rule_fallback']
 
 RequestOrder = Literal['prefix', 'grid']
+
+
+def check_language(language: str, *, param: str = 'language') -> None:
+    """Refuse a language outside LANGUAGES, naming ``param`` and what is allowed."""
+    if language not in LANGUAGES:
+        raise NiahConfigError(param, f'{language!r} is not one of {", ".join(LANGUAGES)}')

@@ -1,7 +1,7 @@
 """End to end through EvalScope: registration, run_task, the plain `evalscope eval` CLI, cache, judge, reports.
 
-A real HTTP server on 127.0.0.1 speaks the OpenAI API (tests/support/openai_server.py): the model answers from the
-prompt, the judge grades by overlap. Corpora are the small fixture texts, through `local_path`.
+A real HTTP server on 127.0.0.1 speaks the OpenAI API (evalscope_niah.testing.openai_server): the model answers
+from the prompt, the judge grades by overlap. Corpora are the small fixture texts, through `local_path`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
+from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
 from tests.support.reports import cell_scores
 from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 

@@ -7,7 +7,13 @@ import collections
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.needles import MAX_DISTRACTORS, MULTI_KEYS, Distractor, distractor_facts, multi_retrieval_set
+from evalscope_niah.tasks.multi_retrieval.facts import (
+    MAX_DISTRACTORS,
+    MULTI_KEYS,
+    Distractor,
+    distractor_facts,
+    multi_retrieval_set,
+)
 from tests.support.adversarial import OUTCOMES, TASKS, Case, all_cases, meets, score_case, summary
 
 CASES = all_cases()
@@ -31,7 +37,20 @@ def test_table_covers_every_task_language_and_the_wrong_categories() -> None:
     assert categories >= {
         'right', 'paraphrase', 'partial', 'other entity', 'negation', 'retraction', 'hedge list', 'paste',
         'number dump', 'name list', 'refusal', 'guess', 'other language', 'injection',
+        'verbose right', 'markdown right', 'helps right',
     }  # fmt: skip
+
+
+@pytest.mark.parametrize('language', ['en', 'zh'])
+def test_verbose_right_answers_are_60_to_200_words_and_pass_certain(language: str) -> None:
+    verbose = [c for c in CASES if c.task == 'single' and c.language == language and c.category == 'verbose right']
+    assert len(verbose) >= 10
+    for case in verbose:
+        # Words for English; for Chinese about 1.5 characters a word.
+        size = len(case.answer.split()) if language == 'en' else len(case.answer) / 1.5
+        assert 60 <= size <= 200, (size, case.answer)
+        verdict = score_case(case)
+        assert (verdict.score, verdict.certain) == (1.0, True), verdict
 
 
 @pytest.mark.parametrize('language', ['en', 'zh'])
@@ -48,7 +67,7 @@ def test_summary_reports_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     assert [row.split('|')[1].strip() for row in rows] == list(TASKS)
 
 
-# --- distractor facts (evalscope_niah.needles.distractor_facts) --------------------------------------------------
+# --- distractor facts (tasks.multi_retrieval.facts.distractor_facts) --------------------------------------------------
 
 
 @pytest.mark.parametrize('language', ['en', 'zh'])

@@ -8,7 +8,9 @@ import re
 
 import pytest
 
-from evalscope_niah.associative import (
+from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.tasks.associative.pairs import (
     HOP_KINDS,
     NAME_PLACEHOLDER,
     PAIRS_FILE,
@@ -21,8 +23,6 @@ from evalscope_niah.associative import (
     overlap,
     shared_terms,
 )
-from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
-from evalscope_niah.errors import NiahConfigError
 
 LANGUAGES = ('en', 'zh')
 DEMO_FILES = {'en': DEMO_CORPUS_FILES['english'], 'zh': DEMO_CORPUS_FILES['chinese']}

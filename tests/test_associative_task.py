@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.associative import load_pairs, names, overlap
 from evalscope_niah.cli import main
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.tasks.associative.pairs import load_pairs, names, overlap
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
 DEPTHS = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]
@@ -100,6 +100,7 @@ def test_literal_matching_fails_and_the_hop_succeeds(
 
 def _associative_meta(language: str):
     from evalscope_niah.metadata import SampleMeta
+    from evalscope_niah.tasks.associative.task import AssociativeData
 
     pair, name = load_pairs(language)[0], names(language)[0]
     other = names(language)[1]
@@ -117,7 +118,7 @@ def _associative_meta(language: str):
         answer_keys=(name,),
         start_token=0,
         divergence_token=0,
-        candidates=names(language),
+        task_data=AssociativeData(candidates=names(language)).to_json(),
     )
     return meta, pair, name, other
 
@@ -147,6 +148,7 @@ _ASSOCIATIVE_CASES = {
     ('language', 'category'), [(lang, cat) for lang, cases in _ASSOCIATIVE_CASES.items() for cat in cases]
 )
 def test_associative_answers_through_the_task_type(language: str, category: str) -> None:
+    from evalscope_niah.scoring import PromptText
     from evalscope_niah.tasks import score_answer
 
     meta, pair, name, other = _associative_meta(language)
@@ -156,5 +158,6 @@ def test_associative_answers_through_the_task_type(language: str, category: str)
     )
     needle = pair.needle_for(name)
     answer = template.format(name=name, other=other, needle=needle[0].lower() + needle[1:], paste=filler + needle)
-    score = score_answer(answer, meta)
+    # The other pairs stand in the haystack the model was shown, as in a run: the paste copies them.
+    score = score_answer(answer, meta, prompt=PromptText(shown=filler + ' ' + needle + ' ' + filler))
     assert (score.accuracy >= 0.9) if expected == 'pass' else (score.accuracy <= 0.3), (answer, score)

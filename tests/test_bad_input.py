@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
+from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
 
 pytest.importorskip('evalscope')
 

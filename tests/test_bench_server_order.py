@@ -1,41 +1,44 @@
-"""benchmarks/bench_server_order.py: export a tiny grid, replay it against the local OpenAI-compatible server."""
+"""benchmarks/bench_server_order.py, run as the script it is: export a tiny grid, replay it against the local
+OpenAI-compatible server."""
 
 from __future__ import annotations
 
-import importlib.util
+import gzip
 import json
 import socket
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 
 REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / 'benchmarks' / 'bench_server_order.py'
 TINY_GRID = ['--max-length', '2000', '--lengths', '2', '--depths', '3']
 
 
-def _load_bench() -> ModuleType:
-    # benchmarks/ is no package: load the script from its path.
-    spec = importlib.util.spec_from_file_location('bench_server_order', REPO / 'benchmarks' / 'bench_server_order.py')
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def _bench(*argv: str) -> subprocess.CompletedProcess[str]:
+    """The benchmark's own command line, in a fresh process; a failure shows the script's output."""
+    done = subprocess.run([sys.executable, str(BENCH), *argv], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done
 
 
-bench = _load_bench()
+def _replay(path: Path, server: OpenAICompatServer, report: Path, *extra: str) -> dict:
+    argv = ['--replay', str(path), '--api-url', server.base_url, '--model', 'm', '--json', str(report)]
+    _bench(*argv, '--no-warmup', *extra)
+    return json.loads(report.read_text())
 
 
 @pytest.fixture(scope='module')
 def exported(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     path = tmp_path_factory.mktemp('server_order') / 'requests.json.gz'
-    assert bench.main(['--export', str(path), '--corpus', str(fixture_corpus_dir), *TINY_GRID]) == 0
-    return path, bench.read_export(path)
+    _bench('--export', str(path), '--corpus', str(fixture_corpus_dir), *TINY_GRID)
+    with gzip.open(path, 'rt', encoding='utf-8') as handle:  # the name ends in .gz: gzip, as documented
+        return path, json.load(handle)
 
 
 def _user_text(messages: list[dict]) -> str:
@@ -44,6 +47,7 @@ def _user_text(messages: list[dict]) -> str:
 
 def test_export_holds_both_orders_and_predictions(exported: tuple[Path, dict]) -> None:
     _, data = exported
+    assert data['format'] == 'evalscope-niah-server-order/1'
     ids = [item['id'] for item in data['requests']]
     assert len(ids) == 2 * 2 * 3  # english + chinese, 2 lengths, 3 depths
     assert data['orders']['grid'] == ids
@@ -57,15 +61,13 @@ def test_export_holds_both_orders_and_predictions(exported: tuple[Path, dict]) -
 
 
 @pytest.mark.parametrize('in_flight', [1, 3])
-def test_replay_sends_every_request_once_per_run(
-    exported: tuple[Path, dict], tmp_path: Path, capsys: pytest.CaptureFixture[str], in_flight: int
-) -> None:
+def test_replay_sends_every_request_once_per_run(exported: tuple[Path, dict], tmp_path: Path, in_flight: int) -> None:
     path, data = exported
     by_text = {_user_text(item['messages']): item['id'] for item in data['requests']}
     report = tmp_path / 'report.json'
     with OpenAICompatServer({'m': needle_finder}) as server:
         argv = ['--replay', str(path), '--api-url', server.base_url, '--model', 'm', '--in-flight', str(in_flight)]
-        assert bench.main([*argv, '--rounds', '1', '--json', str(report), '--no-warmup']) == 0
+        table = _bench(*argv, '--rounds', '1', '--json', str(report), '--no-warmup').stdout
         received = [by_text[_user_text(request.messages)] for request in server.requests]
     count = len(data['requests'])
     first, second = received[:count], received[count:]  # round 1: grid order, then ours
@@ -78,9 +80,9 @@ def test_replay_sends_every_request_once_per_run(
     assert [run['order'] for run in result['runs']] == ['grid', 'prefix']
     for run, order in zip(result['runs'], ('grid', 'prefix'), strict=True):
         assert run['ok'] == count
+        assert run['cache_share'] is None  # this server does not say what it reused
         if in_flight == 1:
             assert run['sent_ids'] == data['orders'][order]
-    table = capsys.readouterr().out
     assert 'grid order (built-in)' in table and 'ours: prefix_friendly_order' in table
     assert 'grid order / our order, wall time:' in table
 
@@ -90,24 +92,42 @@ def test_replay_restarts_the_server_per_run(exported: tuple[Path, dict], tmp_pat
     with socket.socket() as probe:  # a free port for the server command
         probe.bind(('127.0.0.1', 0))
         port = probe.getsockname()[1]
-    command = f'{sys.executable} -m tests.support.openai_server --port {port} --model m'
+    command = f'{sys.executable} -m evalscope_niah.testing.openai_server --port {port} --model m'
     report = tmp_path / 'report.json'
     argv = ['--replay', str(path), '--api-url', f'http://127.0.0.1:{port}/v1', '--model', 'm', '--rounds', '1']
-    argv += ['--server-cmd', command, '--server-log', str(tmp_path / 'server.log'), '--json', str(report)]
-    assert bench.main(argv) == 0
+    _bench(*argv, '--server-cmd', command, '--server-log', str(tmp_path / 'server.log'), '--json', str(report))
     result = json.loads(report.read_text())
     assert [run['order'] for run in result['runs']] == ['grid', 'prefix']
     assert all(run['ok'] == len(data['requests']) for run in result['runs'])
     assert (tmp_path / 'server.log').read_text().count('=====') == 2 * 2  # one banner per fresh server
 
 
-def test_rounds_alternate_which_order_goes_first() -> None:
-    assert bench.run_schedule(3) == [['grid', 'prefix'], ['prefix', 'grid'], ['grid', 'prefix']]
-    assert bench.run_schedule(2, 'prefix') == [['prefix', 'grid'], ['grid', 'prefix']]
+@pytest.mark.parametrize(
+    ('extra', 'orders'),
+    [
+        (['--rounds', '3'], ['grid', 'prefix', 'prefix', 'grid', 'grid', 'prefix']),
+        (['--rounds', '2', '--start-with', 'prefix'], ['prefix', 'grid', 'grid', 'prefix']),
+    ],
+)
+def test_rounds_alternate_which_order_goes_first(
+    exported: tuple[Path, dict], tmp_path: Path, extra: list[str], orders: list[str]
+) -> None:
+    path, _ = exported
+    with OpenAICompatServer({'m': needle_finder}) as server:
+        result = _replay(path, server, tmp_path / 'report.json', *extra)
+    assert [run['order'] for run in result['runs']] == orders
+    assert [run['round'] for run in result['runs']] == [n for n in range(1, len(orders) // 2 + 1) for _ in (0, 1)]
 
 
-def test_cached_tokens_from_llama_server_and_vllm_replies() -> None:
-    assert bench._cached_tokens({'timings': {'cache_n': 30, 'prompt_n': 70}}) == (30, 70)
-    vllm = {'usage': {'prompt_tokens': 100, 'prompt_tokens_details': {'cached_tokens': 64}}}
-    assert bench._cached_tokens(vllm) == (64, 36)
-    assert bench._cached_tokens({'usage': {'prompt_tokens': 100}}) == (None, None)
+@pytest.mark.parametrize('api_style', ['llama.cpp', 'vllm'])
+def test_cached_tokens_read_from_llama_server_and_vllm_replies(
+    exported: tuple[Path, dict], tmp_path: Path, api_style: str
+) -> None:
+    """The share of prompt tokens served from cache comes from each reply (llama-server's ``timings``, vLLM's
+    ``usage.prompt_tokens_details``), here a one-slot cache's as llama-server with one slot reports it."""
+    path, _ = exported
+    with OpenAICompatServer({'m': needle_finder}, api_style=api_style, tokenize=False, prompt_cache=True) as server:
+        result = _replay(path, server, tmp_path / 'report.json', '--in-flight', '1')
+    for run in result['runs']:
+        assert 0 < run['cache_share'] < 1  # consecutive requests share the instructions and some haystack
+        assert run['cached_tokens'] + run['computed_tokens'] == run['prompt_tokens_server']

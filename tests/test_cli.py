@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from evalscope_niah.cli import main
-from evalscope_niah.results import RESULTS_FILE, SampleResult, write_results
+from evalscope_niah.records import SampleResult
+from evalscope_niah.results import RESULTS_FILE, write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -135,7 +136,7 @@ def _result(subset: str, length: int, depth: float | None, accuracy: float) -> S
         judge_accuracy=None,
         judge_status='not_called',
         control=depth is None,
-        guessed=False if depth is None else None,
+        task_values={'guessed': 0.0} if depth is None else {},
     )
 
 

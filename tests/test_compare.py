@@ -21,7 +21,8 @@ from evalscope_niah.compare import (
     run_compare,
     write_comparison_csv,
 )
-from evalscope_niah.results import RESULTS_FILE, SampleResult, write_results
+from evalscope_niah.records import SampleResult
+from evalscope_niah.results import RESULTS_FILE, write_results
 
 
 def result(subset: str, length: int, depth: float | None, accuracy: float | None) -> SampleResult:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.corpus import load_corpus, resolve_corpus_dir
+from evalscope_niah.corpus_format import DATASET_ID
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.params import DATASET_ID, parse_params
+from evalscope_niah.params import parse_params
 
 CORPUS_FILES = ['PaulGraham_Essays.txt', 'Journey_to_the_West.txt']
 
@@ -458,8 +459,8 @@ def test_file_list_subset_runs_end_to_end(tmp_path: Path) -> None:
     from evalscope import TaskConfig, run_task
 
     from evalscope_niah.corpus import DEMO_CORPUS_DIR
-    from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION
-    from tests.support.openai_server import OpenAICompatServer
+    from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
+    from evalscope_niah.testing.openai_server import OpenAICompatServer
     from tests.support.reports import cell_scores
     from tests.support.tasks import task_settings
 

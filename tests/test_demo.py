@@ -9,7 +9,7 @@ import pytest
 from evalscope_niah.demo import DemoOptions, run_demo
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.results import RESULTS_FILE, read_results
-from tests.support.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 
 
 @pytest.mark.parametrize(
@@ -43,6 +43,39 @@ def test_demo_against_another_endpoint_prints_cells(tmp_path: Path) -> None:
     assert 'judge: the rule score' in output
     assert 'english: accuracy 1.00' in output and 'chinese: accuracy 1.00' in output
     assert (report_dir / 'needle_haystack_heatmap_english.png').is_file()
+
+
+def _verbose_finder(messages: list[dict]) -> str:
+    """A model that answers the way instruction-tuned models do: a preamble, the quoted needle, an explanation and
+    a closing remark (about 80 words), far longer than the needle."""
+    needle = needle_finder(messages)
+    if any('\u4e00' <= char <= '\u9fff' for char in needle):
+        return (
+            f'根据文档，答案就在这句话里：“{needle}”这句话直接回答了你的问题。文档的其余部分讲的是别的内容，'
+            '比如西天取经路上的种种故事，与这个问题关系不大，所以答案就是上面这句话所说的。希望这对你有帮助！'
+        )
+    return (
+        f'Based on the document, here is the answer. The relevant passage states: "{needle}" This sentence answers '
+        'your question directly. The rest of the document is about other subjects entirely, such as essays on '
+        'startups, programming languages and how to do great work, so it is the only information that bears on your '
+        'question. I hope this helps!'
+    )
+
+
+def test_demo_scores_a_verbose_right_answer_as_right(tmp_path: Path) -> None:
+    lines: list[str] = []
+    with OpenAICompatServer({'remote': _verbose_finder}) as server:
+        options = DemoOptions(
+            api_url=server.base_url,
+            model='remote',
+            judge='rule',
+            context_lengths=[500],
+            depth_percents=[0.0, 100.0],
+            work_dir=tmp_path,
+        )
+        run_demo(options, say=lines.append)
+    output = '\n'.join(lines)
+    assert 'english: accuracy 1.00' in output and 'chinese: accuracy 1.00' in output, output
 
 
 def _states_the_fact(answer: str, subset: str) -> bool:

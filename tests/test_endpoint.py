@@ -12,8 +12,8 @@ import pytest
 from evalscope_niah import tokenization
 from evalscope_niah.endpoint import ServerTokenizer, probe_context_window, server_root
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from evalscope_niah.tokenization import load_tokenizer, shipped_qwen3_dir, token_index
-from tests.support.openai_server import OpenAICompatServer, needle_finder
 
 MODEL = 'served-qwen3'
 STYLES = ['vllm', 'llama.cpp']

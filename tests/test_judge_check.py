@@ -15,7 +15,7 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.outputs import JUDGE_CHECK_FILE, RULE_FALLBACK_NOTE
 from evalscope_niah.results import RESULTS_FILE, read_results
-from tests.support.openai_server import OpenAICompatServer, make_judge_responder, parse_judge_prompt
+from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, parse_judge_prompt
 from tests.support.tasks import judge_block, task_settings
 
 MODEL, JUDGE = 'mock-model', 'mock-judge'
@@ -38,6 +38,7 @@ def always(rating: int):
 def careful_grader(question: str, reference: str, answer: str) -> int:
     """A judge that reads like a careful person: the key fact, stated plainly, without hedging or negation."""
     from evalscope_niah.metadata import SampleMeta
+    from evalscope_niah.scoring import PromptText
     from evalscope_niah.tasks import score_answer
 
     key = 'eat a sandwich and sit in Dolores Park' if 'San Francisco' in question else '上海人工智能实验室'
@@ -47,7 +48,9 @@ def careful_grader(question: str, reference: str, answer: str) -> int:
         needles=(reference,), question=question, reference_answer=reference, answer_keys=(key,), start_token=0,
         divergence_token=0,
     )  # fmt: skip
-    score = score_answer(answer, meta)
+    # The grader sees no haystack; like a person it takes unrelated text around the fact for pasted context: the
+    # answer itself stands in for the prompt, so whatever it holds beyond the needle and question counts as copied.
+    score = score_answer(answer, meta, prompt=PromptText(shown=answer))
     return 10 if score.accuracy >= 0.9 and score.certain else 1
 
 

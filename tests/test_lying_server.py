@@ -1,9 +1,9 @@
 """A server that lies: every field a model server reports about itself or a reply, each lie against a real run.
 
-The test server (tests/support/openai_server.py, ``Lies``) answers every prompt right (``needle_finder``) but lies
-in one field. Each test asserts the documented outcome (README: Guarantees): a lie in a recorded value is dropped
-with one warning and the run scores as usual; a reply EvalScope cannot read is an error counted as such; a window
-or tokenizer that cannot be trusted stops the run before any model request. Nothing already computed is lost.
+The test server (evalscope_niah/testing/openai_server.py, ``Lies``) answers every prompt right (``needle_finder``)
+but lies in one field. Each test asserts the documented outcome (README: Guarantees): a lie in a recorded value is
+dropped with one warning and the run scores as usual; a reply EvalScope cannot read is an error counted as such; a
+window or tokenizer that cannot be trusted stops the run before any model request. Nothing already computed is lost.
 """
 
 from __future__ import annotations
@@ -21,10 +21,18 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah import endpoint
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.results import MAX_TEXT_CHARS, RESULTS_FILE, SampleResult, read_results
+from evalscope_niah.integration import replies
+from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult
+from evalscope_niah.results import RESULTS_FILE, read_results
 from evalscope_niah.server_values import shown
+from evalscope_niah.testing.openai_server import (
+    Lies,
+    OpenAICompatServer,
+    make_judge_responder,
+    needle_finder,
+    overlap_grader,
+)
 from evalscope_niah.tokenization import shipped_qwen3_dir
-from tests.support.openai_server import Lies, OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
 from tests.support.reports import overall_scores
 from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
@@ -35,14 +43,15 @@ ONCE = {'retries': 1, 'retry_interval': 0}
 
 
 def _run(
-    corpus_dir: Path, work_dir: Path, lies: Lies, *, judged: bool = False, **server_options: Any
+    corpus_dir: Path, work_dir: Path, lies: Lies, *, judged: bool = False, max_tokens: int | None = None
 ) -> tuple[Any, list[SampleResult], OpenAICompatServer]:
     responders = {MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}
-    with OpenAICompatServer(responders, lies=lies, max_seconds=120, **server_options) as server:
+    generation = {**ONCE, **({'max_tokens': max_tokens} if max_tokens else {})}
+    with OpenAICompatServer(responders, lies=lies, max_seconds=120) as server:
         extra = {'context_lengths': [600], 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE}
         judge = {'judge': judge_block(server, JUDGE, **ONCE)} if judged else {}
         settings = task_settings(
-            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=dict(ONCE),
+            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=generation,
             ignore_errors=True, **judge,
         )  # fmt: skip
         report = run_task(TaskConfig(**settings))['needle_haystack']
@@ -98,6 +107,17 @@ def test_a_usage_evalscope_rejects_is_an_error_counted_as_such(
         assert 'UnreadableReplyError' in result.error and 'EvalScope cannot read' in result.error
         assert f'(got {shown_value})' in result.error
     assert report.execution_summary.errored == len(DEPTHS)
+
+
+def test_a_lying_completion_count_does_not_explain_a_cut_reply(
+    fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replies, 'REPLY_BACKOFF_S', 0.0)
+    lies = Lies(finish_reason='length', usage={'completion_tokens': 10**15})
+    _, results, server = _run(fixture_corpus_dir, tmp_path, lies, max_tokens=48)
+    # 10**15 >= max_tokens would say the budget was used up; dropped, the cut is a server fault, asked once more.
+    assert len(server.requests_for(MODEL)) == 2 * len(DEPTHS)
+    assert all(r.accuracy == 1.0 and r.budget_exhausted for r in results)  # the whole answer came before the cut
 
 
 # ---- finish reasons and model names --------------------------------------------------------------------------------

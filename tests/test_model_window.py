@@ -14,8 +14,8 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from evalscope_niah.tokenization import shipped_qwen3_dir
-from tests.support.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings
 
 MODEL = 'windowed'

@@ -11,17 +11,10 @@ import pytest
 from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.haystack import find_needle_in_corpus
-from evalscope_niah.needles import (
-    BUILTIN_BANK_FILE,
-    MULTI_KEYS,
-    BankNeedle,
-    answer_format_guide,
-    draw_needles,
-    load_needle_bank,
-    multi_retrieval_set,
-    pick_chain,
-    reasoning_chains,
-)
+from evalscope_niah.tasks.guide import answer_format_guide
+from evalscope_niah.tasks.multi_retrieval.facts import MULTI_KEYS, multi_retrieval_set
+from evalscope_niah.tasks.reasoning.chains import pick_chain, reasoning_chains
+from evalscope_niah.tasks.single.bank import BUILTIN_BANK_FILE, BankNeedle, draw_needles, load_needle_bank
 
 # Present on a development machine, absent from a fresh clone (CI).
 SHARED_CORPUS_DIR = Path(__file__).parents[2] / 'shared' / 'corpus'

@@ -13,7 +13,7 @@ import urllib.request
 import openai
 import pytest
 
-from tests.support.openai_server import (
+from evalscope_niah.testing.openai_server import (
     FAULT_KINDS,
     FaultPlan,
     OpenAICompatServer,
@@ -138,6 +138,30 @@ def test_raw_json_shape_with_urllib(server):
     assert data['choices'][0]['message'] == {'role': 'assistant', 'content': 'echo: hi'}
     assert data['choices'][0]['finish_reason'] == 'stop'
     assert set(data['usage']) == {'prompt_tokens', 'completion_tokens', 'total_tokens'}
+
+
+@pytest.mark.parametrize('api_style', ['llama.cpp', 'vllm'])
+def test_prompt_cache_reports_the_prefix_shared_with_the_last_prompt(api_style):
+    """One slot, as llama-server with one slot: a repeated prompt is served whole from cache, a new one only up to
+    where it parts from the last."""
+    with OpenAICompatServer({'echo': echo}, api_style=api_style, tokenize=False, prompt_cache=True) as s:
+        replies = []
+        for content in ('alpha beta gamma delta', 'alpha beta gamma delta', 'alpha beta zeta eta', 'omega'):
+            status, _, body = post(s, {'model': 'echo', 'messages': [{'role': 'user', 'content': content}]})
+            assert status == 200
+            replies.append(json.loads(body))
+
+    def cached_and_computed(reply: dict) -> tuple[int, int]:
+        if api_style == 'llama.cpp':
+            return reply['timings']['cache_n'], reply['timings']['prompt_n']
+        cached = reply['usage']['prompt_tokens_details']['cached_tokens']
+        return cached, reply['usage']['prompt_tokens'] - cached
+
+    first, repeated, parted, other = (cached_and_computed(reply) for reply in replies)
+    assert first[0] == 0 and first[1] > 0
+    assert repeated == (sum(first), 0)
+    assert 0 < parted[0] < sum(parted) and parted[1] > 0
+    assert other[0] < parted[0]  # only the role label is shared
 
 
 def test_streaming_with_openai_client(server):

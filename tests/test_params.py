@@ -13,26 +13,25 @@ import numpy as np
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.params import (
-    ALIASES,
-    DEFAULT_SUBSETS,
-    EN_NEEDLE,
-    EN_QUESTION,
+from evalscope_niah.integration.param_spec import extra_params_spec
+from evalscope_niah.params import check_dataset_args, parameter_value, parameters, parse_params
+from evalscope_niah.run_params import ALIASES, NiahParams
+from evalscope_niah.run_size import (
     MAX_CONTEXT_LENGTH,
     MAX_SAMPLES_HARD_LIMIT,
     MAX_SAMPLES_PER_RUN,
-    ZH_NEEDLE,
-    ZH_QUESTION,
-    NiahParams,
     check_corpus_repeats,
-    check_dataset_args,
-    check_run_size,
-    check_subset_list,
-    extra_params_spec,
-    is_safe_subset_name,
-    parse_params,
 )
 from evalscope_niah.samples import grid
+from evalscope_niah.subsets import (
+    DEFAULT_SUBSETS,
+    EN_NEEDLE,
+    EN_QUESTION,
+    ZH_NEEDLE,
+    ZH_QUESTION,
+    check_subset_list,
+    is_safe_subset_name,
+)
 
 # The built-in needle_haystack's extra_params defaults (evalscope 1.14), written out so a drift is visible here.
 BUILTIN_DEFAULTS = {
@@ -388,6 +387,7 @@ EXPECTED_TYPES = {
     'effective_length_threshold': 'float',
     'effective_length_mode': 'str',
     'request_order': 'str',
+    'routing_key_header': 'str',
     'min_context': 'int',
     'max_context': 'int',
     'n_contexts': 'int',
@@ -402,13 +402,13 @@ EXPECTED_TYPES = {
 
 def test_extra_params_spec_covers_every_field_with_defaults() -> None:
     spec = extra_params_spec()
-    assert set(spec) == set(NiahParams.model_fields) == set(EXPECTED_TYPES)
+    assert set(spec) == set(parameters()) == set(EXPECTED_TYPES)
     defaults = NiahParams()
     for name, entry in spec.items():
         assert set(entry) == {'type', 'description', 'value'}, name
         assert entry['type'] == EXPECTED_TYPES[name], name
         assert isinstance(entry['description'], str) and entry['description'].strip(), name
-        assert entry['value'] == getattr(defaults, name), name
+        assert entry['value'] == parameter_value(defaults, name), name
     json.dumps(spec)  # EvalScope stores it as JSON
     # Feeding the spec's values back gives the defaults.
     assert parse_params({name: entry['value'] for name, entry in spec.items()}) == defaults
@@ -483,7 +483,7 @@ def test_unknown_key_lists_every_allowed_key() -> None:
     with pytest.raises(NiahConfigError) as info:
         parse_params({'needle': ['typo'], 'context_lengths_min': 1000})
     assert info.value.param == 'needle'
-    for name in NiahParams.model_fields:
+    for name in parameters():
         assert name in info.value.detail
 
 
@@ -699,7 +699,7 @@ def test_new_parameters_are_validated_naming_the_parameter(extra: dict, param: s
 def test_boundary_values_of_the_new_parameters_are_accepted(extra: dict) -> None:
     params = parse_params(extra)
     for name, value in extra.items():
-        assert getattr(params, name) == value
+        assert parameter_value(params, name) == value
 
 
 # ---- answers and tasks per subset ---------------------------------------------------------------------------------
@@ -849,21 +849,21 @@ def test_each_grid_axis_is_bounded_before_it_is_built(extra: dict) -> None:
 def test_samples_per_subset_is_the_size_of_the_grid(extra: dict) -> None:
     params = parse_params(extra)
     assert params.samples_per_subset() == len(grid(params, ['english']))
-    assert check_run_size(params, subset_count=2) == len(grid(params, ['english', 'chinese']))
+    assert params.check_run_size(subset_count=2) == len(grid(params, ['english', 'chinese']))
 
 
 def test_run_size_cap_counts_subsets_and_prints_the_count() -> None:
     # 100 lengths x 50 depths = 5,000 per subset: one or two subsets pass, three do not.
     extra = {'context_lengths': list(range(1000, 1100)), 'document_depth_percents': list(range(50))}
     params = parse_params(extra)
-    assert check_run_size(params, subset_count=2) == MAX_SAMPLES_PER_RUN
+    assert params.check_run_size(subset_count=2) == MAX_SAMPLES_PER_RUN
     with pytest.raises(NiahConfigError) as info:
-        check_run_size(params, subset_count=3)
+        params.check_run_size(subset_count=3)
     assert info.value.param == 'allow_large_grid'
     assert info.value.detail.startswith('the run has 15,000 samples (3 subset(s) x 100 lengths x 50 depths')
     assert 'more than 10,000' in info.value.detail
     allowed = parse_params({**extra, 'allow_large_grid': True})
-    assert check_run_size(allowed, subset_count=3) == 15_000
+    assert allowed.check_run_size(subset_count=3) == 15_000
     subsets = {f's{i}': NEW_SUBSET for i in range(3)}
     with pytest.raises(NiahConfigError, match='15,000 samples'):
         parse_params({**extra, 'subsets': subsets}).resolve_subsets(list(subsets))
@@ -873,24 +873,30 @@ def test_run_size_has_a_hard_limit_even_when_allowed() -> None:
     extra = {'context_lengths_num_intervals': 1000, 'document_depth_percents': list(range(101)), 'num_repeats': 5}
     params = parse_params({**extra, 'allow_large_grid': True})
     assert params.samples_per_subset() == 1000 * 101 * 5 <= MAX_SAMPLES_HARD_LIMIT
-    assert check_run_size(params, subset_count=1) == 505_000
+    assert params.check_run_size(subset_count=1) == 505_000
     with pytest.raises(NiahConfigError) as info:
-        check_run_size(params, subset_count=2)
+        params.check_run_size(subset_count=2)
     assert info.value.param == 'allow_large_grid' and 'the run has 1,010,000 samples' in info.value.detail
 
 
 def test_corpus_repeats_boundary() -> None:
     params = parse_params({})
     subset = params.resolve_subset('english')
-    check_corpus_repeats(subset=subset, corpus_tokens=5_000, max_context_length=100_000, params=params)  # 20 x
+    check_corpus_repeats(
+        subset=subset, corpus_tokens=5_000, max_context_length=100_000, max_corpus_repeats=params.max_corpus_repeats
+    )  # 20 x
     with pytest.raises(NiahConfigError) as info:
-        check_corpus_repeats(subset=subset, corpus_tokens=4_999, max_context_length=100_000, params=params)
+        check_corpus_repeats(
+            subset=subset, corpus_tokens=4_999, max_context_length=100_000, max_corpus_repeats=params.max_corpus_repeats
+        )
     assert info.value.param == 'max_corpus_repeats'
     assert "would repeat corpus file 'PaulGraham_Essays.txt' of subset 'english' (4,999 tokens) 20.0 times" in str(
         info.value
     )
     raised = parse_params({'max_corpus_repeats': 21})
-    check_corpus_repeats(subset=subset, corpus_tokens=4_999, max_context_length=100_000, params=raised)
+    check_corpus_repeats(
+        subset=subset, corpus_tokens=4_999, max_context_length=100_000, max_corpus_repeats=raised.max_corpus_repeats
+    )
     with pytest.raises(NiahConfigError, match='max_corpus_repeats'):
         parse_params({'max_corpus_repeats': 0})
 

@@ -30,7 +30,7 @@ from evalscope_niah.plotting import (
     plot_heatmap_html,
     plot_heatmap_png,
 )
-from evalscope_niah.results import SampleResult
+from evalscope_niah.records import SampleResult
 from evalscope_niah.stats import CellSummary, samples_by_cell, summarize_cells
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'

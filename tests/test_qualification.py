@@ -10,7 +10,6 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt
-from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.qualification import (
     DEFAULT_JUDGE_CHECK,
     JUDGE_CHECK_MODES,
@@ -22,6 +21,7 @@ from evalscope_niah.qualification import (
     key_fact,
     qualification_error_message,
 )
+from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 
 SUBSETS = {
     'en': {'question': EN_QUESTION, 'needle': EN_NEEDLE, 'answer': EN_ANSWER},

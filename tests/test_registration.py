@@ -21,7 +21,7 @@ from evalscope_niah.integration import registration
 from evalscope_niah.integration.adapter import NiahAdapter
 from evalscope_niah.integration.evaluator import NiahEvaluator
 from evalscope_niah.integration.registration import PUBLIC_NAME, register, resolves_to_ours
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
 BUILTIN_ADAPTER_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'

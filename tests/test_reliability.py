@@ -1,7 +1,9 @@
-"""Reliability: server faults are retried, recorded, and never scored as 0; cut replies are budget failures.
+"""Reliability: server faults are retried, recorded, and never scored as 0; replies cut inside their reasoning are
+budget failures, cut visible answers are scored as they stand.
 
-A real HTTP server on 127.0.0.1 (tests/support/openai_server.py) injects seeded faults into the model and the judge.
-The model is `needle_finder`, which always retrieves the needle: any score below 1.0 is a fault that leaked into it.
+A real HTTP server on 127.0.0.1 (evalscope_niah.testing.openai_server) injects seeded faults into the model and
+the judge. The model is `needle_finder`, which always retrieves the needle: any score below 1.0 is a fault that
+leaked into it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 from evalscope_niah.results import read_results
-from tests.support.openai_server import (
+from evalscope_niah.testing.openai_server import (
     FaultPlan,
     OpenAICompatServer,
     make_judge_responder,
@@ -222,23 +224,15 @@ def _answer_then_ramble(messages: list[dict]) -> str:
     return f'{needle_finder(messages)} Also, ' + 'the essays go on about startups and painting. ' * 8
 
 
-@pytest.mark.parametrize(
-    ('responder', 'max_tokens', 'requests'),
-    [(needle_finder, None, 2), (_thinking_only, None, 2), (needle_finder, 4, 1)],
-    ids=['half-an-answer', 'think-only', 'whole-budget-used'],
-)
-def test_a_reply_cut_before_its_answer_is_a_budget_failure(
-    tmp_path, fixture_corpus_dir, no_backoff, responder, max_tokens, requests
-):
-    """The server cuts every reply in half with finish_reason=length."""
+def test_a_reply_cut_before_its_answer_is_a_budget_failure(tmp_path, fixture_corpus_dir, no_backoff):
+    """The server cuts every reply in half with finish_reason=length: the model is still inside <think>."""
     faults = {MODEL: FaultPlan(length=1.0)}
-    generation = {**FAST, 'max_tokens': max_tokens} if max_tokens else FAST
-    with OpenAICompatServer({MODEL: responder, JUDGE: make_judge_responder(overlap_grader)}, faults) as server:
-        task = _task(server, fixture_corpus_dir, tmp_path, judge=_judge(server), generation_config=generation)
+    with OpenAICompatServer({MODEL: _thinking_only, JUDGE: make_judge_responder(overlap_grader)}, faults) as server:
+        task = _task(server, fixture_corpus_dir, tmp_path, judge=_judge(server), generation_config=FAST)
         report = run_task(task)['needle_haystack']
-        # Retried once when the cut is not explained by max_tokens (a cut that heals was garbage), else not at all.
-        assert len(server.requests_for(MODEL)) == requests
-        assert server.requests_for(JUDGE) == []  # an incomplete cut reply is not judged
+        # Retried once: no max_tokens explains the cut (a cut that heals was garbage).
+        assert len(server.requests_for(MODEL)) == 2
+        assert server.requests_for(JUDGE) == []  # no final answer began: nothing to judge
     [result] = _results(tmp_path)
     assert (result.accuracy, result.error, result.budget_exhausted) == (None, None, True)
     [review] = _rows(tmp_path, 'reviews')
@@ -247,6 +241,26 @@ def test_a_reply_cut_before_its_answer_is_a_budget_failure(
     overall = overall_scores(report)
     assert (overall['budget_exhausted_rate'], overall['inference_error_rate']) == (1.0, 0.0)
     assert 'accuracy' not in overall  # no score at all, rather than a 0
+
+
+@pytest.mark.parametrize(('max_tokens', 'requests'), [(None, 2), (4, 1)], ids=['cut-short-of-budget', 'whole-budget'])
+def test_a_visible_answer_cut_before_its_fact_is_scored_as_it_stands(
+    tmp_path, fixture_corpus_dir, no_backoff, max_tokens, requests
+):
+    """Half of the needle sentence, cut before the fact: a wrong answer, scored as such and counted as cut, not left
+    out (leaving out exactly the cut wrong answers would raise the mean)."""
+    faults = {MODEL: FaultPlan(length=1.0)}
+    generation = {**FAST, 'max_tokens': max_tokens} if max_tokens else FAST
+    with OpenAICompatServer({MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}, faults) as server:
+        task = _task(server, fixture_corpus_dir, tmp_path, judge=_judge(server), generation_config=generation)
+        report = run_task(task)['needle_haystack']
+        assert len(server.requests_for(MODEL)) == requests
+    [result] = _results(tmp_path)
+    assert (result.error, result.budget_exhausted) == (None, True)
+    assert result.accuracy is not None and result.accuracy < 0.5  # scored, and as the wrong answer it is
+    overall = overall_scores(report)
+    assert overall['accuracy'] == pytest.approx(result.accuracy, abs=1e-4)  # the report rounds to 4 places
+    assert (overall['budget_exhausted_rate'], overall['inference_error_rate']) == (1.0, 0.0)
 
 
 def test_a_reply_cut_after_its_answer_is_scored_and_counted(tmp_path, fixture_corpus_dir, no_backoff):

@@ -16,7 +16,7 @@ from evalscope.api.metric.semantics import MetricIdentity
 from evalscope.metrics.semantics import get_semantics_resolver
 
 from evalscope_niah.integration import register
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
 EN_ANSWER = 'Eat a sandwich and sit in Dolores Park on a sunny day.'

@@ -6,18 +6,17 @@ import csv
 import dataclasses
 import io
 import json
+import math
 from pathlib import Path
 
 import pytest
 
+from evalscope_niah.records import GUESSED, MAX_TEXT_CHARS, SampleResult, bounded_text
 from evalscope_niah.results import (
     CELL_CSV_COLUMNS,
     CELLS_FILE,
-    MAX_TEXT_CHARS,
     RESULTS_FILE,
     SUMMARY_FILE,
-    SampleResult,
-    bounded_text,
     csv_text,
     read_cells_csv,
     read_results,
@@ -131,7 +130,8 @@ def test_jsonl_reader_skips_blank_lines_and_reports_bad_line(tmp_path: Path) -> 
 def test_cells_csv_round_trip_exact(tmp_path: Path) -> None:
     cells = summarize_cells(mixed_results() + [sample(s, rule_recall=s) for s in (1.0, 0.0, 1.0)])
     assert any(c.accuracy is None for c in cells) and any(c.ci_low is not None for c in cells)
-    path = write_cells_csv(tmp_path / 'cells.csv', cells)
+    # The run's tasks declare precision, so the column is there though no cell holds a value.
+    path = write_cells_csv(tmp_path / 'cells.csv', cells, value_columns=('precision',))
     header = (
         'subset,context_length,depth_percent,n,accuracy,rule_recall,levenshtein,judge_failures,errors,ci_low,ci_high,'
         'precision'
@@ -159,13 +159,19 @@ def test_cells_csv_rejects_wrong_header_and_bad_rows(tmp_path: Path) -> None:
 def test_control_sample_round_trip_and_old_rows_still_read() -> None:
     ctrl = control(0.0, guessed=True, context_length=4000)
     assert SampleResult.from_dict(ctrl.to_dict()) == ctrl
-    multi = SampleResult.from_dict({**sample(0.5).to_dict(), 'precision': 2 / 3})
-    assert multi.precision == pytest.approx(2 / 3) and multi.control is False
-    # A row written before control samples existed: no control/guessed/precision keys at all.
-    old_row = {k: v for k, v in sample(1.0).to_dict().items() if k not in ('control', 'guessed', 'precision')}
-    assert set(old_row) == {f for f in sample().to_dict() if f not in ('control', 'guessed', 'precision')}
+    assert ctrl.to_dict()['task_values'] == {GUESSED: 1.0}
+    multi = SampleResult.from_dict(sample(0.5, precision=2 / 3).to_dict())
+    assert multi.task_values == {'precision': pytest.approx(2 / 3)} and multi.control is False
+    # Rows written before task values had their own field: guessed (a boolean) and precision at the top level.
+    old_control = {**{k: v for k, v in control(0.0).to_dict().items() if k != 'task_values'}, 'guessed': True}
+    assert SampleResult.from_dict(old_control).task_values == {GUESSED: 1.0}
+    old_multi = {**sample(0.5).to_dict(), 'precision': 0.25, 'guessed': None}
+    assert SampleResult.from_dict(old_multi).task_values == {'precision': 0.25}
+    # A row written before control samples existed: no control key and no task values at all.
+    old_row = {k: v for k, v in sample(1.0).to_dict().items() if k != 'control'}
+    assert set(old_row) == {f for f in sample().to_dict() if f != 'control'} and 'task_values' not in old_row
     restored = SampleResult.from_dict(old_row)
-    assert (restored.control, restored.guessed, restored.precision, restored.depth_percent) == (False, None, None, 0.0)
+    assert (restored.control, restored.task_values, restored.depth_percent) == (False, {}, 0.0)
 
 
 @pytest.mark.parametrize(
@@ -174,9 +180,9 @@ def test_control_sample_round_trip_and_old_rows_still_read() -> None:
         (sample(), {'depth_percent': None}, 'depth_percent'),  # a needle sample needs a depth
         (control(), {'depth_percent': 50.0}, 'depth_percent'),  # a control has none
         (sample(), {'control': True}, 'depth_percent'),
-        (sample(), {'guessed': True}, 'guessed'),  # only controls can guess
-        (control(), {'precision': 1.0}, 'precision'),  # no needles, no precision
-        (sample(), {'precision': 1.5}, 'precision'),
+        (sample(), {'task_values': {'precision': math.nan}}, 'precision'),  # a task value is a finite number
+        (sample(), {'task_values': {'precision': True}}, 'precision'),
+        (sample(), {'task_values': {'accuracy': 1.0}}, 'accuracy'),  # and never shadows a field
     ],
 )
 def test_control_fields_are_validated(base: SampleResult, change: dict[str, object], fragment: str) -> None:
@@ -188,18 +194,27 @@ def test_control_fields_from_dict_are_typed() -> None:
     with pytest.raises(ValueError, match='control'):
         SampleResult.from_dict({**control().to_dict(), 'control': 'yes'})
     with pytest.raises(ValueError, match='guessed'):
-        SampleResult.from_dict({**control().to_dict(), 'guessed': 1})
+        SampleResult.from_dict({**control().to_dict(), 'task_values': {'guessed': 'yes'}})
+    with pytest.raises(ValueError, match='task_values'):
+        SampleResult.from_dict({**control().to_dict(), 'task_values': [1.0]})
     with pytest.raises(ValueError, match='depth_percent'):  # None depth on a needle row
         SampleResult.from_dict({**sample().to_dict(), 'depth_percent': None})
 
 
 def test_old_cells_csv_without_precision_still_reads(tmp_path: Path) -> None:
     path = tmp_path / 'old.csv'
-    path.write_text(','.join(CELL_CSV_COLUMNS[:-1]) + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0\n', encoding='utf-8')
+    path.write_text(','.join(CELL_CSV_COLUMNS) + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0\n', encoding='utf-8')
     (cell,) = read_cells_csv(path)
-    assert (cell.accuracy, cell.ci_high, cell.precision) == (0.5, 1.0, None)
+    assert (cell.accuracy, cell.ci_high, cell.task_values) == (0.5, 1.0, {})
+    # The previous format: a precision column after the fixed ones, empty where a cell had none.
+    path.write_text(
+        ','.join((*CELL_CSV_COLUMNS, 'precision'))
+        + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0,0.25\nen,1000,50.0,1,1.0,1.0,,0,0,,,\n',
+        encoding='utf-8',
+    )
+    assert [cell.task_values for cell in read_cells_csv(path)] == [{'precision': 0.25}, {}]
     cells = summarize_cells([sample(1.0, precision=0.25), sample(0.0, precision=0.75)])
-    assert read_cells_csv(write_cells_csv(tmp_path / 'new.csv', cells))[0].precision == 0.5
+    assert read_cells_csv(write_cells_csv(tmp_path / 'new.csv', cells))[0].task_values == {'precision': 0.5}
 
 
 def test_summary_json_round_trip(tmp_path: Path) -> None:

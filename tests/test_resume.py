@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
+from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, needle_finder, overlap_grader
 from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
 pytest.importorskip('evalscope')

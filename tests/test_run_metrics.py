@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalscope_niah.results import SampleResult
+from evalscope_niah.records import SampleResult
 from evalscope_niah.run_metrics import subset_metrics
 
 
@@ -44,8 +44,8 @@ def test_errors_and_budget_failures_are_shares_of_every_sample() -> None:
 
 def test_controls_give_rates_and_stay_out_of_the_effective_length() -> None:
     controls = [
-        _result(1000, 1.0, depth_percent=None, control=True, guessed=False),
-        _result(1000, 0.0, depth_percent=None, control=True, guessed=True),
+        _result(1000, 1.0, depth_percent=None, control=True, task_values={'guessed': 0.0}),
+        _result(1000, 0.0, depth_percent=None, control=True, task_values={'guessed': 1.0}),
     ]
     metrics = _by_name(subset_metrics([_result(1000, 0.1), *controls], [], threshold=0.85, mode='absolute'))
     assert metrics['absent_abstention_rate'] == 0.5 and metrics['absent_guess_rate'] == 0.5

@@ -16,10 +16,13 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.haystack import END_MARGIN_TOKENS, SENTENCE_SEARCH_TOKENS
-from evalscope_niah.needles import answer_format_guide, load_needle_bank, reasoning_chains
-from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION, parse_params
+from evalscope_niah.params import parse_params
 from evalscope_niah.prompts import DEFAULT_SYSTEM_PROMPT, PromptSpec
 from evalscope_niah.samples import ABSENT_REFERENCE, GridCell, NeedleSample, grid, iter_samples
+from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
+from evalscope_niah.tasks.guide import answer_format_guide
+from evalscope_niah.tasks.reasoning.chains import reasoning_chains
+from evalscope_niah.tasks.single.bank import load_needle_bank
 from evalscope_niah.tokenization import load_tokenizer
 
 QWEN = 'Qwen/Qwen3-0.6B'

@@ -10,6 +10,7 @@ from evalscope_niah.scoring import (
     UNCERTAIN_SCORE_CAP,
     ControlScore,
     MultiRetrievalScores,
+    PromptText,
     RuleScores,
     RuleVerdict,
     absent_control_score,
@@ -18,6 +19,7 @@ from evalscope_niah.scoring import (
     levenshtein_score,
     multi_retrieval_scores,
     needle_recall,
+    paste_evidence,
     reasoning_answer_score,
     rule_is_certain,
     rule_scores,
@@ -345,12 +347,12 @@ def test_multi_extra_numbers_lower_precision() -> None:
 def test_multi_listing_every_number_is_not_rewarded() -> None:
     # A model that dumps every 7-digit number it saw in the haystack finds all needles but earns a low F1.
     dump = ', '.join([*VALUES, *(str(1000000 + 37 * i) for i in range(36))])
-    # The dump is also far longer than the reference, so its precision is scaled down further.
-    scores = multi_retrieval_scores(dump, values=VALUES, reference=dump)
+    scores = multi_retrieval_scores(dump, values=VALUES)
     assert scores.recall == 1.0
+    # Its wrong numbers sink it, not its length: nothing of it is pasted prose, so nothing else is scaled.
     assert scores.precision == pytest.approx(4 / 40)
+    assert scores.length_factor == 1.0
     assert scores.f1 < 0.2
-    assert multi(dump).precision < scores.precision
 
 
 def test_multi_wrong_numbers_only() -> None:
@@ -690,16 +692,32 @@ def test_multi_score_is_recall_times_precision_and_stricter_than_f1_on_a_dump() 
     assert dump.f1 == pytest.approx(0.4)
 
 
-def test_multi_pasted_context_is_penalised_by_length() -> None:
-    needles = ' '.join(f'One of the special magic numbers for Quillmere is: {v}.' for v in VALUES)
-    pasted = FILLER_EN * 20 + needles + FILLER_EN * 20
-    scores = multi_retrieval_scores(pasted, values=VALUES, reference=', '.join(VALUES))
+MULTI_NEEDLES = tuple(f'One of the special magic numbers for Quillmere is: {v}.' for v in VALUES)
+
+
+def test_multi_pasted_context_is_penalised_by_evidence() -> None:
+    pasted = FILLER_EN * 20 + ' '.join(MULTI_NEEDLES) + FILLER_EN * 20
+    shown = PromptText(shown=FILLER_EN * 50 + ' '.join(MULTI_NEEDLES) + FILLER_EN * 50)
+    scores = multi_retrieval_scores(pasted, values=VALUES, needles=MULTI_NEEDLES, prompt=shown)
     assert scores.recall == 1.0
-    assert scores.length_factor < 0.1
-    assert scores.score < 0.1
-    # Within max(3 x reference, reference + 100) characters nothing is scaled.
-    chatty = multi_retrieval_scores(f'The magic numbers are {", ".join(VALUES)}.', values=VALUES)
-    assert chatty.length_factor == 1.0
+    assert scores.length_factor < 0.15  # the share of the answer that is not copied filler
+    assert scores.score < 0.15
+    # The needles quoted with an explanation of any length are no paste: nothing beyond them is copied.
+    chatty = multi_retrieval_scores(
+        'The document gives four of them, one per sentence: ' + ' '.join(MULTI_NEEDLES) + ' ' + OWN_WORDS,
+        values=VALUES,
+        needles=MULTI_NEEDLES,
+        prompt=shown,
+    )
+    assert chatty.length_factor == 1.0 and chatty.score == 1.0
+
+
+def test_multi_without_a_prompt_only_the_last_resort_bound_scales() -> None:
+    pasted = FILLER_EN * 8 + ' '.join(MULTI_NEEDLES) + FILLER_EN * 8  # ~330 words: under the last resort
+    assert multi_retrieval_scores(pasted, values=VALUES).length_factor == 1.0
+    dump = FILLER_EN * 40 + ' '.join(MULTI_NEEDLES)  # ~740 words
+    scores = multi_retrieval_scores(dump, values=VALUES)
+    assert scores.length_factor == pytest.approx(400 / len(dump.split()), rel=0.01)
 
 
 def test_multi_rejects_bad_distractor_values() -> None:
@@ -794,11 +812,70 @@ def test_single_answer_in_the_other_language_is_uncertain_not_a_certain_zero(
     assert 'other_language' in verdict.flags
 
 
+SF_PROMPT = PromptText(shown=FILLER_EN * 60 + SF_NEEDLE + ' ' + FILLER_EN * 60 + SF_QUESTION)
+# A model's own explanation, ~60 words in no sentence of the haystack.
+OWN_WORDS = (
+    'This sentence is the only one in the text that speaks to the question, and it answers it directly: the author '
+    'recommends a simple afternoon outdoors, a meal in the open air and a seat in a well known park when the weather '
+    'is good. Everything else in the document concerns other subjects entirely.'
+)
+
+
 def test_single_key_inside_a_pasted_context_is_not_a_certain_pass() -> None:
-    verdict = single(FILLER_EN * 10 + SF_NEEDLE + FILLER_EN * 10)
+    verdict = single(FILLER_EN * 10 + SF_NEEDLE + FILLER_EN * 10, prompt=SF_PROMPT)
     assert verdict.certain is False
     assert verdict.score < 0.3
-    assert 'long' in verdict.flags
+    assert 'paste' in verdict.flags
+    assert 'copied verbatim from the prompt' in verdict.explanation
+
+
+@pytest.mark.parametrize('repeats', [1, 3, 6])
+def test_single_verbose_right_answer_passes_whatever_its_length(repeats: int) -> None:
+    # Preamble, the quoted needle, and 60-360 words of the model's own explanation: quoting is not pasting.
+    answer = f'Based on the document, the answer is to eat a sandwich and sit in Dolores Park. It says: "{SF_NEEDLE}" '
+    verdict = single(answer + ' '.join([OWN_WORDS] * repeats), prompt=SF_PROMPT)
+    assert (verdict.score, verdict.certain, verdict.flags) == (1.0, True, ('exact',))
+    # Without the prompt the same answers stay under the last-resort bound.
+    assert single(answer + ' '.join([OWN_WORDS] * repeats)).score == 1.0
+
+
+def test_single_one_quoted_sentence_of_the_haystack_is_no_paste_two_paragraphs_are() -> None:
+    quote = f'The answer is to eat a sandwich and sit in Dolores Park on a sunny day. {FILLER_EN}{SF_NEEDLE}'
+    assert single(quote, prompt=SF_PROMPT).score == 1.0
+    assert 'paste' in single(FILLER_EN * 3 + SF_NEEDLE, prompt=SF_PROMPT).flags
+
+
+def test_single_echoing_the_question_and_template_is_no_paste() -> None:
+    template = 'You are a careful reader. Answer only from the document, in one short sentence, and do not guess.'
+    shown = PromptText(shown=template + FILLER_EN * 30 + SF_NEEDLE + SF_QUESTION, template=(template,))
+    answer = f'{template} {SF_QUESTION} {template} {SF_QUESTION} {template} {SF_NEEDLE}'
+    assert single(answer, prompt=shown).score == 1.0
+
+
+def test_single_without_a_prompt_a_very_long_answer_is_left_to_the_judge() -> None:
+    verdict = single(FILLER_EN * 30 + SF_NEEDLE)  # ~500 words, over the last-resort 400
+    assert verdict.certain is False and verdict.score < 0.3
+    assert 'long' in verdict.flags and 'last-resort' in verdict.explanation
+
+
+def test_paste_evidence_counts_only_text_beyond_the_allowed_texts() -> None:
+    answer = FILLER_EN * 5 + SF_NEEDLE
+    evidence = paste_evidence(answer, allowed=(SF_NEEDLE,), prompt=SF_PROMPT, language='en')
+    assert evidence.pasted and evidence.pasted_units == len(FILLER_EN.split()) * 5
+    assert evidence.factor == pytest.approx(1 - evidence.pasted_units / len(answer.split()), rel=0.01)
+    quoted = paste_evidence(SF_NEEDLE * 5, allowed=(SF_NEEDLE,), prompt=SF_PROMPT, language='en')
+    assert not quoted.pasted and quoted.factor == 1.0
+
+
+def test_paste_evidence_in_chinese_counts_characters() -> None:
+    shown = PromptText(shown=FILLER_ZH * 80 + ZH_NEEDLE + FILLER_ZH * 80)
+    pasted = paste_evidence(FILLER_ZH * 6 + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh')
+    assert pasted.pasted and pasted.pasted_units >= 80
+    own = (
+        '这句话是文中唯一回答这个问题的地方，它说得很清楚：小明最喜欢的实习地点就是上海人工智能实验室，其余部分讲的都是别的事情。'
+        * 3
+    )
+    assert not paste_evidence(own + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh').pasted
 
 
 def test_single_key_in_a_short_list_of_alternatives_is_no_pass() -> None:
@@ -884,10 +961,22 @@ def test_reasoning_lists_negations_and_near_names_fail(answer: str, flag: str) -
 
 
 def test_reasoning_pasted_chain_fails() -> None:
+    shown = PromptText(shown=FILLER_EN * 40 + ' '.join(GIOSTRA) + FILLER_EN * 40)
     verdict = reasoning_answer_score(
-        FILLER_EN * 10 + ' '.join(GIOSTRA), keyword='Jack', candidates=(), language='en', reference='Jack.'
+        FILLER_EN * 10 + ' '.join(GIOSTRA),
+        keyword='Jack',
+        candidates=(),
+        language='en',
+        reference='Jack.',
+        needles=GIOSTRA,
+        prompt=shown,
     )
-    assert verdict.score <= 0.3 and 'long' in verdict.flags
+    assert verdict.score <= 0.3 and 'paste' in verdict.flags
+    # The chain alone, walked in the model's words around the quoted links, is an answer.
+    walked = reasoning_answer_score(
+        'Jack. ' + ' '.join(GIOSTRA), keyword='Jack', candidates=(), language='en', needles=GIOSTRA, prompt=shown
+    )
+    assert walked.score == 1.0
 
 
 # --- control: more phrasings, guesses after abstaining -----------------------------------------------------------
@@ -976,8 +1065,8 @@ def test_single_cue_excuse_is_by_whole_word() -> None:
     ],
 )
 def test_cues_count_in_the_keys_sentence_and_retractions_after_it(answer: str, passes: bool) -> None:
-    from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION
     from evalscope_niah.scoring import score_single
+    from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
 
     verdict = score_single(
         answer, needles=(EN_NEEDLE,), question=EN_QUESTION, reference=EN_NEEDLE, answer_keys=(EN_ANSWER,), language='en'

@@ -195,9 +195,9 @@ def test_cells_exclude_controls_and_average_precision() -> None:
     cell = only_cell(summarize_cells(results))
     assert (cell.n, cell.depth_percent) == (3, 0.0)
     assert cell.accuracy == pytest.approx(2 / 3)
-    assert cell.precision == pytest.approx(0.75)
+    assert cell.task_values == {'precision': pytest.approx(0.75)}
     assert summarize_cells([control()]) == []
-    assert only_cell(summarize_cells([sample(1.0)])).precision is None
+    assert only_cell(summarize_cells([sample(1.0)])).task_values == {}
 
 
 def test_summarize_controls_per_subset_and_length() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import cell_scores, overall_scores
 from tests.support.tasks import task_settings
 
@@ -108,7 +108,7 @@ def test_multi_retrieval_scores_every_cell_and_counts_repeats(multi_run):
     assert len(controls) == len(LENGTHS) * 2 and all(result.depth_percent is None for result in controls)
     needles = [result for result in results if not result.control]
     assert len(needles) == len(LENGTHS) * len(DEPTHS) * 2
-    assert all(result.precision == 1.0 for result in needles)
+    assert all(result.task_values == {'precision': 1.0} for result in needles)
 
 
 def test_every_prompt_is_sent_once_built_and_exact(multi_run):

@@ -12,6 +12,7 @@ from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.params import parse_params
+from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,
     NeedleChoice,
@@ -42,7 +43,7 @@ class AccessCode(Task):
             answer_keys=(code,),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         found = meta.answer_keys[0] in answer
         return RuleScore(values={'acc': float(found)}, explanation='code stated' if found else 'code missing')
 
@@ -136,6 +137,22 @@ def test_single_needle_rule_score_and_certainty() -> None:
     assert right.accuracy >= 0.9 and right.certain
     wrong = score_answer('Go to the Golden Gate Bridge.', meta)
     assert wrong.accuracy <= 0.3
+
+
+def test_single_needle_reported_recall_follows_evidence_not_length() -> None:
+    meta = _meta('single')
+    needle = meta.needles[0]
+    filler = 'The harbour town traded wool, salt and timber with ports far across the grey northern sea. '
+    shown = PromptText(shown=filler * 40 + needle + ' ' + filler * 40 + meta.question)
+    verbose = (
+        f'Based on the document, the answer is to eat a sandwich and sit in Dolores Park on a sunny day. It says: '
+        f'"{needle}" That sentence is the only one about the city, and it answers the question directly, so there is '
+        'little else to add: a simple afternoon outdoors with a meal in a well loved park is what the author means.'
+    )
+    right = score_answer(verbose, meta, prompt=shown)
+    assert (right.accuracy, right.values['rule_recall'], right.certain) == (1.0, 1.0, True)
+    pasted = score_answer(filler * 5 + needle + ' ' + filler * 5, meta, prompt=shown)
+    assert pasted.accuracy <= 0.3 and pasted.values['rule_recall'] <= pasted.accuracy
 
 
 def test_multi_retrieval_rule_score_counts_each_value() -> None:

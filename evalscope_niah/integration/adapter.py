@@ -25,12 +25,13 @@ from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
-from ..params import parse_params
+from ..params import effective_length_mode, parse_params
 from ..prompts import PromptSpec
-from ..results import SampleResult, bounded_text
+from ..records import SampleResult, bounded_text
+from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
-from ..scoring import CERTAIN_PASS, strip_reasoning
+from ..scoring import PromptText, strip_reasoning
 from ..server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
@@ -76,6 +77,9 @@ class NiahAdapter(DefaultDataAdapter):
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
+        # What each task state under review was shown (keyed by id(task_state) while calculate_metrics runs): the
+        # evidence that an answer pastes its prompt. The review itself keeps only the elided prompt.
+        self._shown: dict[int, PromptText | None] = {}
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -213,7 +217,9 @@ class NiahAdapter(DefaultDataAdapter):
     def _on_inference(self, model: Model, sample: Sample) -> Any:
         if self._task_config is not None and self._task_config.agent_config is not None:
             return super()._on_inference(model, sample)
-        config = model_call_config(model.config, sample.metadata.get('context_length'))
+        meta = SampleMeta.from_dict(sample.metadata)
+        key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
+        config = model_call_config(model.config, meta.context_length, headers=key)
         return generate_checked(
             lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
             what='model',
@@ -265,6 +271,20 @@ class NiahAdapter(DefaultDataAdapter):
     def calculate_metrics(self, task_state: TaskState) -> SampleScore:
         meta = SampleMeta.from_dict(task_state.metadata)
         self._check_cached_cell(task_state, meta)
+        self._shown[id(task_state)] = self._prompt_text(task_state)
+        try:
+            return self._calculate_metrics(task_state, meta)
+        finally:
+            self._shown.pop(id(task_state), None)
+
+    def _prompt_text(self, task_state: TaskState) -> PromptText | None:
+        spec = self._prompt_spec()
+        shown = '\n'.join(message.text for message in task_state.messages if message.role in ('system', 'user'))
+        if ELIDED_HAYSTACK in shown:
+            return None  # a review row without its haystack: no evidence, the scorers fall back to a length bound
+        return PromptText(shown=shown, template=(spec.system_prompt, spec.user_template))
+
+    def _calculate_metrics(self, task_state: TaskState, meta: SampleMeta) -> SampleScore:
         # The prediction row (with the prompt) is already written; the review keeps what was asked, not the haystack.
         task_state.messages = [
             message.model_copy(update={'content': self._elided_prompt(meta)}) if message.role == 'user' else message
@@ -274,8 +294,10 @@ class NiahAdapter(DefaultDataAdapter):
             budget = budget_failure(task_state.output)
             if budget is None:
                 sample_score = super().calculate_metrics(task_state)
-            elif budget == 'token limit' and self._answer_complete(task_state, meta):
-                # Models often answer, then ramble into the limit: the answer is there, judge it, count the cut.
+            elif budget == 'token limit' and strip_reasoning(task_state.output.completion):
+                # A final answer had begun: it is scored as it stands (a cut answer is still an answer; leaving out
+                # the cut wrong ones would raise the mean), and the cut is counted. Only a reply cut before any
+                # final answer (inside its reasoning, or empty) is a budget failure.
                 sample_score = super().calculate_metrics(task_state)
                 sample_score.score.metadata = {**(sample_score.score.metadata or {}), 'budget_exhausted': True}
             else:
@@ -304,11 +326,6 @@ class NiahAdapter(DefaultDataAdapter):
                 'with the cached extra_params, or without --use-cache',
             )
 
-    def _answer_complete(self, task_state: TaskState, meta: SampleMeta) -> bool:
-        rule = score_answer(strip_reasoning(task_state.output.completion), meta)
-        # The needle's facts are all there: the rest could not make it wrong, so it is scored (and flagged).
-        return rule.values.get('rule_recall', rule.accuracy) >= CERTAIN_PASS
-
     def _budget_score(self, task_state: TaskState, reason: str) -> SampleScore:
         # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
         prediction = task_state.output.completion
@@ -332,11 +349,13 @@ class NiahAdapter(DefaultDataAdapter):
     def match_score(
         self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
     ) -> Score:
-        return _rule_score(original_prediction, filtered_prediction, SampleMeta.from_dict(task_state.metadata))[1]
+        meta = SampleMeta.from_dict(task_state.metadata)
+        return _rule_score(original_prediction, filtered_prediction, meta, self._shown.get(id(task_state)))[1]
 
     def judge_definition(self, context: JudgeContext) -> JudgeDefinition:
         meta = SampleMeta.from_dict(context.task_state.metadata)
-        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta)
+        shown = self._shown.get(id(context.task_state))
+        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta, shown)
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
             return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
@@ -345,7 +364,8 @@ class NiahAdapter(DefaultDataAdapter):
             return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
-        side_values = {name: rule.values[name] for name in ('rule_recall', 'levenshtein') if name in rule.values}
+        shown = ('rule_recall', 'levenshtein', *task_for(meta).reported_values)
+        side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
 
     # ---- aggregation and reports -----------------------------------------------------------------------------
@@ -375,7 +395,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             errors,
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
         )
         aggregates += [
@@ -424,7 +444,7 @@ class NiahAdapter(DefaultDataAdapter):
             results,
             judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
             threshold=params.effective_length_threshold,
-            mode=params.effective_mode(),
+            mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
         )
@@ -455,10 +475,12 @@ def _reasoning_text(output: Any) -> str:
     return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
 
 
-def _rule_score(original_prediction: str, filtered_prediction: str, meta: SampleMeta) -> tuple[RuleScore, Score]:
+def _rule_score(
+    original_prediction: str, filtered_prediction: str, meta: SampleMeta, prompt: PromptText | None
+) -> tuple[RuleScore, Score]:
     """The task's rule score of the final answer (reasoning stripped), and the same as EvalScope's Score."""
     final = strip_reasoning(filtered_prediction)
-    rule = score_answer(final, meta)
+    rule = score_answer(final, meta, prompt=prompt)
     score = Score(
         value=dict(rule.values),
         main_score_name='acc',
@@ -487,8 +509,7 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         context_length=meta.context_length,
         depth_percent=meta.depth_percent,
         control=meta.control,
-        guessed=bool(value['guessed']) if meta.control and 'guessed' in value else None,
-        precision=value.get('precision'),
+        task_values={name: value[name] for name in task_for(meta).reported_values if value.get(name) is not None},
         accuracy=value.get('acc'),
         rule_recall=value.get('rule_recall'),
         levenshtein=value.get('levenshtein'),

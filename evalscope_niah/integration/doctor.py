@@ -12,14 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
+from packaging.specifiers import SpecifierSet
+
+from ..corpus_format import DATASET_ID
 from ..errors import NiahConfigError
-from ..params import DATASET_ID, parse_params
+from ..params import parse_params
+from .evalscope_surface import missing_hooks, tested_evalscope_range
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 
 __all__ = ['Check', 'run_checks']
-
-# The EvalScope minor this release is tested against (pyproject pins the same range).
-TESTED_EVALSCOPE = ('1.14', '>=1.14.1,<1.15')
 
 
 @dataclass(frozen=True)
@@ -56,13 +57,19 @@ def _guarded(name: str, call: Callable[[], Any]) -> tuple[Check, Any]:
 
 
 def _evalscope_version() -> Check:
+    """The installed EvalScope against the tested range, and the private hooks we rely on (evalscope_surface)."""
     version = importlib.metadata.version('evalscope')
-    tested = version.startswith(TESTED_EVALSCOPE[0] + '.')
+    tested = tested_evalscope_range()
+    in_range = tested is not None and SpecifierSet(tested).contains(version, prereleases=True)
+    gone = missing_hooks()
+    detail = f'{version} (tested: {tested or "unknown: evalscope-niah is not installed"})'
+    if gone:
+        detail += f'; hooks gone: {", ".join(line.partition(":")[0] for line in gone)}'
     return Check(
         'evalscope',
-        tested,
-        f'{version} (tested: {TESTED_EVALSCOPE[1]})',
-        f'pip install "evalscope{TESTED_EVALSCOPE[1]}"; or run --datasets {PUBLIC_NAME}, which uses public API only',
+        in_range and not gone,
+        detail,
+        f'pip install "evalscope{tested or ""}"; or run --datasets {PUBLIC_NAME}, which uses public API only',
     )
 
 

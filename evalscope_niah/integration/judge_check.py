@@ -20,6 +20,7 @@ from ..qualification import (
     judge_qualifies,
     qualification_error_message,
 )
+from ..tasks import judge_reference
 from .replies import judge_generate
 
 __all__ = ['qualify_judges']
@@ -47,7 +48,8 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
             language=meta.language,
             answer=meta.answer_keys[0] if meta.answer_keys else None,
         )
-        prompts = calibration_prompts(items, question=meta.question, reference=meta.reference_answer)
+        # The reference as the run's judge reads it (with the task's hint), so the check grades the run's prompt.
+        prompts = calibration_prompts(items, question=meta.question, reference=judge_reference(meta))
         for judge in judges:
             name = _judge_name(judge)
             replies = _ask(judge, prompts)

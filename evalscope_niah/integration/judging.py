@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from ..judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
 from ..metadata import SampleMeta
 from ..scoring import strip_reasoning
+from ..tasks import judge_reference
 
 __all__ = ['VerdictContract', 'judge_workflow']
 
@@ -51,12 +52,6 @@ def judge_messages(*, question: str, reference: str, answer: str) -> list:
     return [ChatMessageSystem(content=JUDGE_SYSTEM_PROMPT), ChatMessageUser(content=prompt)]
 
 
-def judge_reference(meta: SampleMeta, reference: str) -> str:
-    """The reference as the judge reads it: with the task's context when it has one (an associative hop)."""
-    context = meta.extra.get('judge_context')
-    return f'{reference} ({context})' if context else reference
-
-
 def judge_workflow(meta: SampleMeta, rule_values: Mapping[str, float]) -> JudgeDefinition:
     """Grade one answer; the verdict becomes 'acc' and the rule values stay beside it."""
 
@@ -64,7 +59,7 @@ def judge_workflow(meta: SampleMeta, rule_values: Mapping[str, float]) -> JudgeD
         return JudgeRequest(
             messages=judge_messages(
                 question=meta.question,
-                reference=judge_reference(meta, context.reference),
+                reference=judge_reference(meta),
                 answer=context.filtered_prediction,
             )
         )

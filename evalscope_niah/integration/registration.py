@@ -27,10 +27,14 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..params import DATASET_ID, DEFAULT_SUBSETS, check_dataset_args, extra_params_spec
+from ..corpus_format import DATASET_ID
+from ..params import check_dataset_args
 from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
+from ..subsets import DEFAULT_SUBSETS
 from .adapter import NiahAdapter
+from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
+from .param_spec import extra_params_spec
 from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
@@ -42,8 +46,7 @@ OVERRIDDEN_NAME = 'needle_haystack'
 OVERRIDE_VARIABLE = 'EVALSCOPE_NIAH_OVERRIDE'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
-EVALUATION_VERSION = 'v4.0'  # v4.0: task types; reviews keep the question; public name
-_BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
+EVALUATION_VERSION = 'v4.1'  # v4.1: a paste decided by evidence, verbose right answers pass, cut answers scored
 
 _STATE_LOCK = threading.Lock()
 _public_registered = False
@@ -72,6 +75,9 @@ class NiahBenchmarkMeta(BenchmarkMeta):
 
     def _update(self, args: dict) -> None:
         check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        # The spec of the tasks registered now: a task registered after this meta was built brings parameters that
+        # EvalScope would refuse as unknown, and one unregistered since would still be offered.
+        self.extra_params = extra_params_spec()
         super()._update(args)
 
 
@@ -132,14 +138,13 @@ def _override_builtin() -> None:
     """Write our meta under the built-in's name, or leave the registry as it was and warn once."""
     problem = _override_unsupported()
     if problem is None:
-        lock = BENCHMARK_REGISTRY._lock
-        with lock:
+        with resolve(REGISTRY_LOCK):
             if dict.get(BENCHMARK_REGISTRY, OVERRIDDEN_NAME) is not None and resolves_to_ours(OVERRIDDEN_NAME):
                 return
             # Imported once first: a later full registry scan finds it imported and never re-runs its
             # registration over ours.
-            if _BUILTIN_MODULE not in sys.modules:
-                importlib.import_module(_BUILTIN_MODULE)
+            if BUILTIN_ADAPTER.module not in sys.modules:
+                importlib.import_module(BUILTIN_ADAPTER.module)
             previous = dict.get(BENCHMARK_REGISTRY, OVERRIDDEN_NAME)
             dict.__setitem__(BENCHMARK_REGISTRY, OVERRIDDEN_NAME, build_meta(OVERRIDDEN_NAME))
             previous_evaluator = EVALUATOR_REGISTRY.get(OVERRIDDEN_NAME)
@@ -153,18 +158,7 @@ def _override_builtin() -> None:
 
 def _override_unsupported() -> str | None:
     """What the override relies on, checked before touching anything; None when all is there."""
-    lock = getattr(BENCHMARK_REGISTRY, '_lock', None)
-    if not isinstance(BENCHMARK_REGISTRY, dict):
-        return 'the benchmark registry is no longer a dict'
-    if lock is None or not (hasattr(lock, '__enter__') and hasattr(lock, '__exit__')):
-        return 'the benchmark registry has no lock'
-    try:
-        found = importlib.util.find_spec(_BUILTIN_MODULE) is not None
-    except (ImportError, ValueError):  # a parent package missing, or not a package any more
-        found = False
-    if not found:
-        return f'the built-in module {_BUILTIN_MODULE} is gone'
-    return None
+    return '; '.join(missing_hooks((REGISTRY_DICT, REGISTRY_LOCK, BUILTIN_ADAPTER))) or None
 
 
 def _restore(previous: Any, previous_evaluator: Any) -> None:

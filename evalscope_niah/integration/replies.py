@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
-from ..server_values import shown
+from ..server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason
 
 logger = logging.getLogger(__name__)
@@ -125,16 +125,28 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
 
 
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
-    usage = output.usage
-    return max_tokens is not None and usage is not None and usage.output_tokens >= max_tokens
+    # An implausible count (10**15, negative) says nothing: the cut is then not explained by the budget.
+    used = plausible_tokens(output.usage.output_tokens) if output.usage is not None else None
+    return max_tokens is not None and used is not None and used >= max_tokens
 
 
-def model_call_config(config: GenerateConfig, context_length: int | None) -> GenerateConfig | None:
-    """Per-call overrides: a timeout sized to the prompt when the user set none (merged over theirs)."""
-    if config.timeout is not None or not context_length:
-        return None
-    in_flight = max(1, config.batch_size or 1) * int(context_length)
-    return GenerateConfig(timeout=max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S))
+def model_call_config(
+    config: GenerateConfig, context_length: int | None, *, headers: Mapping[str, str] | None = None
+) -> GenerateConfig | None:
+    """Per-call overrides (merged over the user's config): a timeout sized to the prompt when the user set none, and
+    ``headers`` (the routing key) added to the user's own extra_headers, which win on a name clash."""
+    overrides: dict[str, Any] = {}
+    if config.timeout is None and context_length:
+        in_flight = max(1, config.batch_size or 1) * int(context_length)
+        overrides['timeout'] = max(MIN_TIMEOUT_S, in_flight / PROMPT_TOKENS_PER_S)
+    if headers:
+        # GenerateConfig.merge replaces extra_headers whole: the user's headers are carried into the per-call dict.
+        own = dict(config.extra_headers or {})
+        taken = {name.lower() for name in own}
+        added = {name: value for name, value in headers.items() if name.lower() not in taken}
+        if added:
+            overrides['extra_headers'] = {**added, **own}
+    return GenerateConfig(**overrides) if overrides else None
 
 
 def judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:

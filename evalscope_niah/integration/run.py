@@ -6,6 +6,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .evalscope_surface import CLI_RUN_CMD, resolve
 from .registration import register
 
 __all__ = ['run_evalscope_cli', 'run_task_settings']
@@ -14,8 +15,7 @@ __all__ = ['run_evalscope_cli', 'run_task_settings']
 def run_evalscope_cli(argv: Sequence[str]) -> int:
     """EvalScope's own CLI after registering our adapter, so every `evalscope eval` flag works unchanged."""
     register()
-    from evalscope.cli.cli import run_cmd  # its argument parsers are only needed here
-
+    run_cmd = resolve(CLI_RUN_CMD)  # imported only here: its argument parsers are only needed here
     saved = sys.argv
     sys.argv = ['evalscope', *argv]
     try:

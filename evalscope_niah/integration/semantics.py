@@ -14,6 +14,7 @@ import logging
 from typing import Any
 
 from ..run_metrics import OVERALL_AGGREGATION
+from .evalscope_surface import METRIC_ENTRY, METRIC_OVERRIDES, SEMANTICS_CACHE, resolve
 
 __all__ = ['declare_metric_semantics', 'fix_overall_rows']
 
@@ -57,18 +58,18 @@ _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
 def declare_metric_semantics(benchmark_names: tuple[str, ...]) -> bool:
     """Declare every metric we emit for each benchmark name; False (and nothing written) on a changed EvalScope."""
     try:
-        from evalscope.metrics.semantics.catalog import BENCHMARK_METRIC_OVERRIDES
-        from evalscope.metrics.semantics.entry import MetricEntry
-        from evalscope.metrics.semantics.resolver import get_semantics_resolver
-    except ImportError as exc:
+        overrides, entry_type, clear_resolver_cache = (
+            resolve(hook) for hook in (METRIC_OVERRIDES, METRIC_ENTRY, SEMANTICS_CACHE)
+        )
+    except (ImportError, AttributeError) as exc:
         logger.debug('metric semantics not declared: %s', exc)
         return False
-    if not isinstance(BENCHMARK_METRIC_OVERRIDES, dict):
+    if not isinstance(overrides, dict):
         return False
     try:
         entries = {
-            name: _entry(MetricEntry, baseline, display, overrides)
-            for name, (baseline, display, overrides) in _DECLARATIONS.items()
+            name: _entry(entry_type, baseline, display, changes)
+            for name, (baseline, display, changes) in _DECLARATIONS.items()
         }
         for name, entry in entries.items():
             entry.resolve(name)  # validates against this EvalScope's contract before anything is written
@@ -77,8 +78,8 @@ def declare_metric_semantics(benchmark_names: tuple[str, ...]) -> bool:
         return False
     for benchmark in benchmark_names:
         for name, entry in entries.items():
-            BENCHMARK_METRIC_OVERRIDES[(benchmark, name)] = entry
-    get_semantics_resolver.cache_clear()
+            overrides[(benchmark, name)] = entry
+    clear_resolver_cache()
     return True
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from ..metadata import SampleMeta
-from .associative import Associative
-from .base import NeedleChoice, PlanContext, RuleScore, Task
-from .control import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
-from .multi_retrieval import MultiRetrieval
-from .reasoning import ReasoningChain
+from ..scoring import PromptText
+from .associative.task import Associative
+from .base import NeedleChoice, PlanContext, RuleScore, SampleData, Task
+from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
+from .multi_retrieval.task import MultiRetrieval
+from .reasoning.task import ReasoningChain
 from .registry import get_task, register_task, task_names, unregister_task
-from .single import SingleNeedle
+from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call.
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
@@ -25,10 +26,13 @@ __all__ = [
     'PlanContext',
     'ReasoningChain',
     'RuleScore',
+    'SampleData',
     'SingleNeedle',
     'Task',
     'get_task',
+    'judge_reference',
     'register_task',
+    'reported_values',
     'score_answer',
     'task_for',
     'task_names',
@@ -41,6 +45,17 @@ def task_for(meta: SampleMeta) -> Task:
     return ABSENT_CONTROL if meta.control else get_task(meta.task)
 
 
-def score_answer(final_answer: str, meta: SampleMeta) -> RuleScore:
-    """Rule score of a final answer (reasoning stripped) for its sample's task."""
-    return task_for(meta).rule_score(final_answer, meta)
+def score_answer(final_answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+    """Rule score of a final answer (reasoning stripped) for its sample's task; ``prompt`` is what the model was
+    shown (the evidence of a pasted answer)."""
+    return task_for(meta).rule_score(final_answer, meta, prompt=prompt)
+
+
+def judge_reference(meta: SampleMeta) -> str:
+    """The reference as the judge reads it, with the sample's task hint: the run and the judge check both use it."""
+    return task_for(meta).judge_reference(meta)
+
+
+def reported_values() -> tuple[str, ...]:
+    """Every value a selectable task reports beside the shared ones: the cells CSV has a column for each."""
+    return tuple(dict.fromkeys(name for task in task_names() for name in get_task(task).reported_values))

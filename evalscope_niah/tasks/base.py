@@ -8,27 +8,65 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
-from ..scoring import levenshtein_score
+from ..run_params import NiahParams, TaskParams
+from ..scoring import PromptText, levenshtein_score
+from ..subsets import ResolvedSubset
+from ..vocabulary import Language
+from .single.bank import BankNeedle
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'Task', 'rule_inputs', 'verdict_score']
+P = TypeVar('P', bound=TaskParams)
+D = TypeVar('D', bound='SampleData')
+
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'SampleData', 'Task', 'rule_inputs', 'verdict_score']
 
 
 @dataclass(frozen=True)
 class PlanContext:
-    """What a task may read when it plans a sample (typed loosely: tasks must not import params or samples)."""
+    """What a task may read when it plans a sample: the subset, the run's parameters (its own through ``options``),
+    the needle-bank draws and the corpus."""
 
-    subset: Any  # params.ResolvedSubset
-    params: Any  # params.NiahParams
-    bank: tuple[Any, ...] = ()  # needles.BankNeedle draws of this subset, when a needle bank is used
+    subset: ResolvedSubset
+    params: NiahParams
+    bank: tuple[BankNeedle, ...] = ()  # draws of this subset, when a needle bank is used
     corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property
-    def language(self) -> str:
+    def language(self) -> Language:
         return self.subset.language
+
+    def options(self, model: type[P]) -> P:
+        """The task's own parameters (its ``params_model``), as the user gave them or at their defaults."""
+        return self.params.task_params(model)
+
+
+@dataclass(frozen=True)
+class SampleData:
+    """A task's own data about one sample, beyond what every sample has (a subclass declares the fields: strings,
+    numbers, tuples of them). It travels through EvalScope as JSON in ``SampleMeta.task_data``; the task reads it
+    back typed with ``of(meta)``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {item.name: _json_value(getattr(self, item.name)) for item in fields(self)}
+
+    @classmethod
+    def of(cls: type[D], meta: SampleMeta) -> D:
+        """This task's data of ``meta``; fields it lacks (a sample planned before the field existed) take their
+        defaults, keys this type does not declare are ignored."""
+        declared = {item.name for item in fields(cls)}
+        values = {name: _from_json(value) for name, value in meta.task_data.items() if name in declared}
+        return cls(**values)
+
+
+def _json_value(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _from_json(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -43,9 +81,7 @@ class NeedleChoice:
     guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
     distractor_depths: tuple[float, ...] | None = None  # one per distractor; None spreads them over the haystack
-    distractor_values: tuple[str, ...] = ()
-    candidates: tuple[str, ...] = ()  # answers the task knows of: naming several of them is hedging
-    judge_context: str | None = None  # what the judge needs beside the reference (an associative hop)
+    data: SampleData | None = None  # the task's own data about the sample, for its scoring and judge hint
 
 
 @dataclass(frozen=True)
@@ -77,10 +113,14 @@ class Task(ABC):
     uses_subset_needles: ClassVar[bool] = False
     # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
     accepts_bank: ClassVar[bool] = False
-    # Parameters only this task reads: refused with another task, where they would be silently ignored.
-    own_parameters: ClassVar[tuple[str, ...]] = ()
+    # Its own parameters: flat extra_params names, unique across tasks and the run model, each with its default and
+    # checks; given while no subset runs this task they are refused (they would be silently ignored).
+    params_model: ClassVar[type[TaskParams]] = TaskParams
     # The effective-length mode this task reports by default (None: the parameter's default).
     effective_length_mode: ClassVar[str | None] = None
+    # Values of its rule score (``RuleScore.values``) that each sample's result carries beside the ones every task
+    # reports (acc, rule_recall, levenshtein): written to the results file and averaged per cell in the cells CSV.
+    reported_values: ClassVar[tuple[str, ...]] = ()
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
@@ -92,11 +132,22 @@ class Task(ABC):
         """The needles and question of one cell; ``seed`` is stable across runs and the same at every length."""
 
     @abstractmethod
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        """Score a final answer (reasoning already stripped) against the sample's answer keys."""
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        """Score a final answer (reasoning already stripped) against the sample's answer keys. ``prompt`` is what
+        the model was shown, the evidence that an answer pastes it (None: unknown, only a last-resort length bound)."""
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        """What the judge is given beside the reference answer (None: nothing). The run and the judge check both
+        ask through ``judge_reference``, so the judge is qualified on the prompt it grades."""
+        return None
+
+    def judge_reference(self, meta: SampleMeta) -> str:
+        """The reference answer as the judge reads it: with this task's hint when it has one."""
+        hint = self.judge_hint(meta)
+        return f'{meta.reference_answer} ({hint})' if hint else meta.reference_answer
 
 
 def rule_inputs(meta: SampleMeta) -> dict[str, Any]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import NiahConfigError
+from ..run_params import ALIASES, NiahParams
 from .base import Task
 
 __all__ = ['get_task', 'register_task', 'task_names']
@@ -15,11 +16,20 @@ _LOCK = threading.Lock()
 
 
 def register_task(cls: type[Task]) -> type[Task]:
-    """Class decorator: make ``cls.name`` selectable as ``task``."""
+    """Class decorator: make ``cls.name`` selectable as ``task`` and its parameters valid ``extra_params`` names."""
+    # Every parameter needs a default: a run of another task never gives it.
+    cls.params_model()
     with _LOCK:
         current = _TASKS.get(cls.name)
         if current is not None and type(current) is not cls:
             raise ValueError(f'task {cls.name!r} is already registered by {type(current).__qualname__}')
+        for name in cls.params_model.model_fields:
+            # Parameter names are flat: one name, one owner.
+            owner = next((task.name for task in _TASKS.values() if name in task.params_model.model_fields), None)
+            if name in NiahParams.model_fields or name in ALIASES or owner not in (None, cls.name):
+                raise ValueError(
+                    f'task {cls.name!r}: parameter {name!r} is already a parameter of {owner or "the run"}'
+                )
         _TASKS[cls.name] = cls()
     return cls
 

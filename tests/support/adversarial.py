@@ -16,10 +16,14 @@ from __future__ import annotations
 import dataclasses
 
 from evalscope_niah.metadata import SampleMeta
-from evalscope_niah.needles import distractor_facts, load_needle_bank, multi_retrieval_set, reasoning_chains
-from evalscope_niah.params import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
-from evalscope_niah.scoring import RuleVerdict, strip_reasoning
+from evalscope_niah.prompts import PromptSpec
+from evalscope_niah.scoring import PromptText, RuleVerdict, strip_reasoning
+from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks import score_answer
+from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
+from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
+from evalscope_niah.tasks.reasoning.chains import reasoning_chains
+from evalscope_niah.tasks.single.bank import load_needle_bank
 
 TASKS = ('single', 'multi_retrieval', 'reasoning', 'control')
 OUTCOMES = ('pass', 'fail', 'judge')
@@ -38,10 +42,27 @@ class Case:
     answer_keys: tuple[str, ...]
     expected: str
     distractor_values: tuple[str, ...] = ()
+    distractors: tuple[str, ...] = ()  # the distractor sentences placed in the haystack beside the needles
 
     @property
     def label(self) -> str:
         return f'{self.task}-{self.language}-{self.category}: {self.answer[:50]!r}'
+
+    @property
+    def prompt(self) -> PromptText:
+        """What the model was shown: the run's default template around a haystack of filler with the needles (and
+        distractors) in it, and the question. Paste cases copy from it; the rules look for that evidence here."""
+        sentences = [
+            *self.distractors[: len(self.distractors) // 2],
+            *self.needles,
+            *self.distractors[len(self.distractors) // 2 :],
+        ]
+        haystack = FILLER[self.language] * 40 + ' '.join(sentences) + ' ' + FILLER[self.language] * 40
+        spec = PromptSpec()
+        return PromptText(
+            shown=spec.system_prompt + '\n' + spec.user_message(context=haystack, question=self.question),
+            template=(spec.system_prompt, spec.user_template),
+        )
 
 
 FILLER = {
@@ -180,6 +201,51 @@ _SINGLE_TEMPLATES = {
 }
 
 
+# Right answers the way instruction-tuned models write them: a preamble, the quoted needle, an explanation and a
+# closing remark (60-200 words), markdown lists and bold, a polite closing line. Each must pass, certain.
+_RIGHT_TEMPLATES = {
+    'en': {
+        'verbose right': [
+            'Based on the document you provided, the answer is {key}. The relevant passage reads: "{needle}" This '
+            'sentence answers your question directly, since it names {key} as the answer. The rest of the text is '
+            'mostly about other subjects, such as the history of a harbour town and the goods its merchants traded '
+            'with distant ports, and it adds nothing that would change this. So, in short, the answer to "{question}" '
+            'is {key}.',
+            'Great question! After reading through the whole context carefully, I found one sentence that speaks to '
+            'it. The document says:\n\n> {needle}\n\nSo the answer is **{key}**. This detail appears only once, in '
+            'the middle of a long passage about trade and shipping, which makes it easy to overlook, but it is '
+            'stated plainly and it is the only information in the text that answers your question. I hope this '
+            'helps, and let me know if you have any other questions about the document!',
+        ],
+        'markdown right': [
+            '**Answer:** {key}\n\n**Source:** "{needle}"',
+            '- Question: {question}\n- Answer: **{key}**\n- Where: stated once in the document',
+            '## Answer\n\n1. {key}',
+        ],
+        'helps right': [
+            '{key}. I hope this helps!',
+            'The answer is {key}. I hope this helps, let me know if you need more.',
+        ],
+    },
+    'zh': {
+        'verbose right': [
+            '根据您提供的文档，答案是{key}。文中的原话是：“{needle}”这句话直接回答了您的问题，它明确给出了{key}这个答案。'
+            '文档的其余部分主要讲的是一座港口小镇的历史，以及镇上的商人如何与远方的港口交易羊毛、盐和木材，'
+            '这些内容与您的问题关系不大，也不会改变上面的结论。所以，简单来说，“{question}”的答案就是{key}。',
+            '好的，我仔细阅读了整篇材料，找到了与这个问题有关的一句话。文档中写道：\n\n> {needle}\n\n'
+            '因此答案是**{key}**。这个细节只在文中出现了一次，夹在一大段关于贸易和航运的叙述中间，很容易被忽略，'
+            '但它说得非常明白，也是全文唯一能回答这个问题的信息。希望这对您有帮助，如果还有其他问题，欢迎继续提问！',
+        ],
+        'markdown right': [
+            '**答案：**{key}\n\n**出处：**“{needle}”',
+            '- 问题：{question}\n- 答案：**{key}**\n- 位置：文中只出现一次',
+            '## 答案\n\n1. {key}',
+        ],
+        'helps right': ['{key}。希望这对你有帮助！', '答案是{key}。希望能帮到你，如有需要请继续提问。'],
+    },
+}
+
+
 def _single_cases() -> list[Case]:
     cases = []
     for item in _SINGLE:
@@ -192,6 +258,9 @@ def _single_cases() -> list[Case]:
 
         for answer in item['right']:
             add('right', answer, 'pass')
+        for category, templates in _RIGHT_TEMPLATES[language].items():
+            for template in templates:
+                add(category, template.format(key=key, needle=needle, question=question), 'pass')
         paraphrase = item['paraphrase']
         add('paraphrase', *(paraphrase if isinstance(paraphrase, tuple) else (paraphrase, 'judge')))
         add('partial', item['partial'], WRONG)
@@ -231,6 +300,7 @@ def _multi_cases() -> list[Case]:
                 'reference': facts.reference,
                 'answer_keys': facts.values,
                 'distractor_values': wrong_values,
+                'distractors': tuple(d.needle for d in distractors),
             }
 
             def add(category: str, answer: str, expected: str, *, language: str = language, common: dict = common):
@@ -239,6 +309,25 @@ def _multi_cases() -> list[Case]:
             values = facts.values
             sep = '、' if language == 'zh' else ', '
             add('right', facts.reference, 'pass')
+            add('markdown right', '\n'.join(f'- **{value}**' for value in values), 'pass')
+            if language == 'en':
+                add(
+                    'verbose right',
+                    f'Based on the document, I found {len(values)} special magic numbers for {facts.key}. Each one is '
+                    'given in its own sentence, spread through the text:\n\n'
+                    + '\n'.join(f'{n}. {value}' for n, value in enumerate(values, 1))
+                    + '\n\nThe document also mentions magic numbers for other places, but those belong to different '
+                    'keys, so I have left them out. I hope this helps!',
+                    'pass',
+                )
+            else:
+                add(
+                    'verbose right',
+                    f'根据文档，我找到了{facts.key}的{len(values)}个特殊魔法数字，它们分别出现在文中不同的句子里：\n\n'
+                    + '\n'.join(f'{n}. {value}' for n, value in enumerate(values, 1))
+                    + '\n\n文中还提到了其他地方的魔法数字，但那些属于别的关键词，所以我没有列出。希望这对你有帮助！',
+                    'pass',
+                )
             if language == 'en':
                 add('right', f'The special magic numbers for {facts.key} are {", ".join(values)}.', 'pass')
                 add('paraphrase', 'In reverse order: ' + ' and '.join(reversed(values)) + '.', 'pass')
@@ -332,6 +421,14 @@ def _reasoning_cases() -> list[Case]:
                 for template in templates:
                     add(category, template.format(**words), expected)
             add('right', chain.reference, 'pass')  # an answer that walks the chain names the other candidates
+            verbose = {
+                'en': 'Putting the linked facts in the document together, the answer is {key}. The chain goes like '
+                'this: {reference} Following these links one after another leads to {key}. I hope this helps!',
+                'zh': '把文中相互关联的几句话放在一起，答案是{key}。推理过程如下：{reference}'
+                '顺着这些线索一步步推下去，就得到了{key}。希望这对你有帮助！',
+            }[language]
+            add('verbose right', verbose.format(key=chain.answer, reference=chain.reference), 'pass')
+            add('markdown right', f'**{chain.answer}**', 'pass')
             add('partial', extras['bridge'], WRONG)
             add('other entity', extras['other'], WRONG)
             translated_expected = 'pass' if chain.answer in extras['translated'] else 'judge'
@@ -475,9 +572,9 @@ def score_case(case: Case) -> RuleVerdict:
         answer_keys=case.answer_keys,
         start_token=0,
         divergence_token=0,
-        distractor_values=case.distractor_values,
+        task_data=MultiRetrievalData(distractor_values=case.distractor_values).to_json(),
     )
-    rule = score_answer(strip_reasoning(case.answer), meta)
+    rule = score_answer(strip_reasoning(case.answer), meta, prompt=case.prompt)
     return RuleVerdict(rule.accuracy, rule.certain, rule.explanation, tuple(rule.extra.get('flags', ())))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from evalscope_niah.results import SampleResult
+from evalscope_niah.records import GUESSED, SampleResult
 from evalscope_niah.stats import CellSummary
 
 
@@ -31,7 +31,8 @@ def sample(
         judge_status=judge_status,
         error=error,
         budget_exhausted=budget_exhausted,
-        precision=precision,
+        # What multi-needle retrieval reports beside accuracy.
+        task_values={} if precision is None else {'precision': precision},
     )
 
 
@@ -49,7 +50,7 @@ def control(
         judge_accuracy=None,
         judge_status='not_called',
         control=True,
-        guessed=guessed,
+        task_values={} if guessed is None else {GUESSED: float(guessed)},
         **kw,
     )
 

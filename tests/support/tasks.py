@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.support.openai_server import OpenAICompatServer
+from evalscope_niah.testing.openai_server import OpenAICompatServer
 
 # The mock judges that grade by word overlap (openai_server.overlap_grader) cannot pass the judge check: they
 # rate a negated or retracted needle high. Tests of what happens after the check (grading, faults, resume) turn it

@@ -1,4 +1,4 @@
-"""A real, stdlib-only OpenAI-compatible chat-completions server for tests.
+"""A real, stdlib-only OpenAI-compatible chat-completions server for the tests and the benchmarks.
 
 The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
 
@@ -17,7 +17,10 @@ transformers as vLLM does) it also answers the tokenize contract of that server:
   ``POST /apply-template`` with ``{"messages"}`` -> ``{"prompt"}``; ``GET /props`` with ``n_ctx``.
 
 ``tokenize=False`` turns the tokenize routes off, ``context_window=None`` leaves the window unreported,
-``usage=False`` omits ``usage`` from chat replies.
+``usage=False`` omits ``usage`` from chat replies. ``prompt_cache=True`` reports, in each non-streamed reply, the
+prompt tokens a one-slot prefix cache (llama-server's) would have reused from the previous request: llama.cpp's
+``timings`` (``cache_n``, ``prompt_n``) with ``api_style='llama.cpp'``, else vLLM's
+``usage.prompt_tokens_details.cached_tokens``.
 
 Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
 text. Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
@@ -32,7 +35,7 @@ The server is bounded so a test can never run away: after ``max_requests`` reque
 
 Manual use::
 
-    python -m tests.support.openai_server --port 0 --model needle-finder
+    python -m evalscope_niah.testing.openai_server --port 0 --model needle-finder
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import urlsplit
@@ -194,6 +197,7 @@ class RecordedRequest:
     path: str = '/v1/chat/completions'
     stream: bool = False
     reply: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # names lower-cased (HTTP names are case-insensitive)
 
     @property
     def body(self) -> Any:
@@ -350,7 +354,7 @@ def _template_regex(template: str) -> re.Pattern[str]:
 
 
 def _judge_template() -> str:
-    from evalscope_niah import judge  # lazy: the module is owned elsewhere and may change
+    from .. import judge  # lazy: serving needs only the standard library; the template only parsing a judge prompt
 
     return judge.JUDGE_USER_TEMPLATE
 
@@ -396,6 +400,10 @@ def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
 # --------------------------------------------------------------------------------------------
 # HTTP plumbing
 # --------------------------------------------------------------------------------------------
+
+
+def _prompt_text(messages: list) -> str:
+    return '\n'.join(f'{m.get("role")}: {message_text(m)}' for m in messages)
 
 
 def _approx_tokens(text: str) -> int:
@@ -596,6 +604,7 @@ class _Handler(BaseHTTPRequestHandler):
             timestamp=time.time(),
             path=path,
             stream=stream,
+            headers={name.lower(): value for name, value in self.headers.items()},
         )
         self.owner._record(record)
         try:
@@ -668,6 +677,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send_json(200, answer)
 
     def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
+        # long because it is one request's path in the order a real server takes it: checks, the drawn fault, reply.
         owner = self.owner
 
         def reject(status: int, error: dict, headers: Mapping[str, str] | None = None) -> None:
@@ -752,6 +762,8 @@ class _Handler(BaseHTTPRequestHandler):
             ],
             'usage': usage,
         }
+        if owner.prompt_cache:
+            owner._report_prompt_cache(completion, record.messages)
         if not owner.usage:
             del completion['usage']
         if owner.lies.lies_for(model):
@@ -836,6 +848,7 @@ class OpenAICompatServer:
         context_window: reported in /v1/models (vllm) or /props (llama.cpp); None reports none.
         tokenize: False turns the tokenize routes of ``api_style`` off.
         usage: False omits ``usage`` from chat replies.
+        prompt_cache: True reports the prompt tokens a one-slot prefix cache would have reused (see the module doc).
         lies: what the server says instead of the truth (:class:`Lies`); None tells the truth.
 
     The server starts serving in a daemon thread on construction. Use it as a context
@@ -856,6 +869,7 @@ class OpenAICompatServer:
         context_window: int | None = None,
         tokenize: bool = True,
         usage: bool = True,
+        prompt_cache: bool = False,
         lies: Lies | None = None,
     ) -> None:
         if api_style not in ('openai', 'vllm', 'llama.cpp'):
@@ -867,6 +881,8 @@ class OpenAICompatServer:
         self.context_window = context_window
         self.tokenize = tokenize
         self.usage = usage
+        self.prompt_cache = prompt_cache
+        self._cached_prompt = ''  # the one slot: the last prompt's text
         self.lies = lies or Lies()
         self._hf_tokenizer: Any = None
         self._tokenize_count = 0
@@ -1004,6 +1020,27 @@ class OpenAICompatServer:
             self._requests.append(record)
             self._changed.notify_all()
 
+    def _report_prompt_cache(self, completion: dict, messages: list) -> None:
+        """The cache figures where the server style puts them (the bench replaying requests reads them there)."""
+        usage = completion['usage']
+        prompt_tokens = usage['prompt_tokens']
+        cached = round(prompt_tokens * self._reuse_prompt_prefix(_prompt_text(messages)))
+        if self.api_style == 'llama.cpp':
+            completion['timings'] = {'cache_n': cached, 'prompt_n': prompt_tokens - cached}
+        else:
+            usage['prompt_tokens_details'] = {'cached_tokens': cached}
+
+    def _reuse_prompt_prefix(self, text: str) -> float:
+        """The share of ``text`` a one-slot prefix cache holds (its common prefix with the last prompt); the slot then
+        holds ``text``."""
+        with self._lock:
+            previous, self._cached_prompt = self._cached_prompt, text
+        if not text:
+            return 0.0
+        pairs = zip(previous, text, strict=False)  # unequal lengths: the shorter one ends the common prefix
+        common = next((i for i, (a, b) in enumerate(pairs) if a != b), min(len(previous), len(text)))
+        return common / len(text)
+
     def _notify(self) -> None:
         with self._changed:
             self._changed.notify_all()
@@ -1064,7 +1101,7 @@ class OpenAICompatServer:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog='python -m tests.support.openai_server',
+        prog='python -m evalscope_niah.testing.openai_server',
         description='Serve needle_finder (and optionally an overlap judge) on 127.0.0.1 until Ctrl-C.',
     )
     parser.add_argument('--port', type=int, default=0, help='port on 127.0.0.1 (0: a free port)')

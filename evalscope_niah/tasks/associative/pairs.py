@@ -3,7 +3,7 @@
 Literal retrieval is saturated because the question repeats the needle's words. Following the idea of NoLiMa
 (Modarressi et al., 2025), a needle here states a fact about an invented character ("{name} lives right next to the
 Semper Opera House") and the question asks for that character through a link the reader must know ("Which character
-has been to Dresden?"). Every pair in ``data/associative_pairs.json`` was written for this project, in English and in
+has been to Dresden?"). Every pair in ``pairs.json`` was written for this project, in English and in
 Chinese (Chinese pairs use Chinese landmarks, works and dishes, not translations of the English ones).
 
 ``overlap`` enforces the rule that makes a pair associative: once the name is masked, needle and question share no
@@ -25,10 +25,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .errors import NiahConfigError
-from .vocabulary import LANGUAGES, Language
+from ...errors import NiahConfigError
+from ...vocabulary import LANGUAGES, Language, check_language
 
-PAIRS_FILE = Path(__file__).parent / 'data' / 'associative_pairs.json'
+PAIRS_FILE = Path(__file__).with_name('pairs.json')
 NAME_PLACEHOLDER = '{name}'
 
 # The kinds of one-hop link the shipped pairs use; a pair of another kind is a data bug.
@@ -144,19 +144,19 @@ class CorpusCheck:
 
 def load_pairs(language: Language) -> tuple[AssociativePair, ...]:
     """The shipped pairs of ``language``, in file order."""
-    _check_language(language)
+    check_language(language)
     return _shipped()[0][language]
 
 
 def names(language: Language) -> tuple[str, ...]:
     """The shipped character names of ``language``; none occurs in the shipped or the real corpora (tested)."""
-    _check_language(language)
+    check_language(language)
     return _shipped()[1][language]
 
 
 def literal_distractor(pair: AssociativePair, *, language: Language) -> str:
     """A sentence sharing the question's words (and target) that answers nothing: it names no character."""
-    _check_language(language)
+    check_language(language)
     if pair.language != language:
         raise NiahConfigError('language', f'pair {pair.id!r} is {pair.language!r}, not {language!r}')
     return pair.distractor
@@ -231,7 +231,7 @@ def overlap(pair: AssociativePair) -> set[str]:
 
 def shared_terms(first: str, second: str, *, language: Language) -> set[str]:
     """The terms of ``second`` that ``first`` shares by the overlap rule of ``language`` (see ``overlap``)."""
-    _check_language(language)
+    check_language(language)
     if language == 'zh':
         return _bigrams(first) & _bigrams(second)
     first_words = _content_words(first)
@@ -275,7 +275,7 @@ def check_corpus(text: str, *, language: Language) -> CorpusCheck:
     substrings with whitespace removed (a line break can split a word).
     About 1 s for 10 MB of English text and 0.2 s for 10 MB of Chinese on a loaded 2-core machine.
     """
-    _check_language(language)
+    check_language(language)
     if not isinstance(text, str):
         raise NiahConfigError('corpus', f'must be text, not {type(text).__name__}')
     if len(text) > MAX_CORPUS_CHARS:
@@ -383,7 +383,7 @@ def draw(
     sample, distinct within a cell while there are enough. With ``corpus_text``, names and pairs that the corpus
     contains (``check_corpus``) are left out.
     """
-    _check_language(language)
+    check_language(language)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise NiahConfigError('seed', f'must be an integer, not {seed!r}')
     if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_DRAW_COUNT:
@@ -415,8 +415,3 @@ def draw(
     else:
         drawn_names = [name_rng.choice(pool_names) for _ in range(count)]
     return list(zip(chosen, drawn_names, strict=True))
-
-
-def _check_language(language: str) -> None:
-    if language not in LANGUAGES:
-        raise NiahConfigError('language', f'{language!r} is not one of {", ".join(LANGUAGES)}')

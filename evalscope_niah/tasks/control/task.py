@@ -3,9 +3,10 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 
 from __future__ import annotations
 
-from ..metadata import GridCell, SampleMeta
-from ..scoring import absent_control_score
-from .base import NeedleChoice, PlanContext, RuleScore, Task
+from ...metadata import GridCell, SampleMeta
+from ...records import GUESSED
+from ...scoring import PromptText, absent_control_score
+from ..base import NeedleChoice, PlanContext, RuleScore, Task
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
 
@@ -15,14 +16,15 @@ class AbsentControl(Task):
 
     name = 'absent_control'
     description = 'one needle-free cell per length; measures guessing'
+    reported_values = (GUESSED,)
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
         return RuleScore(
-            values={'acc': control.score, 'abstained': float(control.abstained), 'guessed': float(control.guessed)},
+            values={'acc': control.score, 'abstained': float(control.abstained), GUESSED: float(control.guessed)},
             explanation=control.explanation,
         )
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..metadata import GridCell, SampleMeta
-from ..needles import answer_format_guide
-from ..scoring import needle_recall, score_single
-from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, needle_recall, score_single
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ..guide import answer_format_guide
 
 
 class SingleNeedle(Task):
@@ -41,8 +41,14 @@ class SingleNeedle(Task):
             guide=answer_format_guide(needle=subset.needles[0], answer=subset.answer, language=language),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_single(answer, **rule_inputs(meta))
-        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds.
-        recall = needle_recall(answer, needles=meta.needles, question=meta.question, language=meta.language)
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        verdict = score_single(answer, prompt=prompt, **rule_inputs(meta))
+        # Fact recall stays beside the verdict: the share of the needle's content words the answer holds. Length is
+        # no evidence of a paste (a verbose right answer has full recall); a pasted answer's recall is capped at its
+        # rule score, so judge-rule agreement compares like with like.
+        recall = needle_recall(
+            answer, needles=meta.needles, question=meta.question, language=meta.language, penalise_length=False
+        )
+        if {'paste', 'long'} & set(verdict.flags):
+            recall = min(recall, verdict.score)
         return verdict_score(verdict, answer, meta, rule_recall=recall)

@@ -7,25 +7,27 @@ from __future__ import annotations
 
 import random
 
-from ..metadata import GridCell, SampleMeta
-from ..needles import answer_format_guide, pick_chain, reasoning_chains
-from ..scoring import keyword_score, score_reasoning
-from .base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, keyword_score, score_reasoning
+from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ..guide import answer_format_guide
+from .chains import pick_chain, reasoning_chains
+from .params import ReasoningParams
 
 
 class ReasoningChain(Task):
     name = 'reasoning'
     description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
-    own_parameters = ('diff', 'shuffle_links')
+    params_model = ReasoningParams
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         return [(chain.needles, 'task') for chain in reasoning_chains(context.language)]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        params = context.params
+        options = context.options(ReasoningParams)
         chain = pick_chain(context.language, index=cell.repeat)
         needles = chain.needles
-        if params.shuffle_links:
+        if options.shuffle_links:
             order = list(needles)
             random.Random(seed).shuffle(order)
             needles = tuple(order)
@@ -35,11 +37,11 @@ class ReasoningChain(Task):
             question=chain.question,
             reference_answer=chain.reference,
             answer_keys=(chain.answer,),
-            needle_depths=tuple(min(100.0, depth + number * params.diff) for number in range(len(needles))),
+            needle_depths=tuple(min(100.0, depth + number * options.diff) for number in range(len(needles))),
             guide=answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=context.language),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
-        verdict = score_reasoning(answer, **rule_inputs(meta))
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        verdict = score_reasoning(answer, prompt=prompt, **rule_inputs(meta))
         keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)

@@ -8,13 +8,21 @@ hop's target is checked absent from the corpus); ``associative_distractor`` adds
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
-from ..associative import check_corpus, draw, literal_distractor, names
-from ..metadata import GridCell, SampleMeta
-from ..scoring import reasoning_answer_score
-from .base import NeedleChoice, PlanContext, RuleScore, Task, verdict_score
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, reasoning_answer_score
+from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, verdict_score
+from .pairs import check_corpus, draw, literal_distractor, names
+from .params import AssociativeParams
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class AssociativeData(SampleData):
+    candidates: tuple[str, ...] = ()  # every character name of the language: naming several of them is hedging
+    judge_hint: str = ''  # the needle and its hop, so the judge can tell the drawn name is reached by the link
 
 
 class Associative(Task):
@@ -24,7 +32,7 @@ class Associative(Task):
         "the answer is the character's name"
     )
     judged = True
-    own_parameters = ('associative_distractor',)
+    params_model = AssociativeParams
     # NoLiMa's measure: a length is effective while the score holds 85% of the shortest length's.
     effective_length_mode = 'relative'
 
@@ -50,7 +58,7 @@ class Associative(Task):
         pair, name = drawn[cell.repeat]
         distractors: tuple[str, ...] = ()
         distractor_depths: tuple[float, ...] | None = None
-        if params.associative_distractor:
+        if context.options(AssociativeParams).associative_distractor:
             distractors = (literal_distractor(pair, language=context.language),)
             depth = cell.depth_percent if cell.depth_percent is not None else 0.0
             distractor_depths = ((depth + 50.0) % 100.0,)  # as far from the needle as the haystack allows
@@ -61,18 +69,25 @@ class Associative(Task):
             answer_keys=(name,),
             distractors=distractors,
             distractor_depths=distractor_depths,
-            candidates=names(context.language),
-            judge_context=f'{pair.needle_for(name)} (link: {pair.hop})',
+            data=AssociativeData(
+                candidates=names(context.language), judge_hint=f'{pair.needle_for(name)} (link: {pair.hop})'
+            ),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
         verdict = reasoning_answer_score(
             answer,
             keyword=meta.answer_keys[0],
-            candidates=meta.candidates,
+            candidates=AssociativeData.of(meta).candidates,
             language=meta.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
             reference=' '.join(meta.needles) or meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            prompt=prompt,
         )
         return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        return AssociativeData.of(meta).judge_hint or None

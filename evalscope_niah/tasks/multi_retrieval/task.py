@@ -1,0 +1,62 @@
+"""Several facts about one invented key (RULER's multi-value task), with distractor facts about other keys placed
+in the same haystack (RULER's multi-key task); scored exactly per value, never judged."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...metadata import GridCell, SampleMeta
+from ...scoring import PromptText, multi_retrieval_scores, score_multi
+from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, rule_inputs, verdict_score
+from .facts import distractor_facts, multi_retrieval_set
+from .params import MultiRetrievalParams
+
+
+@dataclass(frozen=True)
+class MultiRetrievalData(SampleData):
+    # Values of the facts placed to mislead: an answer that gives them is wrong.
+    distractor_values: tuple[str, ...] = ()
+
+
+class MultiRetrieval(Task):
+    name = 'multi_retrieval'
+    description = (
+        'num_needles distinct facts about one key among distractor facts about other keys, and one question asking '
+        'for all of them; score = recall x precision of the values'
+    )
+    params_model = MultiRetrievalParams
+    reported_values = ('precision',)  # the share of the values given that are the key's
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        options = context.options(MultiRetrievalParams)
+        facts = multi_retrieval_set(language=context.language, count=options.num_needles, seed=seed)
+        distractors = distractor_facts(
+            language=context.language,
+            count=options.distractor_count(),
+            seed=seed,
+            exclude_values=facts.values,
+            name=facts.key,
+        )
+        return NeedleChoice(
+            needles=facts.needles,
+            question=facts.question,
+            reference_answer=facts.reference,
+            answer_keys=facts.values,
+            distractors=tuple(item.needle for item in distractors),
+            data=MultiRetrievalData(distractor_values=tuple(item.value for item in distractors)),
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        distractor_values = MultiRetrievalData.of(meta).distractor_values
+        verdict = score_multi(answer, distractor_values=distractor_values, prompt=prompt, **rule_inputs(meta))
+        scores = multi_retrieval_scores(
+            answer,
+            values=meta.answer_keys,
+            distractor_values=distractor_values,
+            reference=meta.reference_answer,
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            prompt=prompt,
+        )
+        return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)

@@ -1,0 +1,62 @@
+"""The vault-code task: an invented six-digit code of the vault on one floor (its parameter, ``vault_floor``), drawn
+from this folder's ``vault.json``; judged, with a hint for the judge, and one value of its own in every result
+(``code_found``: the code appears in the answer)."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, field_validator
+
+from evalscope_niah.metadata import GridCell, SampleMeta
+from evalscope_niah.run_params import TaskParams
+from evalscope_niah.tasks import NeedleChoice, PlanContext, RuleScore, SampleData, Task
+
+VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='utf-8'))
+
+
+class VaultParams(TaskParams):
+    vault_floor: int = Field(3, description="Task 'vault_code': the floor whose vault code is asked (1-99).")
+
+    @field_validator('vault_floor')
+    @classmethod
+    def _floor(cls, value: int) -> int:
+        if not 1 <= value <= 99:
+            raise ValueError('must be a floor between 1 and 99')
+        return value
+
+
+@dataclass(frozen=True)
+class VaultData(SampleData):
+    floor: int = 0
+
+
+class VaultCode(Task):
+    name = 'vault_code'
+    description = "the code of one floor's vault, judged with a hint"
+    judged = True
+    params_model = VaultParams
+    reported_values = ('code_found',)
+
+    def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
+        floor = context.options(VaultParams).vault_floor
+        code = VAULT['codes'][seed % len(VAULT['codes'])]
+        text = VAULT[context.language]
+        needle = text['needle'].format(floor=floor, code=code)
+        return NeedleChoice(
+            needles=(needle,),
+            question=text['question'].format(floor=floor),
+            reference_answer=needle,
+            answer_keys=(code,),
+            data=VaultData(floor=floor),
+        )
+
+    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+        found = float(re.search(rf'(?<!\d){meta.answer_keys[0]}(?!\d)', answer) is not None)
+        return RuleScore(values={'acc': found, 'code_found': found}, certain=False, explanation=f'code found: {found}')
+
+    def judge_hint(self, meta: SampleMeta) -> str | None:
+        return VAULT[meta.language]['hint'].format(floor=VaultData.of(meta).floor)
