@@ -43,6 +43,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, GRIDS, format_table, machine  # stdlib only: the replay runs where evalscope is not
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from evalscope_niah.prometheus import computed_tokens, read_counters  # stdlib only, like _common
+
 FORMAT = 'evalscope-niah-server-order/1'
 ORDERS = ('grid', 'prefix')
 ORDER_LABELS = {'grid': 'grid order (built-in)', 'prefix': 'ours: prefix_friendly_order'}
@@ -83,6 +86,7 @@ def export(
 ) -> dict[str, Any]:
     from evalscope_niah.ordering import prefix_friendly_order, prefix_reuse_share, sample_prefix_info
     from evalscope_niah.params import parse_params
+    from evalscope_niah.routing import ROUTER_KEY_HEADERS, routing_key
     from evalscope_niah.samples import iter_samples
 
     extra = dict(GRIDS[grid])
@@ -117,6 +121,7 @@ def export(
             'start_token': s.start_token,
             'divergence_token': s.divergence_token,
             'prompt_tokens': s.prompt_tokens,
+            'routing_key': routing_key(s.subset, s.start_token),
             'messages': s.messages(),
         }
         for number, s in enumerate(samples)
@@ -131,6 +136,7 @@ def export(
         'prompt_tokens': sum(s.prompt_tokens for s in samples),
         'orders': orders,
         'predicted_share': predicted,
+        'routing_key_headers': list(ROUTER_KEY_HEADERS),  # what routing_key_header 'on' sends
         'requests': requests,
     }
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -147,9 +153,12 @@ def _base_url(api_url: str) -> str:
     return url[: -len('/v1')] if url.endswith('/v1') else url
 
 
-def _post(url: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _post(url: str, body: dict[str, Any], timeout: float, headers: dict[str, str] | None = None) -> dict[str, Any]:
     request = urllib.request.Request(
-        url, data=json.dumps(body).encode('utf-8'), headers={'Content-Type': 'application/json'}, method='POST'
+        url,
+        data=json.dumps(body).encode('utf-8'),
+        headers={'Content-Type': 'application/json', **(headers or {})},
+        method='POST',
     )
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read().decode('utf-8'))
@@ -217,8 +226,10 @@ def replay_once(
     in_flight: int,
     max_tokens: int,
     timeout: float,
+    key_headers: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """Send every request, W workers taking them in list order; per-request figures and the wall time."""
+    """Send every request, W workers taking them in list order; per-request figures and the wall time. Each
+    request carries its routing key in ``key_headers`` (none: no key)."""
     url = api_url.rstrip('/') + '/chat/completions'
     results: list[dict[str, Any] | None] = [None] * len(requests)
     sent: list[int] = []  # request ids in the order they were taken
@@ -246,7 +257,8 @@ def replay_once(
             began = time.perf_counter()
             record: dict[str, Any] = {'id': item['id'], 'start': began - start}
             try:
-                reply = _post(url, body, timeout)
+                key = item.get('routing_key')
+                reply = _post(url, body, timeout, dict.fromkeys(key_headers, key) if key else None)
                 cached, computed = _cached_tokens(reply)
                 usage = reply.get('usage') or {}
                 timings = reply.get('timings') or {}
@@ -299,15 +311,31 @@ def _mean(values: Sequence[float]) -> float:
     return sum(values) / len(values)
 
 
-def _send_all(args: argparse.Namespace, requests: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    return replay_once(
+def key_headers(setting: str, exported: Sequence[str]) -> list[str]:
+    """Header names for --routing-key-header: 'off' none, 'on' the export's (routing_key_header 'on'), else one."""
+    if setting == 'off':
+        return []
+    return list(exported) if setting == 'on' else [setting]
+
+
+def _send_all(args: argparse.Namespace, requests: Sequence[dict[str, Any]], exported: Sequence[str]) -> dict[str, Any]:
+    replicas = [url for url in (args.replica_metrics or '').split(',') if url]
+    before = [computed_tokens(read_counters(url)) for url in replicas]
+    result = replay_once(
         requests,
         api_url=args.api_url,
         model=args.model,
         in_flight=args.in_flight,
         max_tokens=args.max_tokens,
         timeout=args.request_timeout,
+        key_headers=key_headers(args.routing_key_header, exported),
     )
+    if replicas:  # what each replica behind the router computed during this run, read from the replica itself
+        after = [computed_tokens(read_counters(url)) for url in replicas]
+        result['replica_computed'] = [
+            None if start is None or end is None else end - start for start, end in zip(before, after, strict=True)
+        ]
+    return result
 
 
 def summarize(args: argparse.Namespace, data: dict[str, Any], runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -327,6 +355,7 @@ def summarize(args: argparse.Namespace, data: dict[str, Any], runs: list[dict[st
             'prompt_tokens_server': mine[0]['prompt_tokens_server'] if mine else None,
             'cache_share_mean': _mean(shares) if shares else None,
             'predicted_share': predicted.get(name, {}).get(str(args.in_flight)),
+            'replica_computed': [run['replica_computed'] for run in mine if 'replica_computed' in run],
         }
     grid_wall, prefix_wall = summary['grid']['wall_mean'], summary['prefix']['wall_mean']
     return {
@@ -343,6 +372,7 @@ def summarize(args: argparse.Namespace, data: dict[str, Any], runs: list[dict[st
         'server_cmd': args.server_cmd,
         'in_flight': args.in_flight,
         'max_tokens': args.max_tokens,
+        'routing_key_header': args.routing_key_header,
         'rounds': len({run['round'] for run in runs}),
         'summary': summary,
         'wall_ratio_grid_over_prefix': grid_wall / prefix_wall if grid_wall and prefix_wall else None,
@@ -352,6 +382,9 @@ def summarize(args: argparse.Namespace, data: dict[str, Any], runs: list[dict[st
 
 def replay(args: argparse.Namespace) -> dict[str, Any]:
     data = read_export(args.replay)
+    exported = data.get('routing_key_headers', [])
+    if args.routing_key_header == 'on' and not exported:
+        raise SystemExit(f'{args.replay} was exported without routing keys: export it again')
     by_id = {item['id']: item for item in data['requests']}
     base = _base_url(args.api_url)
     log = args.server_log
@@ -376,9 +409,9 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
                     if args.warmup:  # kernels warmed by a prompt that shares no haystack text
                         body = {'model': args.model, 'messages': [{'role': 'user', 'content': 'Hi'}], 'max_tokens': 4}
                         _post(args.api_url.rstrip('/') + '/chat/completions', body, args.request_timeout)
-                    result = _send_all(args, requests)
+                    result = _send_all(args, requests, exported)
             else:
-                result = _send_all(args, requests)
+                result = _send_all(args, requests, exported)
             result.update(run=len(runs) + 1, round=round_number + 1, order=name)
             share = '-' if result['cache_share'] is None else f'{result["cache_share"]:.1%}'
             print(
@@ -426,6 +459,10 @@ def report_table(report: dict[str, Any]) -> str:
         format_table(header, rows),
         f'grid order / our order, wall time: {"-" if ratio is None else f"{ratio:.3f}x"}',
     ]
+    for name in ORDERS:
+        for run, per_replica in enumerate(report['summary'][name].get('replica_computed', []), 1):
+            shown = ' + '.join('-' if tokens is None else f'{tokens:,.0f}' for tokens in per_replica)
+            lines.append(f'{ORDER_LABELS[name]}, run {run}: prompt tokens computed per replica {shown}')
     return '\n'.join(lines)
 
 
@@ -452,6 +489,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--server-timeout', type=float, default=300, help='replay: seconds to wait for /health')
     parser.add_argument('--request-timeout', type=float, default=600, help='replay: seconds per request')
     parser.add_argument('--no-warmup', dest='warmup', action='store_false', help='replay: skip the warm-up request')
+    parser.add_argument(
+        '--routing-key-header',
+        default='off',
+        help="replay: send each request's prefix-group key: 'on' (the headers routing_key_header 'on' sends), "
+        "'off', or a header name",
+    )
+    parser.add_argument(
+        '--replica-metrics', help='replay: comma-separated /metrics URLs of the replicas behind a router'
+    )
     parser.add_argument('--json', type=Path, help='replay: write every figure as JSON to FILE')
     args = parser.parse_args(argv)
     if args.export:

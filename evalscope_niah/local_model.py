@@ -132,6 +132,7 @@ class LocalModelServer:
             client = openai.OpenAI(base_url=server.base_url, api_key='none')
             client.chat.completions.create(model=server.model_name, messages=[...])
 
+    ``metrics`` serves llama.cpp's Prometheus ``/metrics`` (prompt tokens computed, cache hits excluded).
     ``n_ctx`` is the context each request may use: the KV cache holds ``n_ctx * n_parallel`` tokens so every
     slot gets the full window. The chat template is the one stored in the GGUF.
     """
@@ -146,6 +147,7 @@ class LocalModelServer:
         model_name: str | None = None,
         startup_timeout: float = 120.0,
         verbose: bool = False,
+        metrics: bool = False,
     ) -> None:
         # Validate before anything starts so a bad path fails fast with a clear message.
         if gguf_path is None:
@@ -162,6 +164,7 @@ class LocalModelServer:
         self.n_parallel = n_parallel
         self.startup_timeout = startup_timeout
         self.verbose = verbose
+        self.metrics = metrics
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -192,6 +195,7 @@ class LocalModelServer:
             'n_threads': self.n_threads,
             'verbosity': 3 if self.verbose else 1,  # 1 = errors only; 3 also logs each request's timings
             'ready_file': ready_file,
+            'metrics': self.metrics,
         }
 
     def start(self) -> LocalModelServer:
@@ -273,6 +277,13 @@ class LocalModelServer:
             self._log.close()
             self._log = None
 
+    def kill(self) -> None:
+        """End the server at once (SIGKILL), as a crash would: requests in flight lose their connection."""
+        if self._proc is not None:
+            self._proc.kill()
+            self._proc.wait()
+        self.stop()
+
     def _stop_process(self, *, timeout: float = 10.0) -> None:
         # Returns only once the child has exited, so everything it wrote is in the log.
         proc, self._proc, self._address = self._proc, None, None
@@ -322,6 +333,8 @@ def _serve(config: dict[str, Any]) -> None:
     params.cpuparams_batch.n_threads = config['n_threads']
     params.verbosity = config['verbosity']
     params.ui = False
+    # Prometheus /metrics: prompt tokens really computed (cache hits excluded), read by the router benchmark.
+    params.endpoint_metrics = bool(config.get('metrics'))
     try:
         server = xllamacpp.Server(params)  # loads the model, binds, starts the HTTP thread; returns when listening
     except RuntimeError as exc:  # the reason is in llama.cpp's log above

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .server_values import MAX_PLAUSIBLE_TOKENS
+from .vocabulary import JUDGE_STATUSES, SCORING_SOURCES, JudgeStatus, ScoringSource
 
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
@@ -20,9 +21,6 @@ GUESSED = 'guessed'
 # Task values that results files written before `task_values` existed hold at the top level of a row.
 LEGACY_TASK_VALUES = (GUESSED, 'precision')
 
-JUDGE_STATUSES: frozenset[str] = frozenset({'ok', 'failed', 'not_called'})
-# How a sample's final accuracy was decided: the judge, the rule by choice, or the rule because the judge failed.
-SCORING_METHODS: frozenset[str] = frozenset({'judge', 'rule', 'rule_fallback'})
 # Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
 # the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
 MAX_TEXT_CHARS = 1000
@@ -123,7 +121,7 @@ class SampleResult:
     rule_recall: float | None
     levenshtein: float | None
     judge_accuracy: float | None
-    judge_status: str
+    judge_status: JudgeStatus
     error: str | None = None
     budget_exhausted: bool = False
     control: bool = False
@@ -132,7 +130,7 @@ class SampleResult:
     judge_rating: float | None = None
     served_prompt_tokens: int | None = None
     served_completion_tokens: int | None = None
-    scoring: str | None = None
+    scoring: ScoringSource | None = None
     task_values: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -180,8 +178,8 @@ class SampleResult:
                 f'judge_accuracy must be set exactly when judge_status is "ok" '
                 f'(status={self.judge_status!r}, judge_accuracy={self.judge_accuracy!r})'
             )
-        if self.scoring is not None and self.scoring not in SCORING_METHODS:
-            raise ValueError(f'scoring must be one of {sorted(SCORING_METHODS)} or None, got {self.scoring!r}')
+        if self.scoring is not None and self.scoring not in SCORING_SOURCES:
+            raise ValueError(f'scoring must be one of {sorted(SCORING_SOURCES)} or None, got {self.scoring!r}')
         if self.scoring == 'judge' and self.judge_status != 'ok':
             raise ValueError(f'scoring "judge" needs a judge verdict (judge_status "ok"), got {self.judge_status!r}')
 

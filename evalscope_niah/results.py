@@ -20,7 +20,6 @@ from typing import IO, Any
 from .atomic import atomic_write_text
 from .records import SampleResult
 from .stats import (
-    DEFAULT_EFFECTIVE_THRESHOLD,
     Agreement,
     CellSummary,
     ControlSummary,
@@ -36,10 +35,7 @@ from .stats import (
 )
 
 __all__ = [
-    'CELLS_FILE',
     'CELL_CSV_COLUMNS',
-    'RESULTS_FILE',
-    'SUMMARY_FILE',
     'csv_text',
     'read_cells_csv',
     'read_results',
@@ -50,10 +46,6 @@ __all__ = [
     'write_summary_json',
 ]
 
-# File names inside an EvalScope report directory (reports/<model_id>/), read back by `evalscope-niah plot`.
-RESULTS_FILE = 'needle_haystack_results.jsonl'
-CELLS_FILE = 'needle_haystack_cells.csv'
-SUMMARY_FILE = 'needle_haystack_summary.json'
 # A row holds a few numbers and three bounded texts (answer, reasoning, error): a few thousand characters. A longer
 # line is not a results row, and is refused before it is read whole.
 MAX_RESULT_LINE_BYTES = 1_000_000
@@ -241,7 +233,8 @@ def write_summary_json(
     path: str | os.PathLike[str],
     results: Iterable[SampleResult],
     *,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
+    pass_mark: float,
     mode: EffectiveMode = 'absolute',
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
@@ -257,7 +250,7 @@ def write_summary_json(
             for subset in subsets
         },
         'controls': [asdict(c) for c in summarize_controls(result_list)],
-        'subsets': [asdict(s) for s in summarize_subsets(result_list)],
+        'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
     return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
 

@@ -131,3 +131,22 @@ def test_cached_tokens_read_from_llama_server_and_vllm_replies(
     for run in result['runs']:
         assert 0 < run['cache_share'] < 1  # consecutive requests share the instructions and some haystack
         assert run['cached_tokens'] + run['computed_tokens'] == run['prompt_tokens_server']
+
+
+def test_replay_sends_each_requests_routing_key_when_asked(exported: tuple[Path, dict], tmp_path: Path) -> None:
+    path, data = exported
+    keys = {_user_text(item['messages']): item['routing_key'] for item in data['requests']}
+    assert data['routing_key_headers'] == ['X-Session-ID', 'X-SMG-Routing-Key']
+    assert len(set(keys.values())) == 2  # one haystack start per subset: two prefix groups
+    sent = {}
+    for setting in ('on', 'X-Hash-Key'):
+        with OpenAICompatServer({'m': needle_finder}) as server:
+            _replay(path, server, tmp_path / f'{setting}.json', '--routing-key-header', setting)
+            sent[setting] = server.requests
+    keyed, custom = sent['on'], sent['X-Hash-Key']
+    assert len(keyed) == 2 * len(data['requests'])  # both orders
+    for request in keyed:
+        expected = keys[_user_text(request.messages)]
+        assert request.headers['x-session-id'] == request.headers['x-smg-routing-key'] == expected
+    assert all(request.headers['x-hash-key'] == keys[_user_text(request.messages)] for request in custom)
+    assert all('x-session-id' not in request.headers for request in custom)

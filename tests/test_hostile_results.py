@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 
 from evalscope_niah.cli import main
-from evalscope_niah.results import (
-    MAX_DRAWN_LENGTHS,
-    MAX_RESULT_LINE_BYTES,
-    RESULTS_FILE,
-    read_results,
-    read_results_to_draw,
-)
+from evalscope_niah.outputs import RESULTS_FILE
+from evalscope_niah.results import MAX_DRAWN_LENGTHS, MAX_RESULT_LINE_BYTES, read_results, read_results_to_draw
 
 ROW = {
     'subset': 'english',

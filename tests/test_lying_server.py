@@ -1,9 +1,9 @@
 """A server that lies: every field a model server reports about itself or a reply, each lie against a real run.
 
-The test server (evalscope_niah/testing/openai_server.py, ``Lies``) answers every prompt right (``needle_finder``)
-but lies in one field. Each test asserts the documented outcome (README: Guarantees): a lie in a recorded value is
-dropped with one warning and the run scores as usual; a reply EvalScope cannot read is an error counted as such; a
-window or tokenizer that cannot be trusted stops the run before any model request. Nothing already computed is lost.
+The test server (evalscope_niah.testing.openai_server, ``Lies``) answers every prompt right (``needle_finder``) but lies
+in one field. Each test asserts the documented outcome (README: Guarantees): a lie in a recorded value is dropped
+with one warning and the run scores as usual; a reply EvalScope cannot read is an error counted as such; a window
+or tokenizer that cannot be trusted stops the run before any model request. Nothing already computed is lost.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah import endpoint
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import replies
+from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult
-from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.results import read_results
 from evalscope_niah.server_values import shown
 from evalscope_niah.testing.openai_server import (
     Lies,

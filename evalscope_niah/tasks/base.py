@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
@@ -55,9 +55,13 @@ class SampleData:
     @classmethod
     def of(cls: type[D], meta: SampleMeta) -> D:
         """This task's data of ``meta``; fields it lacks (a sample planned before the field existed) take their
-        defaults, keys this type does not declare are ignored."""
-        declared = {item.name for item in fields(cls)}
-        values = {name: _from_json(value) for name, value in meta.task_data.items() if name in declared}
+        defaults, keys this type does not declare are ignored. The metadata comes back from EvalScope's files, so a
+        value of another kind than its field's default (a string where a list belongs) is refused, not used."""
+        values = {
+            item.name: _from_json(cls, item.name, meta.task_data[item.name], item.default)
+            for item in fields(cls)
+            if item.name in meta.task_data
+        }
         return cls(**values)
 
 
@@ -65,8 +69,16 @@ def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _from_json(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+def _from_json(owner: type, name: str, value: Any, default: Any) -> Any:
+    if isinstance(default, tuple):
+        if not isinstance(value, list | tuple):
+            raise ValueError(f'{owner.__name__}.{name} must be a list, got {type(value).__name__}')
+        return tuple(value)
+    if isinstance(default, float) and type(value) is int:  # JSON writes 1.0 as 1 in some producers
+        return float(value)
+    if default is not MISSING and default is not None and type(value) is not type(default):
+        raise ValueError(f'{owner.__name__}.{name} must be {type(default).__name__}, got {type(value).__name__}')
+    return value
 
 
 @dataclass(frozen=True)

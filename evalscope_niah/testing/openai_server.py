@@ -1,3 +1,5 @@
+# long because it is one server: the chat, tokenize and health routes, SSE and the injected faults share the request
+# state and bounds (max_requests, the watchdog) that keep a test from running away.
 """A real, stdlib-only OpenAI-compatible chat-completions server for the tests and the benchmarks.
 
 The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
@@ -907,7 +909,10 @@ class OpenAICompatServer:
         self._per_model_count: dict[str, int] = {}
         self._rngs: dict[str, random.Random] = {}
         self._fault_counts: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
+        self._start(port)
 
+    def _start(self, port: int) -> None:
+        """Bind 127.0.0.1, then serve and watch the time bound in daemon threads."""
         self._httpd = _HTTPServer(self, port)
         self.host, self.port = self._httpd.server_address[:2]
         self._thread = threading.Thread(
