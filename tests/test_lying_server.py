@@ -121,6 +121,21 @@ def test_a_lying_completion_count_does_not_explain_a_cut_reply(
     assert all(r.accuracy == 1.0 and r.budget_exhausted for r in results)  # the whole answer came before the cut
 
 
+@pytest.mark.parametrize(
+    ('usage', 'problem'),
+    [('x', "'str' object has no attribute 'prompt_tokens'"), ({'prompt_tokens_details': [1]}, 'cached_tokens')],
+    ids=['usage-string', 'details-list'],
+)
+def test_a_usage_of_the_wrong_shape_is_an_error_that_says_so(
+    usage: Any, problem: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    report, results, _ = _run(fixture_corpus_dir, tmp_path, Lies(usage=usage))
+    for result in results:
+        assert result.accuracy is None and 'UnreadableReplyError' in result.error
+        assert "the model server's reply (AttributeError" in result.error and problem in result.error
+    assert report.execution_summary.errored == len(DEPTHS)
+
+
 # ---- finish reasons and model names --------------------------------------------------------------------------------
 
 

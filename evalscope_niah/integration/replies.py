@@ -117,6 +117,11 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
         raise UnreadableReplyError(
             f'the {what} server sent a reply EvalScope cannot read ({exc.title}: {problems}); a server fault'
         ) from None
+    except (AttributeError, TypeError) as exc:  # EvalScope reads fields of a reply whose parts have the wrong shape
+        raise UnreadableReplyError(
+            f"EvalScope failed on the {what} server's reply ({type(exc).__name__}: {str(exc)[:200]}): a reply of "
+            'the wrong shape, most likely (a usage that is no object); a server fault'
+        ) from exc
     except UnicodeDecodeError as exc:  # the openai SDK decodes the JSON body as UTF-8; after EvalScope's retries
         raise UnreadableReplyError(
             f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
