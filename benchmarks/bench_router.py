@@ -98,7 +98,8 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
 
     from evalscope_niah.local_model import LocalModelServer
     from evalscope_niah.local_router import LocalRouter, prometheus_counters
-    from evalscope_niah.results import RESULTS_FILE, read_results
+    from evalscope_niah.outputs import RESULTS_FILE
+    from evalscope_niah.results import read_results
 
     count = 1 if policy == ONE_REPLICA else args.replicas
     threads = max(1, args.threads // count)

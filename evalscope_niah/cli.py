@@ -216,8 +216,8 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
-    from .outputs import draw_heatmaps, in_served_tokens
-    from .results import RESULTS_FILE, read_results
+    from .outputs import HEATMAP_PREFIX, RESULTS_FILE, draw_heatmaps, in_served_tokens
+    from .results import read_results_to_draw
 
     found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
@@ -230,13 +230,17 @@ def _plot(args: argparse.Namespace) -> int:
         )
         return 1
     for results_file in found:
-        results = read_results(results_file)
+        try:
+            results = read_results_to_draw(results_file)
+        except (ValueError, OSError) as exc:  # a malformed row names its file and line; nothing is drawn for it
+            print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
+            return 1
         effective = _effective_lengths(results_file.parent, results)
         options = {}
         if args.served_tokens:
             results, effective = in_served_tokens(results, effective)
             options = {
-                'prefix': 'needle_haystack_heatmap_served',
+                'prefix': f'{HEATMAP_PREFIX}_served',
                 'title': 'Needle in a haystack (tokens the model read)',
             }
         for path in draw_heatmaps(
@@ -248,7 +252,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dict[str, int | None]:
     """Effective lengths as the run stored them (its threshold and mode), else computed with the defaults."""
-    from .results import RESULTS_FILE, SUMMARY_FILE, read_summary_json
+    from .outputs import RESULTS_FILE, SUMMARY_FILE
+    from .results import read_summary_json
     from .stats import effective_context_length
 
     grid: dict[str, set[int]] = {}
@@ -265,11 +270,17 @@ def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dic
             print(f'evalscope-niah plot: ignoring {stored}: it does not match {RESULTS_FILE}', file=sys.stderr)
         except ValueError as exc:
             print(f'evalscope-niah plot: ignoring {stored}: {exc}', file=sys.stderr)
-    return {subset: effective_context_length(results, subset=subset).length for subset in sorted(grid)}
+    fields = NiahParams.model_fields  # the parameter model owns the defaults
+    threshold, mode = fields['effective_length_threshold'].default, fields['effective_length_mode'].default
+    return {
+        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
+        for subset in sorted(grid)
+    }
 
 
 def _plot_csv(args: argparse.Namespace) -> int:
     from .opencompass import read_summary_csv
+    from .outputs import HEATMAP_PREFIX
     from .plotting import plot_all
 
     missing = [str(path) for path in args.csv if not path.is_file()]
@@ -287,7 +298,7 @@ def _plot_csv(args: argparse.Namespace) -> int:
             return 1
         output_dir = args.output_dir if args.output_dir is not None else csv_path.parent
         for model, cells in models.items():
-            prefix = f'needle_haystack_heatmap_{_UNSAFE_NAME_CHARS.sub("_", model) or "_"}'
+            prefix = f'{HEATMAP_PREFIX}_{_UNSAFE_NAME_CHARS.sub("_", model) or "_"}'
             key = (output_dir / prefix).resolve()
             if key in taken:
                 print(
@@ -306,7 +317,7 @@ def _plot_csv(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .compare import NoResultsError, run_compare
-    from .results import RESULTS_FILE
+    from .outputs import RESULTS_FILE
 
     if not 0.0 < args.threshold <= 1.0:
         raise NiahConfigError('--threshold', f'must be in (0, 1], got {args.threshold}')

@@ -1,7 +1,7 @@
 """Compare finished runs side by side: one PNG of heatmaps (rows = subsets, columns = models) on one colour scale,
 the effective context length marked in every panel, plus a table of effective lengths (text and CSV).
 
-Runs are found as `reports/<model_id>/needle_haystack_results.jsonl` under EvalScope work directories, so nothing
+Runs are found as `reports/<model_id>/` + `outputs.RESULTS_FILE` under EvalScope work directories, so nothing
 is recomputed from model outputs; the figure is built on an Agg-backed `Figure`, never through pyplot.
 """
 
@@ -19,11 +19,11 @@ from matplotlib.figure import Figure
 
 from .atomic import atomic_write_bytes, atomic_write_text
 from .labels import length_labels
+from .outputs import RESULTS_FILE
 from .plotting import add_accuracy_colorbar, draw_heatmap
 from .records import SampleResult
-from .results import RESULTS_FILE, csv_text, read_results
+from .results import csv_text, read_results_to_draw
 from .stats import (
-    DEFAULT_EFFECTIVE_THRESHOLD,
     CellSummary,
     EffectiveLength,
     EffectiveMode,
@@ -146,7 +146,7 @@ def _unique_labels(candidates: Sequence[Sequence[str]]) -> list[str]:
 
 
 def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
-    """Every `reports/<model_id>/needle_haystack_results.jsonl` under each work dir, read, in the order given.
+    """Every `reports/<model_id>/` + `outputs.RESULTS_FILE` under each work dir, read, in the order given.
 
     Labels are the model ids; where two are equal the work dir name is added ('qwen (run-a)'), then the path
     inside the work dir.  Raises `NoResultsError` naming every dir without results (or that is not a dir), and
@@ -177,7 +177,7 @@ def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
             model_id=path.parent.name,
             work_dir=root,
             results_file=path,
-            results=tuple(read_results(path)),
+            results=tuple(read_results_to_draw(path)),
         )
         for label, (root, path) in zip(labels, found, strict=True)
     ]
@@ -186,7 +186,7 @@ def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
 def build_comparison(
     runs: Sequence[ModelRun],
     *,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
     mode: EffectiveMode = 'absolute',
 ) -> Comparison:
     """Effective context length of every (run, subset) that has needle samples; subsets are the union, sorted.
@@ -360,7 +360,7 @@ def run_compare(
     work_dirs: Sequence[str | os.PathLike[str]],
     *,
     output: str | os.PathLike[str] = DEFAULT_COMPARE_OUTPUT,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
     mode: EffectiveMode = 'absolute',
     show_score: bool = False,
 ) -> CompareOutput:

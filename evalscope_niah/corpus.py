@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +136,9 @@ def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:
         )
     path = directory / relative
     if not path.is_file():
+        kind = _file_kind(path)
+        if kind is not None:  # it is there: saying "not found" would send the user looking for the wrong fault
+            raise NiahConfigError(subset.corpus_param, f'{where} in {directory} is not a regular file ({kind})')
         present = sorted(p.name for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
         raise NiahConfigError(subset.corpus_param, f'{where} not found in {directory} (found: {present[:50]})')
     root = directory.resolve()
@@ -145,6 +149,23 @@ def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:
             'copy the file into the directory instead',
         )
     return path
+
+
+def _file_kind(path: Path) -> str | None:
+    """What stands at ``path`` when it is not a regular file ('a FIFO', 'a directory', ...), or None when nothing
+    does (a dangling symlink counts as nothing: its target is what is missing)."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    kinds = (
+        (stat.S_ISDIR, 'a directory'),
+        (stat.S_ISFIFO, 'a FIFO'),
+        (stat.S_ISSOCK, 'a socket'),
+        (stat.S_ISCHR, 'a character device'),
+        (stat.S_ISBLK, 'a block device'),
+    )
+    return next((name for test, name in kinds if test(mode)), 'a special file')
 
 
 def _check_total_size(paths: Sequence[Path], subset: ResolvedSubset) -> None:

@@ -19,8 +19,9 @@ from typing import Literal
 from .corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from .errors import NiahConfigError
 from .labels import format_cell_table
-from .outputs import JUDGE_CHECK_FILE, scoring_notes
-from .results import RESULTS_FILE, read_results
+from .outputs import HEATMAP_PREFIX, JUDGE_CHECK_FILE, RESULTS_FILE, scoring_notes
+from .results import read_results
+from .scoring import RULE_PASS_THRESHOLD
 from .stats import summarize_cells, summarize_subsets
 
 # Sized for 2 CPU cores, where SmolLM2 reads ~100-160 prompt tokens/s: 18 prompts and 18 judge calls in about
@@ -169,7 +170,7 @@ def _print_summary(report_dir: Path, *, say) -> None:
     cells = summarize_cells(results)
     checks = _judge_checks(report_dir)
     notes = scoring_notes(results)
-    for summary in summarize_subsets(results):
+    for summary in summarize_subsets(results, pass_mark=RULE_PASS_THRESHOLD):
         say('')
         check = checks.get(summary.subset)
         if check is not None:
@@ -198,7 +199,7 @@ def _print_summary(report_dir: Path, *, say) -> None:
                 'samples. A small model is a weak judge; compare with --judge rule, or judge with a stronger '
                 'model through EvalScope (judge={"models": [...]}).'
             )
-    for png in sorted(report_dir.glob('needle_haystack_heatmap_*.png')):
+    for png in sorted(report_dir.glob(f'{HEATMAP_PREFIX}_*.png')):
         say(f'heatmap: {png}')
 
 

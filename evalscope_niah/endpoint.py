@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -26,12 +27,15 @@ import httpx
 import numpy as np
 
 from .errors import NiahConfigError
+from .server_values import plausible_tokens, shown, trusted_window
 from .token_bytes import boundaries_from_byte_lengths
 
 logger = logging.getLogger(__name__)
 
 Message = dict[str, str]
 
+# A tokenize call answers in well under a second; a server silent or trickling this long is not answering.
+TOKENIZE_TIMEOUT_S = 60.0
 # Answers are read up to this size: a tokenize reply for a 32k-character chunk with pieces is well under 2 MB.
 MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 # Tokenized once when a ServerTokenizer starts: its tokens key the on-disk caches, so they identify the tokenizer
@@ -44,8 +48,12 @@ _ALTERNATIVES = (
 )
 
 
-class EndpointError(RuntimeError):
-    """The server answered a tokenize call badly after it had been detected as working (status, shape)."""
+class EndpointError(NiahConfigError):
+    """The server answered a tokenize call badly after it had been detected as working (status, shape, counts that
+    disagree): ``tokenizer_path`` 'server' cannot be trusted with it."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__('tokenizer_path', message)
 
 
 def server_root(api_url: str) -> str:
@@ -61,17 +69,22 @@ def _headers(api_key: str | None) -> dict[str, str]:
     return {'Authorization': f'Bearer {api_key}'} if api_key else {}
 
 
-def _send(client: httpx.Client, method: str, url: str, body: Any = None) -> tuple[int, Any]:
-    """(status, parsed JSON or None); the body is read up to MAX_RESPONSE_BYTES. Network errors propagate."""
+def _send(client: httpx.Client, method: str, url: str, body: Any = None, *, deadline_s: float) -> tuple[int, Any]:
+    """(status, parsed JSON or None); the body is read up to MAX_RESPONSE_BYTES and for at most ``deadline_s``
+    seconds in all (httpx's timeout bounds each read, not a server that trickles a byte at a time). Network errors
+    propagate; a reply too large or too slow is an EndpointError."""
+    deadline = time.monotonic() + deadline_s
     with client.stream(method, url, json=body) as response:
         data = bytearray()
         for piece in response.iter_bytes():
             data += piece
             if len(data) > MAX_RESPONSE_BYTES:
                 raise EndpointError(f'{method} {url} answered more than {MAX_RESPONSE_BYTES} bytes')
+            if time.monotonic() > deadline:
+                raise EndpointError(f'{method} {url} took more than {deadline_s:g} s to answer')
         try:
             return response.status_code, json.loads(bytes(data))
-        except ValueError:
+        except ValueError:  # not JSON, or not UTF-8 (UnicodeDecodeError is a ValueError)
             return response.status_code, None
 
 
@@ -82,47 +95,54 @@ def probe_context_window(api_url: str, *, model: str, api_key: str | None = None
     """The server's context window in tokens for ``model``, or None when the server does not say.
 
     Asks vLLM's ``GET /v1/models`` (``max_model_len`` of the entry whose ``id`` or ``root`` is ``model``, or of
-    the only entry), then llama.cpp's ``GET /props``. Never raises for an unreachable server, an error status or
-    an odd answer: it logs at debug level and returns None.
+    the only entry), then llama.cpp's ``GET /props``. An unreachable server, an error status or an answer without
+    a window is not saying (logged at debug level); a window that is there but is no plausible token count raises
+    NiahConfigError (``server_values.trusted_window``).
     """
     root = server_root(api_url)
-    try:
-        with httpx.Client(timeout=timeout, headers=_headers(api_key)) as client:
-            for url, read in ((f'{root}/v1/models', _window_of_models), (f'{root}/props', _window_of_props)):
-                try:
-                    status, body = _send(client, 'GET', url)
-                except (httpx.HTTPError, EndpointError) as exc:
-                    logger.debug('context window probe %s failed: %r', url, exc)
-                    continue
-                window = read(body, model) if status == 200 else None
-                logger.debug('context window probe %s: status %s, window %s', url, status, window)
-                if window is not None:
-                    return window
-    except Exception as exc:  # a bad URL or anything else unexpected: the probe is advisory only
-        logger.debug('context window probe of %s failed: %r', api_url, exc)
+    for url, read in ((f'{root}/v1/models', _window_of_models), (f'{root}/props', _window_of_props)):
+        body = _probe_json(url, api_key=api_key, timeout=timeout)
+        field, value = read(body, model) if body is not None else ('', None)
+        logger.debug('context window probe %s: %s = %s', url, field, shown(value))
+        window = trusted_window(value, source=f'the model server: GET {url} ({field})')
+        if window is not None:
+            return window
     return None
 
 
-def _positive_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+def _probe_json(url: str, *, api_key: str | None, timeout: float) -> Any:
+    """The JSON a 200 answer to ``GET url`` holds, or None (the probe is advisory: nothing here raises)."""
+    try:
+        with httpx.Client(timeout=timeout, headers=_headers(api_key)) as client:
+            status, body = _send(client, 'GET', url, deadline_s=timeout)
+    except Exception as exc:  # a bad URL, a refused connection, a reply too large or too slow
+        logger.debug('context window probe %s failed: %r', url, exc)
+        return None
+    return body if status == 200 else None
 
 
-def _window_of_models(body: Any, model: str) -> int | None:
+def _window_of_models(body: Any, model: str) -> tuple[str, Any]:
+    """(where the window was read, what it said) from vLLM's model list; the value is None when absent."""
     entries = body.get('data') if isinstance(body, dict) else None
     if not isinstance(entries, list):
-        return None
+        return '', None
     entries = [entry for entry in entries if isinstance(entry, dict)]
     named = [entry for entry in entries if model in (entry.get('id'), entry.get('root'))]
     chosen = named or (entries if len(entries) == 1 else [])
-    return _positive_int(chosen[0].get('max_model_len')) if chosen else None
+    if not chosen:
+        return '', None
+    return f'max_model_len of model {shown(chosen[0].get("id"))}', chosen[0].get('max_model_len')
 
 
-def _window_of_props(body: Any, model: str) -> int | None:
+def _window_of_props(body: Any, model: str) -> tuple[str, Any]:
+    """(where the window was read, what it said) from llama.cpp's /props; the value is None when absent."""
     if not isinstance(body, dict):
-        return None
+        return '', None
     settings = body.get('default_generation_settings')
-    nested = _positive_int(settings.get('n_ctx')) if isinstance(settings, dict) else None
-    return nested or _positive_int(body.get('n_ctx'))
+    nested = settings.get('n_ctx') if isinstance(settings, dict) else None
+    if nested is not None:
+        return 'default_generation_settings.n_ctx', nested
+    return 'n_ctx', body.get('n_ctx')
 
 
 # ---- the server's tokenizer ----------------------------------------------------------------------------------
@@ -141,16 +161,18 @@ class ServerTokenizer:
 
     chat_template = None  # rendered by the server, never locally
 
-    def __init__(self, api_url: str, *, model: str, api_key: str | None = None, timeout: float = 60) -> None:
+    def __init__(self, api_url: str, *, model: str, api_key: str | None = None, timeout: float | None = None) -> None:
         self.api_url = api_url
         self.model = model
         self.root = server_root(api_url)
         self.name = f'server:{model}'
         self.calls = 0
         self.context_window: int | None = None
+        self.timeout = TOKENIZE_TIMEOUT_S if timeout is None else timeout
         self._calls_lock = threading.Lock()
-        self._client = httpx.Client(timeout=timeout, headers=_headers(api_key))
+        self._client = httpx.Client(timeout=self.timeout, headers=_headers(api_key))
         self.flavor = self._detect()
+        self._check_counts_agree()
         identity = {
             'flavor': self.flavor,
             'model': model,
@@ -170,7 +192,7 @@ class ServerTokenizer:
     def _post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         with self._calls_lock:
             self.calls += 1
-        return _send(self._client, 'POST', self.root + path, body)
+        return _send(self._client, 'POST', self.root + path, body, deadline_s=self.timeout)
 
     def _detect(self) -> str:
         """Which tokenize API answers: vLLM's form first, then llama.cpp's; neither is a configuration error."""
@@ -181,11 +203,14 @@ class ServerTokenizer:
         ):
             try:
                 status, answer = self._post('/tokenize', body)
-            except httpx.HTTPError as exc:
+            except httpx.TimeoutException:
+                tried.append(f'{flavor}: no answer within {self.timeout:g} s')
+                continue
+            except (httpx.HTTPError, EndpointError) as exc:
                 tried.append(f'{flavor}: {type(exc).__name__}')
                 continue
             if status == 200 and flavor == VLLM and isinstance(answer, dict) and 'count' in answer:
-                self.context_window = _positive_int(answer.get('max_model_len'))
+                self.context_window = plausible_tokens(answer.get('max_model_len'), minimum=1)
                 return flavor
             tokens = answer.get('tokens') if isinstance(answer, dict) else None
             if status == 200 and flavor == LLAMA_CPP and tokens and all(isinstance(t, dict) for t in tokens):
@@ -196,6 +221,17 @@ class ServerTokenizer:
             f"'server' needs the model server's tokenize API, and {self.root} has none (POST /tokenize in vLLM's "
             f"and llama.cpp's forms: {'; '.join(tried)}); {_ALTERNATIVES}",
         )
+
+    def _check_counts_agree(self) -> None:
+        """Lengths are cut by token pieces and counted by token ids: a server whose two answers disagree on the
+        same text would make every length wrong, so it is refused before any sample is built."""
+        ids, pieces = len(self.encode(_PROBE_TEXT)), len(self._token_bytes(_PROBE_TEXT))
+        counted = self.count(_PROBE_TEXT)
+        if not ids == pieces == counted:
+            raise EndpointError(
+                f'POST {self.root}/tokenize gives the same text {ids} token ids, {pieces} token pieces and a count of '
+                f'{counted}: its counts cannot be trusted'
+            )
 
     def _vllm_body(self, *, prompt: str | None = None, messages: Sequence[Message] | None = None, strings=False):
         body: dict[str, Any] = {'model': self.model, 'add_special_tokens': False}
@@ -213,21 +249,34 @@ class ServerTokenizer:
             detail = answer.get('error') if isinstance(answer, dict) else answer
             raise EndpointError(f'POST {self.root}/tokenize answered HTTP {status}: {str(detail)[:300]}')
         if self.flavor == VLLM:
-            self.context_window = _positive_int(answer.get('max_model_len')) or self.context_window
+            self.context_window = plausible_tokens(answer.get('max_model_len'), minimum=1) or self.context_window
         return answer
 
     # ---- the Tokenizer protocol --------------------------------------------------------------------------------
 
     def encode(self, text: str) -> list[int]:
-        if self.flavor == VLLM:
-            return [int(token) for token in self._tokenize(self._vllm_body(prompt=text))['tokens']]
-        return [int(token) for token in self._tokenize({'content': text})['tokens']]
+        body = self._vllm_body(prompt=text) if self.flavor == VLLM else {'content': text}
+        return self._token_ids(self._tokenize(body))
 
     def count(self, text: str) -> int:
         if self.flavor == VLLM:
             answer = self._tokenize(self._vllm_body(prompt=text))
-            return int(answer.get('count', len(answer['tokens'])))
-        return len(self._tokenize({'content': text})['tokens'])
+            tokens = self._token_ids(answer)
+            count = answer.get('count', len(tokens))
+            if count != len(tokens) or isinstance(count, bool):
+                raise EndpointError(
+                    f'POST {self.root}/tokenize answered count {shown(count)} with {len(tokens)} tokens: its counts '
+                    'cannot be trusted'
+                )
+            return len(tokens)
+        return len(self._token_ids(self._tokenize({'content': text})))
+
+    def _token_ids(self, answer: dict[str, Any]) -> list[int]:
+        tokens = answer['tokens']
+        for token in tokens:
+            if not isinstance(token, int) or isinstance(token, bool) or token < 0:
+                raise EndpointError(f'POST {self.root}/tokenize answered {shown(token)} where a token id belongs')
+        return tokens
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
         return boundaries_from_byte_lengths(text, [len(piece) for piece in self._token_bytes(text)])

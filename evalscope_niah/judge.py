@@ -1,3 +1,5 @@
+# long because the judge prompt and the verdict parser are one contract (the parser reads exactly the reply the prompt
+# asks for, and nothing it cannot read for certain): they change together.
 """LLM-judge prompt, verdict parsing and rubric mapping.
 
 The judge sees only the question, the reference answer (the needle) and the model's answer, never the haystack:

@@ -16,22 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import atomic_write_text
-from .labels import file_name_part, format_depth, length_labels
-from .results import CELL_CSV_COLUMNS, CELLS_FILE, csv_text, read_cells_csv
+from .labels import format_depth, length_labels
+from .results import CELL_CSV_COLUMNS, csv_text, read_cells_csv
 from .results import spreadsheet_unescape as unescape
 from .stats import CellSummary
 
-__all__ = [
-    'OPENCOMPASS_SUMMARY_PREFIX',
-    'opencompass_summary_file',
-    'read_summary_csv',
-    'write_opencompass_summaries',
-    'write_opencompass_summary',
-]
-
-# One file per subset: f'{OPENCOMPASS_SUMMARY_PREFIX}_{subset}.csv' (subset made file-name safe).  Runs before
-# per-subset files wrote all subsets into f'{OPENCOMPASS_SUMMARY_PREFIX}.csv'; `read_summary_csv` reads both.
-OPENCOMPASS_SUMMARY_PREFIX = 'needle_haystack_summary_opencompass'
+__all__ = ['read_summary_csv', 'write_opencompass_summary']
 
 # OpenCompass' summarizer writes `dataset,version,metric,mode,<model>...` with scores in 0-100 ('-' = no result);
 # newer NeedleBench summarizers drop the three middle columns.  Its dataset names pack the cell into a string,
@@ -71,11 +61,6 @@ def _dataset_length_tag(tokens: int) -> str:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def opencompass_summary_file(subset: str) -> str:
-    """File name of one subset's summary; characters outside [A-Za-z0-9._-] become '_' (as heatmap file names)."""
-    return f'{OPENCOMPASS_SUMMARY_PREFIX}_{file_name_part(subset)}.csv'
-
-
 def write_opencompass_summary(path: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str) -> Path:
     """Write one subset's cells as an OpenCompass NeedleBench summary CSV with one model column (atomically).
 
@@ -102,24 +87,6 @@ def write_opencompass_summary(path: str | os.PathLike[str], cells: Iterable[Cell
         if cell.accuracy is not None:
             rows.append([dataset, _CDME_VERSION, _CDME_METRIC, _CDME_MODE, f'{100.0 * cell.accuracy:.2f}'])
     return atomic_write_text(path, csv_text(rows))
-
-
-def write_opencompass_summaries(
-    output_dir: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str
-) -> list[Path]:
-    """One `write_opencompass_summary` file per subset in `output_dir` (`opencompass_summary_file`), subset order.
-
-    ValueError when two subset names give the same file name.
-    """
-    by_subset: dict[str, list[CellSummary]] = {}
-    for cell in cells:
-        by_subset.setdefault(cell.subset, []).append(cell)
-    names = {subset: opencompass_summary_file(subset) for subset in sorted(by_subset)}
-    if len(set(names.values())) != len(names):
-        raise ValueError(f'subset names collide after making them file-name safe: {names}')
-    return [
-        write_opencompass_summary(Path(output_dir) / names[subset], by_subset[subset], model=model) for subset in names
-    ]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -169,7 +136,7 @@ def _parse_rows(
     """Model names and the cell rows of an OpenCompass summary; other rows (group means, separators) are skipped."""
     if not header or header[0] != CDME_META_COLUMNS[0]:
         raise ValueError(
-            f'{path}: neither a {CELLS_FILE} nor an OpenCompass summary CSV (header {list(header)}, expected '
+            f'{path}: neither our cells CSV nor an OpenCompass summary CSV (header {list(header)}, expected '
             f'{list(CELL_CSV_COLUMNS)} or dataset,version,metric,mode,<model>...)'
         )
     first_model = len(CDME_META_COLUMNS) if header[1 : len(CDME_META_COLUMNS)] == CDME_META_COLUMNS[1:] else 1
@@ -222,7 +189,7 @@ def _model_cells(path: str | os.PathLike[str], parsed: Sequence[_CdmeRow], colum
 def read_summary_csv(  # long because two layouts (ours, OpenCompass') are told apart row by row
     path: str | os.PathLike[str], *, dataset_length: str | None = None
 ) -> dict[str, list[CellSummary]]:
-    """Cells per model from our cells CSV (`CELLS_FILE`) or an OpenCompass NeedleBench/CDME summary CSV.
+    """Cells per model from our cells CSV (`outputs.CELLS_FILE`) or an OpenCompass NeedleBench/CDME summary CSV.
 
     Our cells CSV holds one model, named after its folder (reports/<model_id>/).  From an OpenCompass CSV (ours,
     per subset or the older all-subsets file, or OpenCompass' own) every column after `dataset` (and
@@ -242,7 +209,7 @@ def read_summary_csv(  # long because two layouts (ours, OpenCompass') are told 
         if dataset_length is not None:
             raise ValueError(
                 f'{path}: dataset_length {dataset_length!r} not found; dataset lengths present: none '
-                f'(a {CELLS_FILE} has no OpenCompass dataset lengths)'
+                '(our cells CSV has no OpenCompass dataset lengths)'
             )
         return {Path(path).resolve().parent.name: read_cells_csv(path)}
     models, parsed = _parse_rows(path, rows, header)

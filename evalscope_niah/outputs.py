@@ -1,4 +1,5 @@
-"""The package's own files of a run, written by one writer that the adapter and ``evalscope-niah plot`` share."""
+"""The package's own files of a run, written by one writer that the adapter and ``evalscope-niah plot`` share, and
+the one table of their names (every reader takes them from here)."""
 
 from __future__ import annotations
 
@@ -7,31 +8,59 @@ import json
 import logging
 import os
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write_text
-from .opencompass import write_opencompass_summaries
-from .results import (
-    CELLS_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
-    SampleResult,
-    write_cells_csv,
-    write_results,
-    write_summary_json,
-)
-from .stats import effective_context_length, samples_by_cell, summarize_cells
+from .labels import file_name_part
+from .opencompass import write_opencompass_summary
+from .records import SampleResult
+from .results import write_cells_csv, write_results, write_summary_json
+from .scoring import RULE_PASS_THRESHOLD
+from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
 from .tasks import reported_values
 
-__all__ = ['JUDGE_CHECK_FILE', 'draw_heatmaps', 'in_served_tokens', 'scoring_notes', 'write_run_outputs']
+__all__ = [
+    'CELLS_FILE',
+    'HEATMAP_PREFIX',
+    'JUDGE_CHECK_FILE',
+    'OPENCOMPASS_SUMMARY_PREFIX',
+    'OUTPUT_FILE_NAMES',
+    'RESULTS_FILE',
+    'SUMMARY_FILE',
+    'draw_heatmaps',
+    'in_served_tokens',
+    'opencompass_summary_file',
+    'scoring_notes',
+    'write_opencompass_summaries',
+    'write_run_outputs',
+]
 
 logger = logging.getLogger(__name__)
 
-RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
+# The files of a run, inside EvalScope's report directory (reports/<model_id>/), read back by `evalscope-niah plot`
+# and `demo`. Renaming one breaks reading the runs already on disk: these names are the format.
+RESULTS_FILE = 'needle_haystack_results.jsonl'  # one SampleResult per line
+CELLS_FILE = 'needle_haystack_cells.csv'  # one CellSummary per row
+SUMMARY_FILE = 'needle_haystack_summary.json'  # effective lengths, control and subset summaries
 # The judge check before the run, per subset: each calibration answer, the judge's rating, right or wrong.
 JUDGE_CHECK_FILE = 'needle_haystack_judge_check.json'
+# f'{prefix}_{subset}.csv' per subset (subset made file-name safe). Runs before per-subset files wrote all subsets
+# into f'{prefix}.csv'; `opencompass.read_summary_csv` reads both.
+OPENCOMPASS_SUMMARY_PREFIX = 'needle_haystack_summary_opencompass'
+# f'{prefix}_{subset}.png' and '.html'; `plot` adds '_served' or the model's name before the subset.
+HEATMAP_PREFIX = 'needle_haystack_heatmap'
+OUTPUT_FILE_NAMES: tuple[str, ...] = (
+    RESULTS_FILE,
+    CELLS_FILE,
+    SUMMARY_FILE,
+    JUDGE_CHECK_FILE,
+    OPENCOMPASS_SUMMARY_PREFIX,
+    HEATMAP_PREFIX,
+)
+
+RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
 
 
 def _grid_order(result: SampleResult) -> tuple:
@@ -57,7 +86,8 @@ def write_run_outputs(
     cells = summarize_cells(results)
     # A column per value the tasks report, so the header is the same whichever cells hold one.
     write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells, value_columns=reported_values())
-    write_summary_json(os.path.join(output_dir, SUMMARY_FILE), results, threshold=threshold, mode=mode)
+    summary_path = os.path.join(output_dir, SUMMARY_FILE)
+    write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
     write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
     if judge_check:
         atomic_write_text(
@@ -109,7 +139,7 @@ def draw_heatmaps(
     *,
     effective_lengths: Mapping[str, int | None],
     show_score: bool = False,
-    prefix: str = 'needle_haystack_heatmap',
+    prefix: str = HEATMAP_PREFIX,
     title: str | None = None,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click."""
@@ -125,3 +155,27 @@ def draw_heatmaps(
         scoring_notes=scoring_notes(results),
         answers=samples_by_cell(results),
     )
+
+
+def opencompass_summary_file(subset: str) -> str:
+    """File name of one subset's summary; characters outside [A-Za-z0-9._-] become '_' (as heatmap file names)."""
+    return f'{OPENCOMPASS_SUMMARY_PREFIX}_{file_name_part(subset)}.csv'
+
+
+def write_opencompass_summaries(
+    output_dir: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str
+) -> list[Path]:
+    """One `opencompass.write_opencompass_summary` file per subset in `output_dir` (`opencompass_summary_file`), in
+    subset order.
+
+    ValueError when two subset names give the same file name.
+    """
+    by_subset: dict[str, list[CellSummary]] = {}
+    for cell in cells:
+        by_subset.setdefault(cell.subset, []).append(cell)
+    names = {subset: opencompass_summary_file(subset) for subset in sorted(by_subset)}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f'subset names collide after making them file-name safe: {names}')
+    return [
+        write_opencompass_summary(Path(output_dir) / names[subset], by_subset[subset], model=model) for subset in names
+    ]

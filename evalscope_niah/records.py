@@ -8,9 +8,10 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, get_args
+from typing import Any
 
-from .vocabulary import JudgeStatus, ScoringSource
+from .server_values import MAX_PLAUSIBLE_TOKENS
+from .vocabulary import JUDGE_STATUSES, SCORING_SOURCES, JudgeStatus, ScoringSource
 
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
@@ -20,9 +21,6 @@ GUESSED = 'guessed'
 # Task values that results files written before `task_values` existed hold at the top level of a row.
 LEGACY_TASK_VALUES = (GUESSED, 'precision')
 
-JUDGE_STATUSES: frozenset[str] = frozenset(get_args(JudgeStatus))
-# How a sample's final accuracy was decided: the judge, the rule by choice, or the rule because the judge failed.
-SCORING_METHODS: frozenset[str] = frozenset(get_args(ScoringSource))
 # Model output kept per sample (answer, reasoning), in characters including the cut marker: enough to see what
 # the model said, bounded so a rambling reply cannot blow up the results file or the HTML heatmap.
 MAX_TEXT_CHARS = 1000
@@ -123,7 +121,7 @@ class SampleResult:
     rule_recall: float | None
     levenshtein: float | None
     judge_accuracy: float | None
-    judge_status: str
+    judge_status: JudgeStatus
     error: str | None = None
     budget_exhausted: bool = False
     control: bool = False
@@ -132,7 +130,7 @@ class SampleResult:
     judge_rating: float | None = None
     served_prompt_tokens: int | None = None
     served_completion_tokens: int | None = None
-    scoring: str | None = None
+    scoring: ScoringSource | None = None
     task_values: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -152,16 +150,16 @@ class SampleResult:
             raise ValueError('a sample with an error must have accuracy=None')
         for name in ('served_prompt_tokens', 'served_completion_tokens'):
             value = getattr(self, name)
-            if value is not None and value < 0:
-                raise ValueError(f'{name} must be a non-negative int or None, got {value!r}')
+            if value is not None and not 0 <= value <= MAX_PLAUSIBLE_TOKENS:
+                raise ValueError(f'{name} must be an int from 0 to {MAX_PLAUSIBLE_TOKENS} or None, got {value!r}')
         # Frozen, so the bound is applied through object.__setattr__; bounded_text is idempotent, so a record
         # read back from a file is unchanged.
         object.__setattr__(self, 'answer', bounded_text(self.answer))
         object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
 
     def _check_dimensions(self) -> None:
-        if self.context_length <= 0:
-            raise ValueError(f'context_length must be positive, got {self.context_length!r}')
+        if not 0 < self.context_length <= MAX_PLAUSIBLE_TOKENS:
+            raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {self.context_length!r}')
         # depth None is how a control is recognised downstream; the flag and the depth must never disagree.
         if self.control != (self.depth_percent is None):
             raise ValueError(
@@ -180,8 +178,8 @@ class SampleResult:
                 f'judge_accuracy must be set exactly when judge_status is "ok" '
                 f'(status={self.judge_status!r}, judge_accuracy={self.judge_accuracy!r})'
             )
-        if self.scoring is not None and self.scoring not in SCORING_METHODS:
-            raise ValueError(f'scoring must be one of {sorted(SCORING_METHODS)} or None, got {self.scoring!r}')
+        if self.scoring is not None and self.scoring not in SCORING_SOURCES:
+            raise ValueError(f'scoring must be one of {sorted(SCORING_SOURCES)} or None, got {self.scoring!r}')
         if self.scoring == 'judge' and self.judge_status != 'ok':
             raise ValueError(f'scoring "judge" needs a judge verdict (judge_status "ok"), got {self.judge_status!r}')
 

@@ -9,17 +9,17 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .atomic import atomic_write_text
 from .records import SampleResult
 from .stats import (
-    DEFAULT_EFFECTIVE_THRESHOLD,
     Agreement,
     CellSummary,
     ControlSummary,
@@ -35,10 +35,7 @@ from .stats import (
 )
 
 __all__ = [
-    'CELLS_FILE',
     'CELL_CSV_COLUMNS',
-    'RESULTS_FILE',
-    'SUMMARY_FILE',
     'csv_text',
     'read_cells_csv',
     'read_results',
@@ -49,10 +46,15 @@ __all__ = [
     'write_summary_json',
 ]
 
-# File names inside an EvalScope report directory (reports/<model_id>/), read back by `evalscope-niah plot`.
-RESULTS_FILE = 'needle_haystack_results.jsonl'
-CELLS_FILE = 'needle_haystack_cells.csv'
-SUMMARY_FILE = 'needle_haystack_summary.json'
+# A row holds a few numbers and three bounded texts (answer, reasoning, error): a few thousand characters. A longer
+# line is not a results row, and is refused before it is read whole.
+MAX_RESULT_LINE_BYTES = 1_000_000
+_MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile value may be megabytes long
+# What plot and compare draw from a results file, per subset: beyond this a heatmap is unreadable, and drawing it
+# (one HTML cell each, a bootstrap over every length) would take minutes and gigabytes.
+MAX_DRAWN_LENGTHS = 1000
+MAX_DRAWN_DEPTHS = 1000
+MAX_DRAWN_CELLS = 100_000
 
 CELL_CSV_COLUMNS: tuple[str, ...] = (
     'subset',
@@ -121,8 +123,8 @@ def write_results(path: str | os.PathLike[str], results: Iterable[SampleResult])
 def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
     """Read a JSONL file written by `write_results`; blank lines are skipped, bad lines raise with their number."""
     results: list[SampleResult] = []
-    with open(path, encoding='utf-8') as handle:
-        for line_no, line in enumerate(handle, start=1):
+    with open(path, 'rb') as handle:
+        for line_no, line in enumerate(_bounded_lines(handle, path), start=1):
             if not line.strip():
                 continue
             try:
@@ -131,7 +133,40 @@ def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
                     raise ValueError('expected a JSON object')
                 results.append(SampleResult.from_dict(data))
             except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                raise ValueError(f'{path}:{line_no}: invalid result line: {exc}') from exc
+                # A hostile row can make the message huge (a value of a megabyte): it is cut.
+                raise ValueError(f'{path}:{line_no}: invalid result line: {str(exc)[:_MAX_PROBLEM_CHARS]}') from exc
+    return results
+
+
+def _bounded_lines(handle: IO[bytes], path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of ``handle`` decoded, each read up to MAX_RESULT_LINE_BYTES: a longer line, or one that is not
+    UTF-8, is a ValueError naming the file and line, raised before the rest is read."""
+    for line_no in itertools.count(1):
+        raw = handle.readline(MAX_RESULT_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_RESULT_LINE_BYTES:
+            raise ValueError(f'{path}:{line_no}: invalid result line: longer than {MAX_RESULT_LINE_BYTES} bytes')
+        try:
+            yield raw.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise ValueError(f'{path}:{line_no}: invalid result line: not UTF-8 ({exc.reason})') from None
+
+
+def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
+    """``read_results``, refusing a file whose grid is too large to draw (see MAX_DRAWN_CELLS)."""
+    results = read_results(path)
+    by_subset: dict[str, set[tuple[int, float | None]]] = {}
+    for result in results:
+        by_subset.setdefault(result.subset, set()).add((result.context_length, result.depth_percent))
+    for subset, cells in by_subset.items():
+        lengths, depths = len({cell[0] for cell in cells}), len({cell[1] for cell in cells})
+        if lengths > MAX_DRAWN_LENGTHS or depths > MAX_DRAWN_DEPTHS or len(cells) > MAX_DRAWN_CELLS:
+            raise ValueError(
+                f'{path}: subset {subset[:80]!r} holds {lengths} context lengths, {depths} depths and {len(cells)} '
+                f'cells; a heatmap draws at most {MAX_DRAWN_LENGTHS} lengths, {MAX_DRAWN_DEPTHS} depths and '
+                f'{MAX_DRAWN_CELLS} cells'
+            )
     return results
 
 
@@ -198,7 +233,8 @@ def write_summary_json(
     path: str | os.PathLike[str],
     results: Iterable[SampleResult],
     *,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
+    pass_mark: float,
     mode: EffectiveMode = 'absolute',
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
@@ -214,7 +250,7 @@ def write_summary_json(
             for subset in subsets
         },
         'controls': [asdict(c) for c in summarize_controls(result_list)],
-        'subsets': [asdict(s) for s in summarize_subsets(result_list)],
+        'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
     return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .records import GUESSED, SampleResult
+from .scoring import RULE_PASS_THRESHOLD
 from .stats import effective_context_length, summarize_subsets
 
 __all__ = [
@@ -148,7 +149,7 @@ def _control_rates(controls: Sequence[SampleResult]) -> list[MetricRecord]:
 
 def _subset_shares(results: Sequence[SampleResult]) -> list[MetricRecord]:
     records = []
-    for summary in summarize_subsets(results):
+    for summary in summarize_subsets(results, pass_mark=RULE_PASS_THRESHOLD):
         # Errors and budget failures as shares of every sample of the subset (count * share = exact count).
         total = sum(result.subset == summary.subset for result in results)
         values = {

@@ -2,7 +2,8 @@
 kappa) and the effective context length.
 
 Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `results.py` imports this module
-to write summaries, never the other way round.
+to write summaries, never the other way round.  Pass marks and thresholds are arguments: their defaults belong to the
+parameter model and the scoring rules, which the callers read.
 """
 
 from __future__ import annotations
@@ -15,12 +16,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .records import GUESSED, SampleResult
-from .run_params import NiahParams
-from .scoring import RULE_PASS_THRESHOLD
 from .vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
 
 __all__ = [
-    'DEFAULT_EFFECTIVE_THRESHOLD',
     'EFFECTIVE_MODES',
     'Agreement',
     'CellKey',
@@ -43,8 +41,6 @@ __all__ = [
 # Effective context length: RULER's absolute pass mark, or NoLiMa's share of the shortest length's score.
 EffectiveMode = EffectiveLengthMode
 EFFECTIVE_MODES = EFFECTIVE_LENGTH_MODES
-# The parameter model owns the default; the statistics take it when called on their own (compare, plot).
-DEFAULT_EFFECTIVE_THRESHOLD: float = NiahParams.model_fields['effective_length_threshold'].default
 
 # Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
 _BOOTSTRAP_SEED = 0
@@ -260,7 +256,7 @@ def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
     return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
 
 
-def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float = RULE_PASS_THRESHOLD) -> Agreement:
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agreement:
     """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
 
     A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in
@@ -302,7 +298,7 @@ def _judge_rule_pairs(results: Iterable[SampleResult]) -> list[tuple[float, floa
     ]
 
 
-def _summarize_subset(subset: str, samples: Sequence[SampleResult]) -> SubsetSummary:
+def _summarize_subset(subset: str, samples: Sequence[SampleResult], pass_mark: float) -> SubsetSummary:
     # Scores and agreement describe retrieval, so controls (an abstention score) stay out of them; the counts
     # describe the health of the whole run and include controls.
     scored = [s for s in samples if not s.errored and not s.control]
@@ -314,23 +310,24 @@ def _summarize_subset(subset: str, samples: Sequence[SampleResult]) -> SubsetSum
         accuracy=_mean(scores),
         rule_recall=_mean([s.rule_recall for s in scored if s.rule_recall is not None]),
         levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
-        agreement=agreement(_judge_rule_pairs(s for s in samples if not s.control)),
+        agreement=agreement(_judge_rule_pairs(s for s in samples if not s.control), threshold=pass_mark),
         judge_failures=sum(s.judge_status == 'failed' for s in samples),
         errors=sum(s.errored for s in samples),
         budget_exhausted=sum(s.budget_exhausted for s in samples),
     )
 
 
-def summarize_subsets(results: Iterable[SampleResult]) -> list[SubsetSummary]:
+def summarize_subsets(results: Iterable[SampleResult], *, pass_mark: float) -> list[SubsetSummary]:
     """One summary per subset, sorted by subset name.
 
     Means (`n`, accuracy, rule recall, levenshtein) and the judge/rule agreement are over needle samples only;
-    `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.
+    `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.  `pass_mark`: the score
+    at which a judge or rule score counts as a pass, for their agreement (the scoring rules own the default).
     """
     groups: dict[str, list[SampleResult]] = defaultdict(list)
     for result in results:
         groups[result.subset].append(result)
-    return [_summarize_subset(subset, groups[subset]) for subset in sorted(groups)]
+    return [_summarize_subset(subset, groups[subset], pass_mark) for subset in sorted(groups)]
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -370,7 +367,7 @@ def effective_context_length(
     results: Iterable[SampleResult],
     *,
     subset: str,
-    threshold: float = DEFAULT_EFFECTIVE_THRESHOLD,
+    threshold: float,
     mode: EffectiveMode = 'absolute',
 ) -> EffectiveLength:
     """Effective context length of one subset: the largest tested length L such that L and every shorter length pass.

@@ -1,3 +1,5 @@
+# long because the tokenizer loaders and the token-boundary cache share the seam rules (where text may be cut and
+# re-encoded without changing its tokens): split, those rules would become the public API of two modules.
 """Tokenizers behind one small protocol, loaded offline first, plus the on-disk cache of corpus token boundaries.
 
 ``tokenizer_path`` forms:

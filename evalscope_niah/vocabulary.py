@@ -15,6 +15,7 @@ EFFECTIVE_LENGTH_MODES: tuple[str, ...] = get_args(EffectiveLengthMode)
 
 # What became of a sample's judge call: graded, called and failed (the rule score stands in), or never asked.
 JudgeStatus = Literal['ok', 'failed', 'not_called']
+JUDGE_STATUSES: tuple[str, ...] = get_args(JudgeStatus)
 
 # Why a reply ran out of room: the answer budget (max_tokens) or the model's context window.
 BudgetReason = Literal['token limit', 'context window']
@@ -22,6 +23,7 @@ BudgetReason = Literal['token limit', 'context window']
 # What decided a sample's accuracy: the LLM judge, the rule score by design, or the rule score standing in for a
 # judge that failed qualification (reports label the last one, so a rule number is never read as a judge's).
 ScoringSource = Literal['judge', 'rule', 'rule_fallback']
+SCORING_SOURCES: tuple[str, ...] = get_args(ScoringSource)
 
 RequestOrder = Literal['prefix', 'grid']
 

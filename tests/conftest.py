@@ -1,4 +1,5 @@
-"""Shared fixtures: a private token-index cache for the whole session and the small fixture corpora."""
+"""Shared fixtures: a private token-index cache for the whole session, the small fixture corpora and the reference
+Qwen3 tokenizer (transformers)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from evalscope_niah.tokenization import shipped_qwen3_dir
 
 
 @pytest.fixture(scope='session', autouse=True)
@@ -27,3 +29,10 @@ def fixture_corpus_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for subset, real_name in (('english', 'PaulGraham_Essays.txt'), ('chinese', 'Journey_to_the_West.txt')):
         shutil.copyfile(DEMO_CORPUS_DIR / DEMO_CORPUS_FILES[subset], directory / real_name)
     return directory
+
+
+@pytest.fixture(scope='session')
+def hf_qwen():
+    """The shipped Qwen3 tokenizer loaded by transformers: the reference our own tokenizer code is checked against."""
+    transformers = pytest.importorskip('transformers')
+    return transformers.AutoTokenizer.from_pretrained(str(shipped_qwen3_dir()))

@@ -30,6 +30,7 @@ from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import register
 from evalscope_niah.tokenization import shipped_qwen3_dir
+from tests.support.preview import run_preview
 
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 GOOD_LENGTHS = {'context_lengths': [600], 'document_depth_percents': [50]}
@@ -658,9 +659,9 @@ def _run_task(case: Case, paths: dict[str, Path], server: OpenAICompatServer, wo
 
 
 def _preview(case: Case, paths: dict[str, Path], output: Path, capsys: pytest.CaptureFixture) -> str:
-    dataset_args = json.dumps(_dataset_args(case, paths))
-    assert niah_main(['preview', '--dataset-args', dataset_args, '--output', str(output)]) == 2
-    return capsys.readouterr().err
+    code, _, err = run_preview(capsys, _dataset_args(case, paths), '--output', str(output))
+    assert code == 2
+    return err
 
 
 def _cli_eval(case: Case, paths: dict[str, Path], server: OpenAICompatServer, work_dir: Path) -> str:

@@ -12,8 +12,9 @@ import pytest
 from PIL import Image
 
 from evalscope_niah.cli import main
+from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.records import SampleResult
-from evalscope_niah.results import RESULTS_FILE, write_results
+from evalscope_niah.results import write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -154,7 +155,9 @@ def _write_run(work_dir: Path, model: str, good_up_to: dict[str, int], *, run: s
 
 
 def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.results import SUMMARY_FILE, read_results, write_summary_json
+    from evalscope_niah.outputs import SUMMARY_FILE
+    from evalscope_niah.results import read_results, write_summary_json
+    from tests.support.results import EFFECTIVE_THRESHOLD, PASS_MARK
 
     report_dir = _write_run(tmp_path / 'run', 'model', {'english': 2000})
     assert main(['plot', str(tmp_path / 'run')]) == 0
@@ -162,7 +165,11 @@ def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) 
     assert 'effective context length: 2k' in page
     # A run that stored its summary (its own threshold and mode) is drawn with that, not recomputed.
     results = read_results(report_dir / RESULTS_FILE)
-    summary = json.loads(write_summary_json(report_dir / SUMMARY_FILE, results).read_text(encoding='utf-8'))
+    summary = json.loads(
+        write_summary_json(
+            report_dir / SUMMARY_FILE, results, threshold=EFFECTIVE_THRESHOLD, pass_mark=PASS_MARK
+        ).read_text(encoding='utf-8')
+    )
     summary['effective_context_length']['english']['length'] = 1000
     (report_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding='utf-8')
     assert main(['plot', str(tmp_path / 'run')]) == 0
@@ -255,7 +262,8 @@ def test_plot_csv_refuses_two_models_sharing_file_names(tmp_path: Path, capsys) 
 
 
 def test_plot_from_our_cells_csv_and_missing_csv(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.results import CELLS_FILE, read_results, write_cells_csv
+    from evalscope_niah.outputs import CELLS_FILE
+    from evalscope_niah.results import read_results, write_cells_csv
     from evalscope_niah.stats import summarize_cells
 
     report_dir = _write_run(tmp_path / 'run', 'my-model', {'english': 2000})
@@ -328,8 +336,8 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
 
 
 def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> None:
+    from evalscope_niah.outputs import RESULTS_FILE as RESULTS
     from evalscope_niah.outputs import in_served_tokens
-    from evalscope_niah.results import RESULTS_FILE as RESULTS
 
     report_dir = tmp_path / 'reports' / 'm'
     report_dir.mkdir(parents=True)

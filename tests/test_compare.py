@@ -21,8 +21,10 @@ from evalscope_niah.compare import (
     run_compare,
     write_comparison_csv,
 )
+from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.records import SampleResult
-from evalscope_niah.results import RESULTS_FILE, write_results
+from evalscope_niah.results import write_results
+from tests.support.results import EFFECTIVE_THRESHOLD
 
 
 def result(subset: str, length: int, depth: float | None, accuracy: float | None) -> SampleResult:
@@ -88,7 +90,7 @@ def test_find_runs_names_every_dir_without_results(tmp_path: Path, work_dirs: li
 
 
 def test_comparison_entries_and_table(work_dirs: list[Path]) -> None:
-    comparison = build_comparison(find_runs(work_dirs))
+    comparison = build_comparison(find_runs(work_dirs), threshold=EFFECTIVE_THRESHOLD)
     assert comparison.subsets == ('chinese', 'english')
     lengths = {(e.model, e.subset): e.effective.length for e in comparison.entries}
     assert lengths == {
@@ -114,10 +116,10 @@ def test_comparison_rejects_bad_arguments_and_empty_runs(work_dirs: list[Path], 
     with pytest.raises(ValueError, match='threshold'):
         build_comparison(runs, threshold=0.0)
     with pytest.raises(ValueError, match='mode'):
-        build_comparison(runs, mode='both')  # type: ignore[arg-type]
+        build_comparison(runs, mode='both', threshold=EFFECTIVE_THRESHOLD)  # type: ignore[arg-type]
     write_results(tmp_path / 'c' / 'reports' / 'm' / RESULTS_FILE, [result('english', 1000, None, 1.0)])
     with pytest.raises(ValueError, match='no needle samples'):
-        build_comparison(find_runs([tmp_path / 'c']))
+        build_comparison(find_runs([tmp_path / 'c']), threshold=EFFECTIVE_THRESHOLD)
 
 
 def test_comparison_csv(tmp_path: Path, work_dirs: list[Path]) -> None:
@@ -142,7 +144,7 @@ def test_comparison_csv(tmp_path: Path, work_dirs: list[Path]) -> None:
 
 
 def test_comparison_figure_grid_one_colorbar_marks_and_empty_panel(work_dirs: list[Path]) -> None:
-    comparison = build_comparison(find_runs(work_dirs))
+    comparison = build_comparison(find_runs(work_dirs), threshold=EFFECTIVE_THRESHOLD)
     fig = _build_comparison_figure(comparison, show_score=False)
     try:
         *panels, colorbar = fig.axes
@@ -170,7 +172,7 @@ def test_comparison_figure_grid_one_colorbar_marks_and_empty_panel(work_dirs: li
 
 def test_comparison_png_and_run_compare_into_existing_dir(tmp_path: Path, work_dirs: list[Path]) -> None:
     before = plt.get_fignums()
-    comparison = build_comparison(find_runs(work_dirs))
+    comparison = build_comparison(find_runs(work_dirs), threshold=EFFECTIVE_THRESHOLD)
     plain = plot_comparison_png(comparison, path=tmp_path / 'plain.png')
     scored = plot_comparison_png(comparison, path=tmp_path / 'scored.png', show_score=True)
     assert plt.get_fignums() == before
@@ -180,7 +182,7 @@ def test_comparison_png_and_run_compare_into_existing_dir(tmp_path: Path, work_d
     assert plain.read_bytes() != scored.read_bytes()
     out_dir = tmp_path / 'out'
     out_dir.mkdir()
-    output = run_compare(work_dirs, output=out_dir)
+    output = run_compare(work_dirs, output=out_dir, threshold=EFFECTIVE_THRESHOLD)
     assert (output.png, output.csv) == (out_dir / 'compare.png', out_dir / 'compare.csv')
     assert output.table == format_comparison_table(output.comparison)
     assert sorted(p.name for p in out_dir.iterdir()) == ['compare.csv', 'compare.png']
@@ -189,7 +191,7 @@ def test_comparison_png_and_run_compare_into_existing_dir(tmp_path: Path, work_d
 def test_comparison_csv_and_figure_take_hostile_names_literally(tmp_path: Path) -> None:
     subset = '=HYPERLINK("http://evil.example","$x$")'
     write_run(tmp_path / 'w', '@model', {subset: 2000})
-    output = run_compare([tmp_path / 'w'], output=tmp_path / 'out.png')
+    output = run_compare([tmp_path / 'w'], output=tmp_path / 'out.png', threshold=EFFECTIVE_THRESHOLD)
     with open(output.csv, encoding='utf-8', newline='') as handle:
         rows = list(csv.reader(handle))
     assert not any(field.startswith(('=', '+', '-', '@', '\t', '\r')) for row in rows for field in row)

@@ -499,3 +499,34 @@ def test_file_list_subset_runs_end_to_end(tmp_path: Path) -> None:
     rows = [json.loads(line) for line in predictions.read_text(encoding='utf-8').splitlines()]
     assert {row['metadata']['corpus_sha256'] for row in rows} == {expected.sha256}
     assert {row['metadata']['corpus_file'] for row in rows} == {'part_a.jsonl + part_b.jsonl'}
+
+
+@pytest.mark.parametrize(
+    ('make', 'kind'),
+    [
+        (os.mkfifo, 'a FIFO'),
+        (os.mkdir, 'a directory'),
+    ],
+)
+def test_a_corpus_path_that_is_not_a_regular_file_says_what_it_is(tmp_path: Path, make, kind: str) -> None:
+    make(tmp_path / 'odd.jsonl')
+    with pytest.raises(NiahConfigError) as info:
+        load_corpus(tmp_path, custom(tmp_path, corpus_file='odd.jsonl'))
+    message = str(info.value)
+    assert f"'odd.jsonl' of subset 'notes' in {tmp_path} is not a regular file ({kind})" in message
+    assert 'not found' not in message
+
+
+def test_a_corpus_path_that_is_a_socket_says_so(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(tmp_path / 'odd.jsonl'))
+        with pytest.raises(NiahConfigError, match=r'is not a regular file \(a socket\)'):
+            load_corpus(tmp_path, custom(tmp_path, corpus_file='odd.jsonl'))
+
+
+def test_a_corpus_path_that_is_a_device_says_so(tmp_path: Path) -> None:
+    (tmp_path / 'null.jsonl').symlink_to('/dev/null')
+    with pytest.raises(NiahConfigError, match=r'is not a regular file \(a character device\)'):
+        load_corpus(tmp_path, custom(tmp_path, corpus_file='null.jsonl'))

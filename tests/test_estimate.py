@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
-from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.estimate import (
     PRICE_KEYS,
@@ -23,6 +21,7 @@ from evalscope_niah.estimate import (
 )
 from evalscope_niah.judge import JUDGE_SYSTEM_PROMPT, JUDGE_USER_TEMPLATE
 from evalscope_niah.tokenization import Tokenizer, load_tokenizer
+from tests.support.preview import run_preview
 
 SF_QUESTION = 'What is the best thing to do in San Francisco?'
 SF_REFERENCE = 'The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.'
@@ -319,16 +318,10 @@ def test_parse_prices_errors(text: str) -> None:
 LARGE_GRID = {'context_lengths': list(range(600, 1105, 5)), 'document_depth_percents': list(range(0, 100, 2))}
 
 
-def _preview(capsys: pytest.CaptureFixture, dataset_args: dict, *flags: str) -> tuple[int, str, str]:
-    code = niah_main(['preview', '--dataset-args', json.dumps(dataset_args), *flags])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def test_estimate_refuses_a_large_grid_exactly_as_preview_does(fixture_corpus_dir: Path, capsys) -> None:
     dataset_args = {'local_path': str(fixture_corpus_dir), 'extra_params': LARGE_GRID}
-    estimated = _preview(capsys, dataset_args, '--estimate')
-    previewed = _preview(capsys, dataset_args)
+    estimated = run_preview(capsys, dataset_args, '--estimate')
+    previewed = run_preview(capsys, dataset_args)
     assert estimated[0] == previewed[0] == 2
     assert estimated[1] == previewed[1] == ''
     assert estimated[2] == previewed[2]
@@ -337,7 +330,7 @@ def test_estimate_refuses_a_large_grid_exactly_as_preview_does(fixture_corpus_di
 
 def test_estimate_of_an_allowed_large_grid_counts_every_request(fixture_corpus_dir: Path, capsys) -> None:
     extra = {**LARGE_GRID, 'allow_large_grid': True}
-    code, out, err = _preview(capsys, {'local_path': str(fixture_corpus_dir), 'extra_params': extra}, '--estimate')
+    code, out, err = run_preview(capsys, {'local_path': str(fixture_corpus_dir), 'extra_params': extra}, '--estimate')
     assert code == 0, err
     total = next(line for line in out.splitlines() if line.startswith(TOTAL))
     assert total.split()[1] == '10,100'
@@ -347,11 +340,11 @@ def test_estimate_refuses_a_corpus_repeated_too_often_until_allowed(fixture_corp
     # The fixture corpus has about 3,000 tokens: 100,000 tokens repeat it about 34 times.
     extra = {'context_lengths': [100_000], 'document_depth_percents': [50]}
     dataset_args = {'local_path': str(fixture_corpus_dir), 'subset_list': ['english'], 'extra_params': extra}
-    code, out, err = _preview(capsys, dataset_args, '--estimate')
+    code, out, err = run_preview(capsys, dataset_args, '--estimate')
     assert (code, out) == (2, '')
     assert err.startswith('evalscope-niah: error: max_corpus_repeats: context length 100,000 would repeat')
     assert 'max_corpus_repeats=20' in err
     dataset_args['extra_params'] = {**extra, 'max_corpus_repeats': 40}
-    code, out, err = _preview(capsys, dataset_args, '--estimate')
+    code, out, err = run_preview(capsys, dataset_args, '--estimate')
     assert code == 0, err
     assert next(line for line in out.splitlines() if line.startswith('english')).split()[1:3] == ['1', '100,000']

@@ -29,7 +29,8 @@ from evalscope_niah.haystack import (
 from evalscope_niah.params import parse_params
 from evalscope_niah.prompts import PromptSpec
 from evalscope_niah.samples import NeedleSample, iter_samples
-from evalscope_niah.tokenization import load_tokenizer, shipped_qwen3_dir, token_index
+from evalscope_niah.tokenization import load_tokenizer, token_index
+from tests.support.samples import context_of
 
 QWEN = 'Qwen/Qwen3-0.6B'
 CL100K = 'tiktoken:cl100k_base'
@@ -48,14 +49,6 @@ THREE_NEEDLES = {
 }
 # What may precede a needle: the context start, whitespace, a sentence end or a closing quote/bracket.
 SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')
-
-
-def context_of(sample: NeedleSample, prompt: PromptSpec | None = None) -> str:
-    prompt = prompt or PromptSpec()
-    before, after = prompt.user_template.split('{context}')
-    after = after.format(question=sample.question)
-    assert sample.user_prompt.startswith(before) and sample.user_prompt.endswith(after)
-    return sample.user_prompt[len(before) : len(sample.user_prompt) - len(after)]
 
 
 def squash(text: str) -> str:
@@ -78,12 +71,6 @@ def grid_samples(request, fixture_corpus_dir: Path) -> tuple[str, list[NeedleSam
 def three_needle_samples(request, fixture_corpus_dir: Path) -> tuple[str, list[NeedleSample]]:
     subsets = {name: {'needles': needles} for name, needles in THREE_NEEDLES.items()}
     return request.param, build(request.param, fixture_corpus_dir, subsets=subsets)
-
-
-@pytest.fixture(scope='module')
-def hf_qwen():
-    transformers = pytest.importorskip('transformers')
-    return transformers.AutoTokenizer.from_pretrained(str(shipped_qwen3_dir()))
 
 
 # ---- exact lengths ------------------------------------------------------------------------------------------------

@@ -18,7 +18,8 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.local_model import LocalModelError, LocalModelServer, find_smollm2_gguf
 from evalscope_niah.local_router import LocalRouter, LocalRouterError, prometheus_counters, router_binary
-from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.outputs import RESULTS_FILE
+from evalscope_niah.results import read_results
 
 try:
     find_smollm2_gguf()

@@ -13,7 +13,8 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.results import RESULTS_FILE, read_results
+from evalscope_niah.outputs import RESULTS_FILE
+from evalscope_niah.results import read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from evalscope_niah.tokenization import shipped_qwen3_dir
 from tests.support.tasks import task_settings

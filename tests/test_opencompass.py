@@ -8,16 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.opencompass import (
-    opencompass_summary_file,
-    read_summary_csv,
-    write_opencompass_summaries,
-    write_opencompass_summary,
-)
-from evalscope_niah.results import (
-    CELLS_FILE,
-    write_cells_csv,
-)
+from evalscope_niah.opencompass import read_summary_csv, write_opencompass_summary
+from evalscope_niah.outputs import CELLS_FILE, opencompass_summary_file, write_opencompass_summaries
+from evalscope_niah.results import write_cells_csv
 from evalscope_niah.stats import (
     CellSummary,
     summarize_cells,

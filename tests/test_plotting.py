@@ -21,6 +21,7 @@ from PIL import Image
 from evalscope_niah.heatmap_html import _HOVER_LINES, _heatmap_html
 from evalscope_niah.heatmap_style import CMAP as _CMAP
 from evalscope_niah.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
+from evalscope_niah.outputs import HEATMAP_PREFIX
 from evalscope_niah.plotting import (
     HeatmapError,
     _build_heatmap_figure,
@@ -381,7 +382,7 @@ def test_html_raises_for_unknown_subset(tmp_path: Path, cells: list[CellSummary]
 
 def test_plot_all_writes_png_and_html_per_subset(tmp_path: Path, cells: list[CellSummary]) -> None:
     before = plt.get_fignums()
-    written = plot_all(cells, output_dir=tmp_path / 'out', show_score=True)
+    written = plot_all(cells, output_dir=tmp_path / 'out', show_score=True, prefix=HEATMAP_PREFIX)
     assert plt.get_fignums() == before
     assert [p.name for p in written] == [
         'needle_haystack_heatmap_en.png',
@@ -420,7 +421,7 @@ def test_plot_all_sanitizes_file_names(tmp_path: Path) -> None:
 
 def test_plot_all_rejects_empty_input(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match='no cells'):
-        plot_all([], output_dir=tmp_path)
+        plot_all([], output_dir=tmp_path, prefix=HEATMAP_PREFIX)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -504,20 +505,22 @@ def test_html_marks_effective_column_and_caption(cells: list[CellSummary]) -> No
 
 def test_plot_all_marks_only_the_subsets_given(tmp_path: Path, cells: list[CellSummary]) -> None:
     before = plt.get_fignums()
-    written = plot_all(cells, output_dir=tmp_path, effective_lengths={'en': 32000, 'fr': 1000}, title='My model')
+    written = plot_all(
+        cells, output_dir=tmp_path, effective_lengths={'en': 32000, 'fr': 1000}, title='My model', prefix=HEATMAP_PREFIX
+    )
     assert plt.get_fignums() == before
     pages = {p.name: p.read_text(encoding='utf-8') for p in written if p.suffix == '.html'}
     assert 'effective context length: 32k' in pages['needle_haystack_heatmap_en.html']
     assert 'effective context length' not in pages['needle_haystack_heatmap_zh.html']
     assert all('<h1>My model</h1>' in page for page in pages.values())
-    unmarked = plot_all(cells, output_dir=tmp_path / 'plain', title='My model')
+    unmarked = plot_all(cells, output_dir=tmp_path / 'plain', title='My model', prefix=HEATMAP_PREFIX)
     assert (tmp_path / 'needle_haystack_heatmap_en.png').read_bytes() != unmarked[0].read_bytes()
     assert (tmp_path / 'needle_haystack_heatmap_zh.png').read_bytes() == unmarked[2].read_bytes()
 
 
 def test_plot_all_reports_an_effective_length_off_the_grid(tmp_path: Path, cells: list[CellSummary]) -> None:
     with pytest.raises(HeatmapError) as info:
-        plot_all(cells, output_dir=tmp_path, effective_lengths={'zh': 4000})
+        plot_all(cells, output_dir=tmp_path, effective_lengths={'zh': 4000}, prefix=HEATMAP_PREFIX)
     assert set(info.value.failures) == {'zh'}
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         'needle_haystack_heatmap_en.html',
@@ -572,7 +575,7 @@ def test_scoring_note_is_a_subtitle_of_png_and_html(tmp_path: Path, cells: list[
     page = _heatmap_html(cells, subset='en', scoring_note='<b>rule</b>')
     assert '<p class="sub">&lt;b&gt;rule&lt;/b&gt;</p>' in page
     assert 'class="sub">' in _heatmap_html(cells, subset='en') and '&lt;b&gt;' not in _heatmap_html(cells, subset='en')
-    written = plot_all(cells, output_dir=tmp_path, scoring_notes={'zh': note})
+    written = plot_all(cells, output_dir=tmp_path, scoring_notes={'zh': note}, prefix=HEATMAP_PREFIX)
     pages = {p.name: p.read_text(encoding='utf-8') for p in written if p.suffix == '.html'}
     assert note in pages['needle_haystack_heatmap_zh.html']
     assert note not in pages['needle_haystack_heatmap_en.html']
@@ -664,7 +667,9 @@ def test_html_answers_are_bounded_per_cell() -> None:
 
 def test_plot_all_passes_answers_to_the_html(tmp_path: Path) -> None:
     results = [answer_sample('Dolores Park'), answer_sample('sandwich', subset='zh', context_length=2000)]
-    written = plot_all(summarize_cells(results), output_dir=tmp_path, answers=samples_by_cell(results))
+    written = plot_all(
+        summarize_cells(results), output_dir=tmp_path, answers=samples_by_cell(results), prefix=HEATMAP_PREFIX
+    )
     pages = {p.name: p.read_text(encoding='utf-8') for p in written if p.suffix == '.html'}
     assert 'Dolores Park' in pages['needle_haystack_heatmap_en.html']
     assert 'sandwich' in pages['needle_haystack_heatmap_zh.html']

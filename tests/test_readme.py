@@ -1,4 +1,4 @@
-"""The README's two set-up commands stay the ones that work: CI runs the test command word for word."""
+"""The README's two set-up commands stay the ones that work: CI runs the test command word for word, then ruff."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ def test_ci_runs_the_readme_test_command() -> None:
     main_command, test_command = _bash_blocks(setup)
     assert 'pytest' in test_command and 'pytest' not in main_command
     ci_lines = [line for line in ROOT.joinpath('.ci', 'run').read_text(encoding='utf-8').splitlines() if line]
-    assert ci_lines[-1] == test_command
+    assert test_command in ci_lines
+    # Lint after the tests: the test command installs ruff (the test extra); both its checks run.
+    (lint,) = [line for line in ci_lines if 'ruff' in line and not line.startswith('#')]
+    assert ci_lines.index(test_command) < ci_lines.index(lint)
+    assert 'ruff check .' in lint and 'ruff format --check .' in lint
 
 
 def test_main_command_names_existing_cli_commands() -> None:

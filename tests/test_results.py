@@ -10,12 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from evalscope_niah.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE
 from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult, bounded_text
 from evalscope_niah.results import (
     CELL_CSV_COLUMNS,
-    CELLS_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
     csv_text,
     read_cells_csv,
     read_results,
@@ -31,7 +29,7 @@ from evalscope_niah.stats import (
     summarize_controls,
     summarize_subsets,
 )
-from tests.support.results import at_length, control, curve, judged, mixed_results, sample
+from tests.support.results import PASS_MARK, at_length, control, curve, judged, mixed_results, sample
 
 # --------------------------------------------------------------------------------------------------------------------
 # Persistence
@@ -108,7 +106,7 @@ def test_summary_json_round_trip(tmp_path: Path) -> None:
         control(0.0, guessed=True, context_length=2000),
         control(1.0, subset='ctrl-only'),  # a subset with controls only has no effective length
     ]
-    path = write_summary_json(tmp_path / SUMMARY_FILE, results, threshold=0.8, mode='relative')
+    path = write_summary_json(tmp_path / SUMMARY_FILE, results, threshold=0.8, mode='relative', pass_mark=PASS_MARK)
     assert [p.name for p in tmp_path.iterdir()] == [SUMMARY_FILE]
     data = json.loads(path.read_text(encoding='utf-8'))
     assert set(data) == {'effective_context_length', 'controls', 'subsets'}
@@ -121,12 +119,12 @@ def test_summary_json_round_trip(tmp_path: Path) -> None:
         results, subset='en', threshold=0.8, mode='relative'
     )
     assert list(summary.controls) == summarize_controls(results)
-    assert list(summary.subsets) == summarize_subsets(results)
+    assert list(summary.subsets) == summarize_subsets(results, pass_mark=PASS_MARK)
 
 
 def test_summary_json_validates_and_reader_rejects_other_files(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match='threshold'):
-        write_summary_json(tmp_path / 's.json', curve(1.0), threshold=2.0)
+        write_summary_json(tmp_path / 's.json', curve(1.0), threshold=2.0, pass_mark=PASS_MARK)
     assert list(tmp_path.iterdir()) == []
     (tmp_path / 'other.json').write_text('{"effective_context_length": 3}', encoding='utf-8')
     with pytest.raises(ValueError, match='not a needle_haystack summary'):

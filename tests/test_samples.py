@@ -24,6 +24,7 @@ from evalscope_niah.tasks.guide import answer_format_guide
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
 from evalscope_niah.tokenization import load_tokenizer
+from tests.support.samples import context_of
 
 QWEN = 'Qwen/Qwen3-0.6B'
 CL100K = 'tiktoken:cl100k_base'
@@ -363,13 +364,6 @@ def _built(corpus_dir: str, feature: str, path: str) -> tuple[NeedleSample, ...]
 def built(fixture_corpus_dir: Path, feature: str, path: str = QWEN) -> tuple[NeedleSample, ...]:
     """The samples of a FEATURES config, built once per session."""
     return _built(str(fixture_corpus_dir), feature, path)
-
-
-def context_of(sample: NeedleSample) -> str:
-    before, after = PromptSpec().user_template.split('{context}')
-    after = after.format(question=sample.question)
-    assert sample.user_prompt.startswith(before) and sample.user_prompt.endswith(after)
-    return sample.user_prompt[len(before) : len(sample.user_prompt) - len(after)]
 
 
 def rendered_tokens(sample: NeedleSample, path: str = QWEN) -> int:

@@ -16,7 +16,17 @@ from evalscope_niah.stats import (
     summarize_controls,
     summarize_subsets,
 )
-from tests.support.results import at_length, control, curve, errored, judged, only_cell, sample
+from tests.support.results import (
+    EFFECTIVE_THRESHOLD,
+    PASS_MARK,
+    at_length,
+    control,
+    curve,
+    errored,
+    judged,
+    only_cell,
+    sample,
+)
 
 # --------------------------------------------------------------------------------------------------------------------
 # Cells
@@ -121,24 +131,24 @@ def test_kappa_on_hand_computed_two_by_two() -> None:
     # judge x rule table: both pass 20, judge-only 5, rule-only 10, both fail 15 (n=50).
     pairs = [(1.0, 1.0)] * 20 + [(1.0, 0.0)] * 5 + [(0.0, 1.0)] * 10 + [(0.0, 0.0)] * 15
     # p_o = 35/50 = 0.7; p_e = 0.5*0.6 + 0.5*0.4 = 0.5; kappa = (0.7 - 0.5) / (1 - 0.5) = 0.4
-    result = agreement(pairs)
+    result = agreement(pairs, threshold=PASS_MARK)
     assert result.n == 50
     assert result.share_agree == pytest.approx(0.7)
     assert result.kappa == pytest.approx(0.4)
 
 
 def test_kappa_perfect_disagreement_is_minus_one() -> None:
-    assert agreement([(1.0, 0.0), (0.0, 1.0)]) == Agreement(n=2, share_agree=0.0, kappa=-1.0)
+    assert agreement([(1.0, 0.0), (0.0, 1.0)], threshold=PASS_MARK) == Agreement(n=2, share_agree=0.0, kappa=-1.0)
 
 
 @pytest.mark.parametrize('score', [0.0, 1.0])
 def test_kappa_degenerate_both_constant_and_equal(score: float) -> None:
     # Expected agreement is 1 (0/0): defined as 1.0 because observed agreement is 1 too.
-    assert agreement([(score, score)] * 4) == Agreement(n=4, share_agree=1.0, kappa=1.0)
+    assert agreement([(score, score)] * 4, threshold=PASS_MARK) == Agreement(n=4, share_agree=1.0, kappa=1.0)
 
 
 def test_kappa_each_scorer_constant_but_opposite() -> None:
-    assert agreement([(1.0, 0.0)] * 3) == Agreement(n=3, share_agree=0.0, kappa=0.0)
+    assert agreement([(1.0, 0.0)] * 3, threshold=PASS_MARK) == Agreement(n=3, share_agree=0.0, kappa=0.0)
 
 
 def test_degenerate_branch_with_imperfect_agreement_returns_zero() -> None:
@@ -147,13 +157,13 @@ def test_degenerate_branch_with_imperfect_agreement_returns_zero() -> None:
 
 
 def test_agreement_empty_and_threshold() -> None:
-    assert agreement([]) == Agreement(n=0, share_agree=None, kappa=None)
+    assert agreement([], threshold=PASS_MARK) == Agreement(n=0, share_agree=None, kappa=None)
     # A score equal to the threshold is a pass.
     assert agreement([(0.5, 0.5), (0.4, 0.0)], threshold=0.5).share_agree == 1.0
     assert agreement([(0.5, 0.4)], threshold=0.5).share_agree == 0.0
     assert agreement([(0.5, 0.4)], threshold=0.4).share_agree == 1.0
     with pytest.raises(ValueError):
-        agreement([(float('nan'), 1.0)])
+        agreement([(float('nan'), 1.0)], threshold=PASS_MARK)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -172,7 +182,7 @@ def test_subset_summary_counts_and_agreement_only_from_judged_samples() -> None:
         errored(budget_exhausted=True),
         judged(1.0, 1.0, subset='zh'),
     ]
-    en, zh = summarize_subsets(results)
+    en, zh = summarize_subsets(results, pass_mark=PASS_MARK)
     assert (en.subset, zh.subset) == ('en', 'zh')
     assert en.n == 5
     assert en.accuracy == pytest.approx(3 / 5)
@@ -222,7 +232,7 @@ def test_summarize_controls_per_subset_and_length() -> None:
 
 def test_subset_means_leave_controls_out_but_count_their_errors() -> None:
     results = [sample(1.0), sample(1.0), control(0.0, guessed=True), control(None, guessed=None, error='timeout')]
-    (summary,) = summarize_subsets(results)
+    (summary,) = summarize_subsets(results, pass_mark=PASS_MARK)
     assert (summary.n, summary.accuracy, summary.errors) == (2, 1.0, 1)
 
 
@@ -232,7 +242,7 @@ def test_subset_means_leave_controls_out_but_count_their_errors() -> None:
 
 
 def test_effective_length_all_lengths_pass() -> None:
-    result = effective_context_length(curve(1.0, 1.0, 0.95, 0.9), subset='en')
+    result = effective_context_length(curve(1.0, 1.0, 0.95, 0.9), subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert result.length == 8000
     assert [s.passes for s in result.per_length] == [True] * 4
     assert [s.context_length for s in result.per_length] == [1000, 2000, 4000, 8000]
@@ -242,7 +252,7 @@ def test_effective_length_all_lengths_pass() -> None:
 
 
 def test_effective_length_none_when_shortest_fails() -> None:
-    result = effective_context_length(curve(0.5, 1.0, 1.0), subset='en')
+    result = effective_context_length(curve(0.5, 1.0, 1.0), subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert result.length is None
     assert [s.passes for s in result.per_length] == [False, True, True]  # later passes do not count
     assert result.ci_low is None  # the interval reaches below the shortest length
@@ -250,14 +260,14 @@ def test_effective_length_none_when_shortest_fails() -> None:
 
 def test_effective_length_stops_at_first_gap() -> None:
     # 4k fails, 8k passes again: the effective length is 2k, not 8k.
-    result = effective_context_length(curve(1.0, 0.9, 0.6, 1.0, 0.2), subset='en')
+    result = effective_context_length(curve(1.0, 0.9, 0.6, 1.0, 0.2), subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert result.length == 2000
     assert [s.passes for s in result.per_length] == [True, True, False, True, False]
 
 
 def test_effective_length_threshold_is_inclusive_and_configurable() -> None:
     results = curve(1.0, 0.85, 0.8)  # 17/20 is exactly the default threshold
-    assert effective_context_length(results, subset='en').length == 2000
+    assert effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD).length == 2000
     assert effective_context_length(results, subset='en', threshold=0.8).length == 4000
     assert effective_context_length(results, subset='en', threshold=0.9).length == 1000
 
@@ -266,8 +276,8 @@ def test_effective_length_relative_mode_scales_by_shortest_length() -> None:
     # The model is mediocre everywhere: nothing passes 0.85 absolute, but relative to its own 1k score
     # (0.6) 2k (0.55 >= 0.85 * 0.6 = 0.51) passes and 4k (0.45) does not.
     results = curve(0.6, 0.55, 0.45, 0.6)
-    absolute = effective_context_length(results, subset='en')
-    relative = effective_context_length(results, subset='en', mode='relative')
+    absolute = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    relative = effective_context_length(results, subset='en', mode='relative', threshold=EFFECTIVE_THRESHOLD)
     assert absolute.length is None
     assert relative.length == 2000
     assert relative.base_score == pytest.approx(0.6)
@@ -276,7 +286,7 @@ def test_effective_length_relative_mode_scales_by_shortest_length() -> None:
 
 def test_effective_length_relative_mode_needs_a_nonzero_baseline() -> None:
     # 0 >= 0.85 * 0 would make every length pass; a shortest length scoring 0 gives no baseline instead.
-    result = effective_context_length(curve(0.0, 0.0, 1.0), subset='en', mode='relative')
+    result = effective_context_length(curve(0.0, 0.0, 1.0), subset='en', mode='relative', threshold=EFFECTIVE_THRESHOLD)
     assert result.length is None
     assert not any(s.passes for s in result.per_length)
 
@@ -288,14 +298,14 @@ def test_effective_length_ignores_controls_errors_and_other_subsets() -> None:
         *[errored(context_length=2000) for _ in range(50)],
         *at_length(1000, [0.0] * 20, subset='zh'),
     ]
-    result = effective_context_length(results, subset='en')
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert result.length == 2000
     assert [s.n for s in result.per_length] == [20, 20, 20]
 
 
 def test_effective_length_a_length_that_only_errored_fails() -> None:
     results = [*curve(1.0, 1.0), errored(context_length=4000), *at_length(8000, [1.0] * 5)]
-    result = effective_context_length(results, subset='en')
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert result.length == 2000
     assert result.per_length[2].n == 0 and result.per_length[2].accuracy is None
     assert result.per_length[2].passes is False
@@ -304,7 +314,7 @@ def test_effective_length_a_length_that_only_errored_fails() -> None:
 def test_effective_length_ci_contains_estimate_and_uses_grid_lengths() -> None:
     # Borderline at 4k (0.85 exactly): resamples fall on both sides, so the CI spans 2k..4k or more.
     results = curve(1.0, 0.95, 0.85, 0.5, n=20)
-    result = effective_context_length(results, subset='en')
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
     grid = {s.context_length for s in result.per_length}
     assert result.length == 4000
     assert result.ci_low is not None and result.ci_high is not None
@@ -317,17 +327,18 @@ def test_effective_length_ci_contains_estimate_and_uses_grid_lengths() -> None:
 
 
 def test_effective_length_ci_is_a_point_for_clear_cut_data() -> None:
-    result = effective_context_length(curve(1.0, 1.0, 0.0, 0.0), subset='en')
+    result = effective_context_length(curve(1.0, 1.0, 0.0, 0.0), subset='en', threshold=EFFECTIVE_THRESHOLD)
     assert (result.ci_low, result.length, result.ci_high) == (2000, 2000, 2000)
 
 
 def test_effective_length_is_deterministic_and_order_independent() -> None:
     results = curve(1.0, 0.9, 0.85, 0.8, 0.7, n=12)
-    first = effective_context_length(results, subset='en')
+    first = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
     shuffled = results[:]
     random.Random(3).shuffle(shuffled)
-    assert effective_context_length(shuffled, subset='en') == first
-    assert effective_context_length(iter(results), subset='en') == first  # any iterable, consumed once
+    assert effective_context_length(shuffled, subset='en', threshold=EFFECTIVE_THRESHOLD) == first
+    # Any iterable, consumed once.
+    assert effective_context_length(iter(results), subset='en', threshold=EFFECTIVE_THRESHOLD) == first
 
 
 @pytest.mark.parametrize(
@@ -341,11 +352,11 @@ def test_effective_length_is_deterministic_and_order_independent() -> None:
 )
 def test_effective_length_rejects_bad_arguments(kwargs: dict[str, object], fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment):
-        effective_context_length(curve(1.0), subset='en', **kwargs)  # type: ignore[arg-type]
+        effective_context_length(curve(1.0), subset='en', **{'threshold': EFFECTIVE_THRESHOLD, **kwargs})  # type: ignore[arg-type]
 
 
 def test_effective_length_of_unknown_subset_is_an_error() -> None:
     with pytest.raises(ValueError, match="'fr'"):
-        effective_context_length(curve(1.0), subset='fr')
+        effective_context_length(curve(1.0), subset='fr', threshold=EFFECTIVE_THRESHOLD)
     with pytest.raises(ValueError, match='no needle samples'):
-        effective_context_length([control()], subset='en')
+        effective_context_length([control()], subset='en', threshold=EFFECTIVE_THRESHOLD)

@@ -69,12 +69,6 @@ def fresh(offline):
 
 
 @pytest.fixture(scope='module')
-def hf_qwen():
-    transformers = pytest.importorskip('transformers')
-    return transformers.AutoTokenizer.from_pretrained(str(shipped_qwen3_dir()))
-
-
-@pytest.fixture(scope='module')
 def fixture_texts(fixture_corpus_dir: Path) -> dict[str, str]:
     return {
         'en': (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8'),

@@ -32,6 +32,7 @@ from ..routing import routing_headers, routing_key
 from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..samples import grid, subset_samplers
 from ..scoring import PromptText, strip_reasoning
+from ..server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
@@ -74,6 +75,8 @@ class NiahAdapter(DefaultDataAdapter):
         self._outputs_written = False
         self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
+        server = self._task_config.api_url if self._task_config is not None else None
+        self._server_values = ServerValues(f'the model server {server or ""}'.strip())
         # What each task state under review was shown (keyed by id(task_state) while calculate_metrics runs): the
         # evidence that an answer pastes its prompt. The review itself keeps only the elided prompt.
         self._shown: dict[int, PromptText | None] = {}
@@ -302,7 +305,10 @@ class NiahAdapter(DefaultDataAdapter):
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
             self._record_error(meta, exc)
             raise
-        sample_score.score.metadata = {**(sample_score.score.metadata or {}), **_served(task_state)}
+        sample_score.score.metadata = {
+            **(sample_score.score.metadata or {}),
+            **_served(task_state, self._server_values),
+        }
         return sample_score
 
     def _elided_prompt(self, meta: SampleMeta) -> str:
@@ -444,15 +450,17 @@ class NiahAdapter(DefaultDataAdapter):
         )
 
 
-def _served(task_state: TaskState) -> dict[str, Any]:
+def _served(task_state: TaskState, values: ServerValues) -> dict[str, Any]:
     """What the server says it read and wrote (usage), and the reasoning it sent apart from the answer. Absent, not
-    zero, when the endpoint reports no usage (a prompt is never 0 tokens)."""
+    zero, when the endpoint reports no usage (a prompt is never 0 tokens); absent too when implausible (``values``
+    drops it and warns once)."""
     output = task_state.output
     served: dict[str, Any] = {}
     usage = output.usage if output is not None else None
-    if usage is not None and usage.input_tokens:
-        served['served_prompt_tokens'] = int(usage.input_tokens)
-        served['served_completion_tokens'] = int(usage.output_tokens)
+    prompt_tokens = values.tokens('usage.prompt_tokens', usage.input_tokens) if usage is not None else None
+    if usage is not None and prompt_tokens:
+        served['served_prompt_tokens'] = prompt_tokens
+        served['served_completion_tokens'] = values.tokens('usage.completion_tokens', usage.output_tokens)
     reasoning = _reasoning_text(output)
     if reasoning:
         served['reasoning'] = bounded_text(reasoning)
@@ -511,7 +519,8 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         answer=score.extracted_prediction if score.extracted_prediction is not None else None,
         reasoning=extra.get('reasoning'),
         judge_rating=float(rating) if judge_ok and rating is not None else None,
-        served_prompt_tokens=extra.get('served_prompt_tokens'),
-        served_completion_tokens=extra.get('served_completion_tokens'),
+        # Checked again: a review cached by an older version may hold what a lying server said.
+        served_prompt_tokens=plausible_tokens(extra.get('served_prompt_tokens')),
+        served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
     )

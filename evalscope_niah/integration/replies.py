@@ -12,7 +12,9 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalscope.api.model import GenerateConfig, ModelOutput
+from pydantic import ValidationError
 
+from ..server_values import shown
 from ..vocabulary import BudgetReason
 
 logger = logging.getLogger(__name__)
@@ -32,6 +34,11 @@ JUDGE_TIMEOUT_S = 300.0
 
 class EmptyReplyError(RuntimeError):
     """The server kept answering 200 with no text: a server fault, not an answer."""
+
+
+class UnreadableReplyError(RuntimeError):
+    """EvalScope's own parsing rejected a reply (a usage count that is no int, a model name that is no string): a
+    server fault. The sample errors (counted as such with ignore_errors) instead of being scored."""
 
 
 class CutReplyError(RuntimeError):
@@ -76,7 +83,7 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
     """
     discarded: list[str] = []
     for attempt in range(1, REPLY_ATTEMPTS + 1):
-        output = call()
+        output = _read_reply(call, what=what)
         last = attempt == REPLY_ATTEMPTS
         if reply_is_empty(output):
             if last:
@@ -97,6 +104,24 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
         logger.warning('needle_haystack: %s reply %d discarded (%s); calling again', what, attempt, problem)
         time.sleep(REPLY_BACKOFF_S * attempt)
     raise AssertionError('unreachable')
+
+
+def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
+    try:
+        return call()
+    except ValidationError as exc:  # raised after the reply arrived, outside EvalScope's retries: not retried here
+        problems = '; '.join(
+            f'{".".join(str(part) for part in error["loc"])}: {error["msg"]} (got {shown(error.get("input"))})'
+            for error in exc.errors()[:3]
+        )
+        raise UnreadableReplyError(
+            f'the {what} server sent a reply EvalScope cannot read ({exc.title}: {problems}); a server fault'
+        ) from None
+    except UnicodeDecodeError as exc:  # the openai SDK decodes the JSON body as UTF-8; after EvalScope's retries
+        raise UnreadableReplyError(
+            f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
+            f'{exc.start}); a server fault'
+        ) from None
 
 
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:

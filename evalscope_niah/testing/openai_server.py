@@ -1,3 +1,5 @@
+# long because it is one server: the chat, tokenize and health routes, SSE and the injected faults share the request
+# state and bounds (max_requests, the watchdog) that keep a test from running away.
 """A real, stdlib-only OpenAI-compatible chat-completions server for the tests and the benchmarks.
 
 The server binds 127.0.0.1 on a free port, runs in a daemon thread and answers
@@ -61,6 +63,7 @@ __all__ = [
     'FAULT_KINDS',
     'JUDGE_FIELDS',
     'FaultPlan',
+    'Lies',
     'OpenAICompatServer',
     'RecordedRequest',
     'Responder',
@@ -138,6 +141,45 @@ class FaultPlan:
             if draw < edge:
                 return name
         return None
+
+
+#: What ``Lies.tokenize`` can make the tokenize routes do.
+TOKENIZE_LIES: tuple[str, ...] = ('wrong_count', 'garbage', 'silent')
+
+
+@dataclass(frozen=True)
+class Lies:
+    """What a lying server says instead of the truth; the defaults tell the truth.
+
+    Chat replies (non-streamed) to the models in ``liars`` (empty: every model): ``usage`` entries replace the true
+    ones (any JSON value: ``{'prompt_tokens': -7}``), ``finish_reason`` and ``model_name`` replace the true ones
+    when not None, and ``reply_tail`` is appended to the reply as raw bytes inside the JSON string (10 MB of text,
+    or bytes that are not UTF-8; it must hold no ``"`` or ``\\``).
+
+    ``window`` (when not None) is the context window /v1/models and /props give, any JSON value. ``tokenize``
+    (one of :data:`TOKENIZE_LIES`): 'wrong_count' answers vLLM's ``count`` off by 7 and llama.cpp's plain id list
+    one token short; 'garbage' answers tokens that are no token ids; 'silent' never answers (until the server
+    closes).
+    """
+
+    liars: tuple[str, ...] = ()
+    usage: Mapping[str, Any] | None = None
+    finish_reason: Any = None
+    model_name: Any = None
+    reply_tail: bytes = b''
+    window: Any = None
+    tokenize: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.tokenize is not None and self.tokenize not in TOKENIZE_LIES:
+            raise ValueError(f'Lies.tokenize must be one of {TOKENIZE_LIES} or None, got {self.tokenize!r}')
+        if b'"' in self.reply_tail or b'\\' in self.reply_tail:
+            raise ValueError('Lies.reply_tail must hold no quote or backslash: it goes inside a JSON string as is')
+
+    def lies_for(self, model: str) -> bool:
+        """Whether a chat reply to ``model`` lies in any field."""
+        lying = self.usage is not None or self.finish_reason is not None or self.model_name is not None
+        return (lying or bool(self.reply_tail)) and (not self.liars or model in self.liars)
 
 
 @dataclass
@@ -506,8 +548,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path == '/health':
             self._send_json(200, {'status': 'ok'})
         elif path == '/props' and self.owner.api_style == 'llama.cpp':
-            window = self.owner.context_window
-            self._send_json(200, {'default_generation_settings': {'n_ctx': window} if window else {}, 'total_slots': 1})
+            window = self.owner._window()
+            settings = {'n_ctx': window} if window is not None else {}
+            self._send_json(200, {'default_generation_settings': settings, 'total_slots': 1})
         elif path in ('/v1/models', '/models'):
             self._send_json(200, {'object': 'list', 'data': [self.owner._model_card(m) for m in self.owner.models]})
         elif path.startswith(('/v1/models/', '/models/')):
@@ -593,6 +636,13 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_json(400, _error_body('request body is not a JSON object', 'invalid_request_error'))
         tokenizer = self.owner._tokenizer()
         messages = body.get('messages')
+        lie = self.owner.lies.tokenize
+        if lie == 'silent':
+            self.owner._stopping.wait(self.owner.max_seconds)
+            self.close_connection = True
+            return None
+        if lie == 'garbage':
+            return self._send_json(200, {'count': 3, 'tokens': ['many', None, {'id': 'x'}], 'max_model_len': 'big'})
         if self.owner.api_style == 'llama.cpp':
             if path == '/apply-template':
                 if not isinstance(messages, list):
@@ -604,7 +654,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send_json(200, {'tokens': []})
             ids = tokenizer(content, add_special_tokens=bool(body.get('add_special')))['input_ids']
             if not body.get('with_pieces'):
-                return self._send_json(200, {'tokens': ids})
+                return self._send_json(200, {'tokens': ids[:-1] if lie == 'wrong_count' else ids})
             return self._send_json(200, {'tokens': [{'id': i, 'piece': _llama_piece(tokenizer, i)} for i in ids]})
         if path != '/tokenize':
             return self._send_json(404, _error_body(f'Unknown path {path}', 'invalid_request_error', 'not_found'))
@@ -621,9 +671,9 @@ class _Handler(BaseHTTPRequestHandler):
             ids = tokenizer(body['prompt'], add_special_tokens=bool(body.get('add_special_tokens', True)))['input_ids']
         else:
             return self._send_json(400, _error_body('"prompt" or "messages" is required', 'BadRequestError'))
-        answer: dict[str, Any] = {'count': len(ids), 'tokens': ids, 'token_strs': None}
-        if self.owner.context_window:
-            answer['max_model_len'] = self.owner.context_window
+        answer: dict[str, Any] = {'count': len(ids) + 7 * (lie == 'wrong_count'), 'tokens': ids, 'token_strs': None}
+        if self.owner._window() is not None:
+            answer['max_model_len'] = self.owner._window()
         if body.get('return_token_strs'):
             answer['token_strs'] = tokenizer.convert_ids_to_tokens(ids)
         return self._send_json(200, answer)
@@ -718,12 +768,28 @@ class _Handler(BaseHTTPRequestHandler):
             owner._report_prompt_cache(completion, record.messages)
         if not owner.usage:
             del completion['usage']
+        if owner.lies.lies_for(model):
+            return self._send_lies(completion, owner.lies)
         if fault == 'malformed_json':
             text = json.dumps(completion, ensure_ascii=False)
             self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
             return None
         self._send_json(200, completion)
         return None
+
+    def _send_lies(self, completion: dict, lies: Lies) -> None:
+        if lies.usage is not None and 'usage' in completion:
+            completion['usage'].update(lies.usage)
+        choice = completion['choices'][0]
+        if lies.finish_reason is not None:
+            choice['finish_reason'] = lies.finish_reason
+        if lies.model_name is not None:
+            completion['model'] = lies.model_name
+        marker = '\x00tail\x00'  # escaped by json.dumps, so it cannot occur in the reply's own JSON text
+        choice['message']['content'] += marker
+        body = json.dumps(completion, ensure_ascii=False).encode('utf-8')
+        escaped = json.dumps(marker)[1:-1].encode('ascii')
+        self._send_bytes(200, body.replace(escaped, lies.reply_tail, 1), 'application/json')
 
     @staticmethod
     def _stream_events(
@@ -785,6 +851,7 @@ class OpenAICompatServer:
         tokenize: False turns the tokenize routes of ``api_style`` off.
         usage: False omits ``usage`` from chat replies.
         prompt_cache: True reports the prompt tokens a one-slot prefix cache would have reused (see the module doc).
+        lies: what the server says instead of the truth (:class:`Lies`); None tells the truth.
 
     The server starts serving in a daemon thread on construction. Use it as a context
     manager, or call :meth:`close`.
@@ -805,6 +872,7 @@ class OpenAICompatServer:
         tokenize: bool = True,
         usage: bool = True,
         prompt_cache: bool = False,
+        lies: Lies | None = None,
     ) -> None:
         if api_style not in ('openai', 'vllm', 'llama.cpp'):
             raise ValueError("api_style must be 'openai', 'vllm' or 'llama.cpp'")
@@ -817,6 +885,7 @@ class OpenAICompatServer:
         self.usage = usage
         self.prompt_cache = prompt_cache
         self._cached_prompt = ''  # the one slot: the last prompt's text
+        self.lies = lies or Lies()
         self._hf_tokenizer: Any = None
         self._tokenize_count = 0
         if max_requests < 0:
@@ -840,7 +909,10 @@ class OpenAICompatServer:
         self._per_model_count: dict[str, int] = {}
         self._rngs: dict[str, random.Random] = {}
         self._fault_counts: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
+        self._start(port)
 
+    def _start(self, port: int) -> None:
+        """Bind 127.0.0.1, then serve and watch the time bound in daemon threads."""
         self._httpd = _HTTPServer(self, port)
         self.host, self.port = self._httpd.server_address[:2]
         self._thread = threading.Thread(
@@ -997,10 +1069,13 @@ class OpenAICompatServer:
                 self._fault_counts[fault] += 1
             return number, fault, plan
 
+    def _window(self) -> Any:
+        return self.context_window if self.lies.window is None else self.lies.window
+
     def _model_card(self, name: str) -> dict:
         card = {'id': name, 'object': 'model', 'created': 0, 'owned_by': 'openai-compat-test-server'}
-        if self.api_style == 'vllm' and self.context_window:
-            card.update(root=name, max_model_len=self.context_window)
+        if self.api_style == 'vllm' and self._window() is not None:
+            card.update(root=name, max_model_len=self._window())
         return card
 
     def _serves_tokenize(self) -> bool:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from evalscope_niah.records import GUESSED, SampleResult
+from evalscope_niah.run_params import NiahParams
+from evalscope_niah.scoring import RULE_PASS_THRESHOLD
 from evalscope_niah.stats import CellSummary
+
+# The statistics take their pass marks as arguments; the tests pass the defaults a run passes.
+EFFECTIVE_THRESHOLD: float = NiahParams.model_fields['effective_length_threshold'].default
+PASS_MARK: float = RULE_PASS_THRESHOLD
 
 
 def sample(

@@ -9,7 +9,7 @@ from evalscope_niah.testing.openai_server import OpenAICompatServer
 
 # The mock judges that grade by word overlap (openai_server.overlap_grader) cannot pass the judge check: they
 # rate a negated or retracted needle high. Tests of what happens after the check (grading, faults, resume) turn it
-# off with this; tests/test_judge_check.py tests the check itself.
+# off with this; tests/integration/test_judge_check.py tests the check itself.
 UNCHECKED_JUDGE = {'judge_check': 'off'}
 
 
@@ -48,3 +48,12 @@ def task_settings(
     }
     settings.update(overrides)
     return settings
+
+
+def task_config(
+    server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, *, model: str, extra: dict[str, Any], **overrides: Any
+) -> Any:
+    """EvalScope's ``TaskConfig`` of :func:`task_settings` (same arguments)."""
+    from evalscope import TaskConfig  # only the end-to-end tests need EvalScope
+
+    return TaskConfig(**task_settings(server, corpus_dir, work_dir, model=model, extra=extra, **overrides))

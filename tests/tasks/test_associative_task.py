@@ -3,27 +3,22 @@ question's words literally fails, one that knows the hop succeeds."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 
-from evalscope_niah.cli import main
 from evalscope_niah.tasks.associative.pairs import load_pairs, names, overlap
 from evalscope_niah.testing.openai_server import OpenAICompatServer
+from tests.support.preview import preview_rows
 from tests.support.tasks import task_settings
 
 DEPTHS = [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]
 
 
 def _preview(corpus_dir: Path, output: Path, **extra) -> list[dict]:
-    dataset_args = {
-        'local_path': str(corpus_dir),
-        'extra_params': {'task': 'associative', 'context_lengths': [700], 'document_depth_percents': DEPTHS, **extra},
-    }
-    assert main(['preview', '--dataset-args', json.dumps(dataset_args), '--output', str(output)]) == 0
-    return [json.loads(line) for line in output.read_text(encoding='utf-8').splitlines()]
+    extra_params = {'task': 'associative', 'context_lengths': [700], 'document_depth_percents': DEPTHS, **extra}
+    return preview_rows({'local_path': str(corpus_dir), 'extra_params': extra_params}, output)
 
 
 def test_preview_covers_thirty_pairs_per_language_without_overlap(fixture_corpus_dir: Path, tmp_path: Path) -> None:

@@ -12,14 +12,15 @@ import pytest
 
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import cell_scores, overall_scores
-from tests.support.tasks import task_settings
+from tests.support.tasks import task_config
 
 pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
 from evalscope_niah.integration.adapter import PENDING_PROMPT
-from evalscope_niah.results import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE, read_cells_csv, read_results
+from evalscope_niah.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE
+from evalscope_niah.results import read_cells_csv, read_results
 from evalscope_niah.tokenization import load_tokenizer
 
 MODEL = 'mock-model'
@@ -62,18 +63,9 @@ def chain_model(messages: list[dict]) -> str:
 
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, extra: dict, **overrides) -> TaskConfig:
-    settings = task_settings(
-        server,
-        corpus_dir,
-        work_dir,
-        model=MODEL,
-        extra=extra,
-        subsets=['english'],
-        eval_batch_size=1,  # one request at a time: the order the server sees is the order we chose
-        generation_config={'retries': 1, 'retry_interval': 0},
-    )
-    settings.update(overrides)
-    return TaskConfig(**settings)
+    # One request at a time: the order the server sees is the order we chose.
+    options = {'subsets': ['english'], 'eval_batch_size': 1, 'generation_config': {'retries': 1, 'retry_interval': 0}}
+    return task_config(server, corpus_dir, work_dir, model=MODEL, extra=extra, **{**options, **overrides})
 
 
 @pytest.fixture(scope='module')

@@ -19,7 +19,7 @@ import pytest
 
 from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, overlap_grader
 from tests.support.reports import cell_scores
-from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_config
 
 pytest.importorskip('evalscope')
 
@@ -57,17 +57,14 @@ def depth_sensitive_model(messages: list[dict]) -> str:
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides) -> TaskConfig:
     extra = {'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE}
-    settings = task_settings(
+    return task_config(
         server,
         corpus_dir,
         work_dir,
         model=MODEL,
         extra=extra,
-        judge=judge_block(server, JUDGE),
-        generation_config={'retries': 2, 'retry_interval': 0},
+        **{'judge': judge_block(server, JUDGE), 'generation_config': {'retries': 2, 'retry_interval': 0}, **overrides},
     )
-    settings.update(overrides)
-    return TaskConfig(**settings)
 
 
 @pytest.fixture(scope='module')

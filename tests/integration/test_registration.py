@@ -35,7 +35,7 @@ def _python(script: str, **env: str) -> subprocess.CompletedProcess:
         text=True,
         timeout=300,
         env=environment,
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[2],  # the repository root
     )
 
 

@@ -25,7 +25,7 @@ from evalscope_niah.testing.openai_server import (
     overlap_grader,
 )
 from tests.support.reports import cell_scores, overall_scores
-from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_config
 
 pytest.importorskip('evalscope')
 
@@ -56,11 +56,8 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def _task(server: OpenAICompatServer, corpus_dir: Path, work_dir: Path, **overrides: Any) -> TaskConfig:
     extra = {'context_lengths': [600], 'document_depth_percents': [0], **UNCHECKED_JUDGE}
-    settings = task_settings(
-        server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=dict(FAST)
-    )
-    settings.update(overrides)
-    return TaskConfig(**settings)
+    options = {'subsets': ['english'], 'generation_config': dict(FAST), **overrides}
+    return task_config(server, corpus_dir, work_dir, model=MODEL, extra=extra, **options)
 
 
 def _judge(server: OpenAICompatServer, **generation: Any) -> dict[str, Any]:
