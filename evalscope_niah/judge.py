@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from .scoring.reasoning_tags import strip_reasoning
+
 __all__ = [
     'ALLOWED_RATINGS',
     'JUDGE_SYSTEM_PROMPT',
@@ -34,7 +36,6 @@ __all__ = [
     'judge_user_prompt',
     'parse_verdict',
     'rating_to_accuracy',
-    'strip_reasoning_linear',
 ]
 
 # Kamradt's needle-in-a-haystack rubric.
@@ -133,44 +134,15 @@ class Verdict:
 # step lower-case the character under it, a cost per character on non-Latin text (~10x slower on random Unicode).
 _ASCII_CI = re.IGNORECASE | re.ASCII
 
-# Tags allow a little whitespace ("< /think >"), bounded so that a '<' followed by a long whitespace run costs
-# nothing extra. Every step below is one C-level regex pass: no Python loop runs per tag, so even a reply made of
-# tags is read at regex speed.
-_OPEN_TAG = r'<\s{0,3}think(?:ing)?\s{0,3}>'
-_CLOSE_TAG = r'<\s{0,3}/\s{0,3}think(?:ing)?\s{0,3}>'
-_OPEN = re.compile(_OPEN_TAG, _ASCII_CI)
-# A block ends at the first closing tag after its opening one; opening tags inside it are part of it.
-_BLOCK = re.compile(_OPEN_TAG + r'(?s:.*?)' + _CLOSE_TAG, _ASCII_CI)
+# Blocks are stripped by scoring.reasoning_tags.strip_reasoning, the one stripper for model and judge replies.
 # The closing tag spelt backwards: the last closing tag is the first match in the reversed text, found in one
-# forward pass (a greedy ".*</think>" would backtrack through the whole text).
+# forward pass. Only used to tell whether the part of a very long reply that is read may still be reasoning.
 _CLOSE_REVERSED = re.compile(r'>\s{0,3}(?:gni)?kniht\s{0,3}/\s{0,3}<', _ASCII_CI)
 
 
 def _last_close_end(text: str) -> int | None:
     match = _CLOSE_REVERSED.search(text[::-1])
     return None if match is None else len(text) - match.start()
-
-
-def strip_reasoning_linear(text: str) -> str:
-    """The final answer of a reasoning model's reply, in time linear in its length.
-
-    Same rules as ``scoring.strip_reasoning`` (whose block regex rescans to the end of the text from every opening
-    tag never closed, quadratic in such a reply): a ``<think>``/``<thinking>`` block is removed up to the first
-    closing tag after its opening one; a stray closing tag keeps only what follows it; an opening tag never closed
-    drops everything from it on (the model ran out of tokens while thinking).
-    """
-    last_close = _last_close_end(text)
-    head, tail = ('', text) if last_close is None else (text[:last_close], text[last_close:])
-    # After the last closing tag every opening tag is unclosed: the final answer stops at the first one.
-    if opened := _OPEN.search(tail):
-        tail = tail[: opened.start()]
-    if head:
-        # Before it, every opening tag has a closing one after it, so each lazy block match stops at the next
-        # closing tag: one pass. What remains of the head keeps only what follows its last (stray) closing tag.
-        head = _BLOCK.sub('', head)
-        stray = _last_close_end(head)
-        head = head if stray is None else head[stray:]
-    return (head + tail).strip()
 
 
 # --- parsing -----------------------------------------------------------------------------------------------------
@@ -472,7 +444,7 @@ def parse_verdict(  # long because the accepted forms are tried in one documente
             f'reply of {len(text):,} characters: its last {MAX_REPLY_CHARS:,} may still be reasoning (no closing '
             'tag among them)'
         )
-    body = strip_reasoning_linear(read)
+    body = strip_reasoning(read)
     if not body:
         return _unparsable('no final answer after the reasoning block')
     body = _normalise(body[-MAX_VERDICT_CHARS:]).strip()

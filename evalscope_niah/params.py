@@ -13,8 +13,8 @@ Limits (each refused with one NiahConfigError naming the parameter):
 - at most 10,000 samples per run (grid cells x subsets) unless ``allow_large_grid: true``; 1,000,000 even then;
   each grid axis (lengths, depths, num_repeats, n_needles, n_runs) at most 10,000 values.
 - values that would be ignored are refused: ``needles`` / ``retrieval_question`` (top level or per subset) with a
-  needle bank or with task ``multi_retrieval`` / ``reasoning``; ``num_needles`` without a ``multi_retrieval`` task,
-  ``diff`` / ``shuffle_links`` without a ``reasoning`` task; an alias and its canonical name with different values;
+  needle bank or with a task that brings its own needles; a task's own parameter (``num_needles``, ``diff``, ...)
+  while no subset runs that task; an alias and its canonical name with different values;
   benchmark parameters placed in ``dataset_args`` beside ``extra_params`` instead of under it.
 """
 

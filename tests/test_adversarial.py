@@ -50,14 +50,14 @@ def test_verbose_right_answers_are_60_to_200_words_and_pass_certain(language: st
         size = len(case.answer.split()) if language == 'en' else len(case.answer) / 1.5
         assert 60 <= size <= 200, (size, case.answer)
         verdict = score_case(case)
-        assert (verdict.score, verdict.certain) == (1.0, True), verdict
+        assert (verdict.accuracy, verdict.certain) == (1.0, True), verdict
 
 
 @pytest.mark.parametrize('language', ['en', 'zh'])
 def test_control_recognises_at_least_fifteen_abstentions_per_language(language: str) -> None:
     right = [c for c in CASES if c.task == 'control' and c.language == language and c.category == 'right']
     assert len({c.answer for c in right}) >= 15
-    assert all(score_case(c).score == 1.0 for c in right)
+    assert all(score_case(c).accuracy == 1.0 for c in right)
 
 
 def test_summary_reports_every_task(capsys: pytest.CaptureFixture[str]) -> None:

@@ -20,8 +20,8 @@ from evalscope_niah.judge import (
     judge_user_prompt,
     parse_verdict,
     rating_to_accuracy,
-    strip_reasoning_linear,
 )
+from evalscope_niah.scoring.reasoning_tags import strip_reasoning
 
 # --- prompt ------------------------------------------------------------------------------------------------------
 
@@ -353,8 +353,9 @@ def test_parse_verdict_never_raises(reply: str) -> None:
         ('', ''),
     ],
 )
-def test_strip_reasoning_linear(reply: str, expected: str) -> None:
-    assert strip_reasoning_linear(reply) == expected
+def test_the_one_stripper_reads_judge_replies(reply: str, expected: str) -> None:
+    # The judge's replies go through the same stripper as the model's (scoring.reasoning_tags).
+    assert strip_reasoning(reply) == expected
 
 
 # --- linear time on hostile replies ------------------------------------------------------------------------------

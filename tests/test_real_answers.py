@@ -62,7 +62,7 @@ def test_verbose_right_answers_pass_certain() -> None:
     assert len([rule for _, rule in verbose if rule.certain and rule.accuracy == 1.0]) >= 5
     # The others go to the judge for a cue about the key ('would likely be'), never for their length.
     for item, rule in verbose:
-        flags = set(rule.extra['flags'])
+        flags = set(rule.flags)
         assert (rule.certain and rule.accuracy == 1.0) or (not rule.certain and flags <= {'hedge', 'abstains'}), item
 
 

@@ -9,6 +9,7 @@ import os
 import re
 import threading
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from evalscope.api.benchmark import DefaultDataAdapter
@@ -77,9 +78,10 @@ class NiahAdapter(DefaultDataAdapter):
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
-        # What each task state under review was shown (keyed by id(task_state) while calculate_metrics runs): the
-        # evidence that an answer pastes its prompt. The review itself keeps only the elided prompt.
-        self._shown: dict[int, PromptText | None] = {}
+        # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
+        # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
+        # final answer, the reply stripped of reasoning once for every step that reads it.
+        self._reviews: dict[int, _Review] = {}
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -271,11 +273,23 @@ class NiahAdapter(DefaultDataAdapter):
     def calculate_metrics(self, task_state: TaskState) -> SampleScore:
         meta = SampleMeta.from_dict(task_state.metadata)
         self._check_cached_cell(task_state, meta)
-        self._shown[id(task_state)] = self._prompt_text(task_state)
+        output = task_state.output
+        completion = '' if output is None or output.empty else output.completion
+        review = _Review(prompt=self._prompt_text(task_state), final=strip_reasoning(completion))
+        self._reviews[id(task_state)] = review
         try:
-            return self._calculate_metrics(task_state, meta)
+            return self._calculate_metrics(task_state, meta, review)
         finally:
-            self._shown.pop(id(task_state), None)
+            self._reviews.pop(id(task_state), None)
+
+    def filter_prediction(self, prediction: str, task_state: TaskState) -> str:
+        # The final answer (reasoning stripped) is what the rules and the judge read.
+        review = self._reviews.get(id(task_state))
+        return super().filter_prediction(review.final if review else strip_reasoning(prediction), task_state)
+
+    def _prompt_of(self, task_state: TaskState) -> PromptText | None:
+        review = self._reviews.get(id(task_state))
+        return review.prompt if review else None
 
     def _prompt_text(self, task_state: TaskState) -> PromptText | None:
         spec = self._prompt_spec()
@@ -284,7 +298,7 @@ class NiahAdapter(DefaultDataAdapter):
             return None  # a review row without its haystack: no evidence, the scorers fall back to a length bound
         return PromptText(shown=shown, template=(spec.system_prompt, spec.user_template))
 
-    def _calculate_metrics(self, task_state: TaskState, meta: SampleMeta) -> SampleScore:
+    def _calculate_metrics(self, task_state: TaskState, meta: SampleMeta, review: _Review) -> SampleScore:
         # The prediction row (with the prompt) is already written; the review keeps what was asked, not the haystack.
         task_state.messages = [
             message.model_copy(update={'content': self._elided_prompt(meta)}) if message.role == 'user' else message
@@ -294,20 +308,20 @@ class NiahAdapter(DefaultDataAdapter):
             budget = budget_failure(task_state.output)
             if budget is None:
                 sample_score = super().calculate_metrics(task_state)
-            elif budget == 'token limit' and strip_reasoning(task_state.output.completion):
+            elif budget == 'token limit' and review.final:
                 # A final answer had begun: it is scored as it stands (a cut answer is still an answer; leaving out
                 # the cut wrong ones would raise the mean), and the cut is counted. Only a reply cut before any
                 # final answer (inside its reasoning, or empty) is a budget failure.
                 sample_score = super().calculate_metrics(task_state)
                 sample_score.score.metadata = {**(sample_score.score.metadata or {}), 'budget_exhausted': True}
             else:
-                sample_score = self._budget_score(task_state, budget)
+                sample_score = self._budget_score(task_state, budget, review.final)
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
             self._record_error(meta, exc)
             raise
         sample_score.score.metadata = {
             **(sample_score.score.metadata or {}),
-            **_served(task_state, self._server_values),
+            **_served(task_state, self._server_values, review.final),
         }
         return sample_score
 
@@ -326,7 +340,7 @@ class NiahAdapter(DefaultDataAdapter):
                 'with the cached extra_params, or without --use-cache',
             )
 
-    def _budget_score(self, task_state: TaskState, reason: str) -> SampleScore:
+    def _budget_score(self, task_state: TaskState, reason: str, final: str) -> SampleScore:
         # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
         prediction = task_state.output.completion
         score = Score(
@@ -334,7 +348,7 @@ class NiahAdapter(DefaultDataAdapter):
             main_score_name='acc',
             status=ScoreStatus.EXCLUDED,
             prediction=prediction,
-            extracted_prediction=strip_reasoning(prediction),
+            extracted_prediction=final,
             explanation=f'reply cut: {reason}',
             metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
         )
@@ -350,12 +364,12 @@ class NiahAdapter(DefaultDataAdapter):
         self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
     ) -> Score:
         meta = SampleMeta.from_dict(task_state.metadata)
-        return _rule_score(original_prediction, filtered_prediction, meta, self._shown.get(id(task_state)))[1]
+        return _rule_score(original_prediction, filtered_prediction, meta, self._prompt_of(task_state))[1]
 
     def judge_definition(self, context: JudgeContext) -> JudgeDefinition:
         meta = SampleMeta.from_dict(context.task_state.metadata)
-        shown = self._shown.get(id(context.task_state))
-        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta, shown)
+        prompt = self._prompt_of(context.task_state)
+        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta, prompt)
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
             return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
@@ -450,7 +464,7 @@ class NiahAdapter(DefaultDataAdapter):
         )
 
 
-def _served(task_state: TaskState, values: ServerValues) -> dict[str, Any]:
+def _served(task_state: TaskState, values: ServerValues, final: str) -> dict[str, Any]:
     """What the server says it read and wrote (usage), and the reasoning it sent apart from the answer. Absent, not
     zero, when the endpoint reports no usage (a prompt is never 0 tokens); absent too when implausible (``values``
     drops it and warns once)."""
@@ -461,16 +475,15 @@ def _served(task_state: TaskState, values: ServerValues) -> dict[str, Any]:
     if usage is not None and prompt_tokens:
         served['served_prompt_tokens'] = prompt_tokens
         served['served_completion_tokens'] = values.tokens('usage.completion_tokens', usage.output_tokens)
-    reasoning = _reasoning_text(output)
+    reasoning = _reasoning_text(output, final)
     if reasoning:
         served['reasoning'] = bounded_text(reasoning)
     return served
 
 
-def _reasoning_text(output: Any) -> str:
+def _reasoning_text(output: Any, final: str) -> str:
     if output is None or output.empty or isinstance(output.message.content, str):
         completion = '' if output is None or output.empty else output.completion
-        final = strip_reasoning(completion)
         return completion[: len(completion) - len(final)].strip() if final and completion.endswith(final) else ''
     return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
 
@@ -478,8 +491,9 @@ def _reasoning_text(output: Any) -> str:
 def _rule_score(
     original_prediction: str, filtered_prediction: str, meta: SampleMeta, prompt: PromptText | None
 ) -> tuple[RuleScore, Score]:
-    """The task's rule score of the final answer (reasoning stripped), and the same as EvalScope's Score."""
-    final = strip_reasoning(filtered_prediction)
+    """The task's rule score of the final answer (``filter_prediction`` stripped its reasoning), and the same as
+    EvalScope's Score."""
+    final = filtered_prediction
     rule = score_answer(final, meta, prompt=prompt)
     score = Score(
         value=dict(rule.values),
@@ -490,6 +504,12 @@ def _rule_score(
         metadata={'source': 'rule', 'rule_certain': rule.certain},
     )
     return rule, score
+
+
+@dataclass(frozen=True)
+class _Review:
+    prompt: PromptText | None  # None: the haystack is not known (a review row without it)
+    final: str  # the reply without its reasoning blocks
 
 
 def _meta(sample_score: SampleScore) -> SampleMeta:

@@ -21,7 +21,6 @@ from pydantic import BaseModel
 
 from ..judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
 from ..metadata import SampleMeta
-from ..scoring import strip_reasoning
 from ..tasks import judge_reference
 
 __all__ = ['VerdictContract', 'judge_workflow']
@@ -47,8 +46,9 @@ class VerdictContract(OutputContract):
 
 
 def judge_messages(*, question: str, reference: str, answer: str) -> list:
-    # Only question, reference and answer (fenced as data, bounded): the judge never sees the haystack.
-    prompt = judge_user_prompt(question=question, reference=reference, answer=strip_reasoning(answer))
+    # Only question, reference and answer (fenced as data, bounded): the judge never sees the haystack. The answer is
+    # the final one: the adapter's filter_prediction stripped its reasoning.
+    prompt = judge_user_prompt(question=question, reference=reference, answer=answer)
     return [ChatMessageSystem(content=JUDGE_SYSTEM_PROMPT), ChatMessageUser(content=prompt)]
 
 

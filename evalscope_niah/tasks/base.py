@@ -7,13 +7,12 @@ the bank draws) and a cell; scoring hands it the final answer (reasoning strippe
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, TypeVar
 
 from ..metadata import GridCell, SampleMeta
 from ..run_params import NiahParams, TaskParams
-from ..scoring import PromptText, levenshtein_score
+from ..scoring import PromptText, RuleScore, levenshtein_score
 from ..subsets import ResolvedSubset
 from ..vocabulary import Language
 from .single.bank import BankNeedle
@@ -21,7 +20,7 @@ from .single.bank import BankNeedle
 P = TypeVar('P', bound=TaskParams)
 D = TypeVar('D', bound='SampleData')
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'SampleData', 'Task', 'rule_inputs', 'verdict_score']
+__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'SampleData', 'Task', 'with_levenshtein']
 
 
 @dataclass(frozen=True)
@@ -55,9 +54,13 @@ class SampleData:
     @classmethod
     def of(cls: type[D], meta: SampleMeta) -> D:
         """This task's data of ``meta``; fields it lacks (a sample planned before the field existed) take their
-        defaults, keys this type does not declare are ignored."""
-        declared = {item.name for item in fields(cls)}
-        values = {name: _from_json(value) for name, value in meta.task_data.items() if name in declared}
+        defaults, keys this type does not declare are ignored. The metadata comes back from EvalScope's files, so a
+        value of another kind than its field's default (a string where a list belongs) is refused, not used."""
+        values = {
+            item.name: _from_json(cls, item.name, meta.task_data[item.name], item.default)
+            for item in fields(cls)
+            if item.name in meta.task_data
+        }
         return cls(**values)
 
 
@@ -65,8 +68,16 @@ def _json_value(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
 
-def _from_json(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
+def _from_json(owner: type, name: str, value: Any, default: Any) -> Any:
+    if isinstance(default, tuple):
+        if not isinstance(value, list | tuple):
+            raise ValueError(f'{owner.__name__}.{name} must be a list, got {type(value).__name__}')
+        return tuple(value)
+    if isinstance(default, float) and type(value) is int:  # JSON writes 1.0 as 1 in some producers
+        return float(value)
+    if default is not MISSING and default is not None and type(value) is not type(default):
+        raise ValueError(f'{owner.__name__}.{name} must be {type(default).__name__}, got {type(value).__name__}')
+    return value
 
 
 @dataclass(frozen=True)
@@ -82,24 +93,6 @@ class NeedleChoice:
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
     distractor_depths: tuple[float, ...] | None = None  # one per distractor; None spreads them over the haystack
     data: SampleData | None = None  # the task's own data about the sample, for its scoring and judge hint
-
-
-@dataclass(frozen=True)
-class RuleScore:
-    """One answer's rule score. ``values['acc']`` is the accuracy; the other values are reported beside it.
-
-    ``certain`` says the rule alone may decide (the judge is skipped under ``llm_recall``); ``explanation`` says why
-    the score is what it is, for the results file and a person reading a red cell.
-    """
-
-    values: Mapping[str, float]
-    certain: bool = True
-    explanation: str = ''
-    extra: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def accuracy(self) -> float:
-        return self.values['acc']
 
 
 class Task(ABC):
@@ -150,21 +143,7 @@ class Task(ABC):
         return f'{meta.reference_answer} ({hint})' if hint else meta.reference_answer
 
 
-def rule_inputs(meta: SampleMeta) -> dict[str, Any]:
-    """The keyword arguments every rule entry point of scoring.py takes, from the sample's metadata."""
-    return {
-        'needles': meta.needles,
-        'question': meta.question,
-        'reference': meta.reference_answer,
-        'answer_keys': meta.answer_keys,
-        'language': meta.language,
-    }
-
-
-def verdict_score(verdict: Any, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
-    """A rule verdict (scoring.RuleVerdict) as the task's RuleScore: its score is the accuracy, the values in
-    ``reported`` and CDME's Levenshtein similarity to the reference are reported beside it."""
-    values = {'acc': verdict.score, **reported, 'levenshtein': levenshtein_score(answer, meta.reference_answer)}
-    return RuleScore(
-        values=values, certain=verdict.certain, explanation=verdict.explanation, extra={'flags': list(verdict.flags)}
-    )
+def with_levenshtein(rule: RuleScore, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
+    """A ladder's rule score as the task reports it: the values in ``reported`` and CDME's Levenshtein similarity to
+    the reference beside the accuracy."""
+    return rule.reporting(**reported, levenshtein=levenshtein_score(answer, meta.reference_answer))

@@ -3,9 +3,10 @@
 Each case is a plain record the rule scorers (and, later, the task types) can be run on: the sample's needles,
 question, reference and answer keys as the task gives them, the reply, and the outcome expected:
 
-* ``'pass'``: score >= 0.9 and certain (a right answer);
-* ``'fail'``: score <= 0.3 (a wrong answer; certain or not);
-* ``'judge'``: not certain (only a judge can tell) and score <= 0.3 in a rule-only run.
+* ``'pass'``: score >= CERTAIN_PASS and certain (a right answer);
+* ``'fail'``: score <= UNCERTAIN_SCORE_CAP (a wrong answer; certain or not);
+* ``'judge'``: not certain (only a judge can tell) and score <= UNCERTAIN_SCORE_CAP in a rule-only run (bounds in
+  evalscope_niah/scoring/bounds.py).
 
 The facts are the package's own: params.py's default needles, the needle bank, the reasoning chains and
 ``multi_retrieval_set`` values with ``distractor_facts``.
@@ -17,7 +18,8 @@ import dataclasses
 
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.prompts import PromptSpec
-from evalscope_niah.scoring import PromptText, RuleVerdict, strip_reasoning
+from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
+from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
 from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
@@ -555,7 +557,7 @@ def all_cases() -> list[Case]:
 # --- running the table ---------------------------------------------------------------------------------------------
 
 
-def score_case(case: Case) -> RuleVerdict:
+def score_case(case: Case) -> RuleScore:
     """The case through the path a real run takes: its task type's rule score on the final answer (reasoning
     stripped), from the sample metadata the adapter would hold."""
     meta = SampleMeta(
@@ -574,23 +576,26 @@ def score_case(case: Case) -> RuleVerdict:
         divergence_token=0,
         task_data=MultiRetrievalData(distractor_values=case.distractor_values).to_json(),
     )
-    rule = score_answer(strip_reasoning(case.answer), meta, prompt=case.prompt)
-    return RuleVerdict(rule.accuracy, rule.certain, rule.explanation, tuple(rule.extra.get('flags', ())))
+    return score_answer(strip_reasoning(case.answer), meta, prompt=case.prompt)
 
 
-def meets(case: Case, verdict: RuleVerdict) -> bool:
+def meets(case: Case, verdict: RuleScore) -> bool:
+    """The outcome against the bounds the rules decide by (scoring/bounds.py): a pass is certain and at least
+    CERTAIN_PASS; a wrong answer and a judge case score at most UNCERTAIN_SCORE_CAP."""
     if case.expected == 'pass':
-        return verdict.score >= 0.9 and verdict.certain
+        return verdict.accuracy >= CERTAIN_PASS and verdict.certain
     if case.expected == 'judge':
-        return not verdict.certain and verdict.score <= 0.3
-    return verdict.score <= 0.3
+        return not verdict.certain and verdict.accuracy <= UNCERTAIN_SCORE_CAP
+    return verdict.accuracy <= UNCERTAIN_SCORE_CAP
 
 
 def summary(cases: list[Case] | None = None) -> str:
-    """Per task: right answers scoring >= 0.5, wrong ones <= 0.3, and judge cases left uncertain (a Markdown table)."""
+    """Per task: right answers scoring >= RULE_PASS_THRESHOLD, wrong ones <= UNCERTAIN_SCORE_CAP, and judge cases
+    left uncertain (a Markdown table)."""
     cases = all_cases() if cases is None else cases
     lines = [
-        '| task | right answers scoring >= 0.5 | wrong answers scoring <= 0.3 | judge cases left uncertain |',
+        f'| task | right answers scoring >= {RULE_PASS_THRESHOLD} | wrong answers scoring <= {UNCERTAIN_SCORE_CAP} '
+        '| judge cases left uncertain |',
         '| --- | --- | --- | --- |',
     ]
     for task in TASKS:
@@ -599,8 +604,8 @@ def summary(cases: list[Case] | None = None) -> str:
         wrong = [v for c, v in scored if c.expected == 'fail']
         judge = [v for c, v in scored if c.expected == 'judge']
         lines.append(
-            f'| {task} | {sum(v.score >= 0.5 for v in right)}/{len(right)} '
-            f'| {sum(v.score <= 0.3 for v in wrong)}/{len(wrong)} '
+            f'| {task} | {sum(v.accuracy >= RULE_PASS_THRESHOLD for v in right)}/{len(right)} '
+            f'| {sum(v.accuracy <= UNCERTAIN_SCORE_CAP for v in wrong)}/{len(wrong)} '
             f'| {sum(not v.certain for v in judge)}/{len(judge)} |'
         )
     return '\n'.join(lines)

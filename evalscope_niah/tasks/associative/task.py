@@ -11,8 +11,8 @@ import logging
 from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, reasoning_answer_score
-from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, verdict_score
+from ...scoring import RULE_PASS_THRESHOLD, PromptText, RuleScore, one_candidate_score
+from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
 
@@ -76,7 +76,7 @@ class Associative(Task):
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
-        verdict = reasoning_answer_score(
+        rule = one_candidate_score(
             answer,
             keyword=meta.answer_keys[0],
             candidates=AssociativeData.of(meta).candidates,
@@ -87,7 +87,7 @@ class Associative(Task):
             question=meta.question,
             prompt=prompt,
         )
-        return verdict_score(verdict, answer, meta, rule_recall=1.0 if verdict.score >= 0.5 else 0.0)
+        return with_levenshtein(rule, answer, meta, rule_recall=1.0 if rule.accuracy >= RULE_PASS_THRESHOLD else 0.0)
 
     def judge_hint(self, meta: SampleMeta) -> str | None:
         return AssociativeData.of(meta).judge_hint or None

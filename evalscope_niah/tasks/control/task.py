@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
 from ...records import GUESSED
-from ...scoring import PromptText, absent_control_score
-from ..base import NeedleChoice, PlanContext, RuleScore, Task
+from ...scoring import PromptText, RuleScore
+from ..base import NeedleChoice, PlanContext, Task
+from .rules import absent_control_score
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
 
@@ -22,11 +23,7 @@ class AbsentControl(Task):
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        control = absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
-        return RuleScore(
-            values={'acc': control.score, 'abstained': float(control.abstained), GUESSED: float(control.guessed)},
-            explanation=control.explanation,
-        )
+        return absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
 
 
 ABSENT_CONTROL = AbsentControl()

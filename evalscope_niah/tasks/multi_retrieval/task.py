@@ -6,10 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, multi_retrieval_scores, score_multi
-from ..base import NeedleChoice, PlanContext, RuleScore, SampleData, Task, rule_inputs, verdict_score
+from ...scoring import PromptText, RuleScore
+from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
+from .rules import multi_retrieval_score
 
 
 @dataclass(frozen=True)
@@ -47,16 +48,14 @@ class MultiRetrieval(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        distractor_values = MultiRetrievalData.of(meta).distractor_values
-        verdict = score_multi(answer, distractor_values=distractor_values, prompt=prompt, **rule_inputs(meta))
-        scores = multi_retrieval_scores(
+        rule = multi_retrieval_score(
             answer,
             values=meta.answer_keys,
-            distractor_values=distractor_values,
+            distractor_values=MultiRetrievalData.of(meta).distractor_values,
             reference=meta.reference_answer,
             needles=meta.needles,
             question=meta.question,
             language=meta.language,
             prompt=prompt,
         )
-        return verdict_score(verdict, answer, meta, rule_recall=scores.recall, precision=scores.precision)
+        return with_levenshtein(rule, answer, meta)

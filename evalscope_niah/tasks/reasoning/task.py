@@ -8,11 +8,12 @@ from __future__ import annotations
 import random
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, keyword_score, score_reasoning
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...scoring import PromptText, RuleScore, keyword_score
+from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
 from .chains import pick_chain, reasoning_chains
 from .params import ReasoningParams
+from .rules import chain_answer_score
 
 
 class ReasoningChain(Task):
@@ -42,6 +43,16 @@ class ReasoningChain(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        verdict = score_reasoning(answer, prompt=prompt, **rule_inputs(meta))
+        if not meta.answer_keys:
+            raise ValueError('answer_keys must hold the chain keyword')
+        rule = chain_answer_score(
+            answer,
+            needles=meta.needles,
+            keyword=meta.answer_keys[0],
+            reference=meta.reference_answer,
+            language=meta.language,
+            question=meta.question,
+            prompt=prompt,
+        )
         keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
-        return verdict_score(verdict, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)
+        return with_levenshtein(rule, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)

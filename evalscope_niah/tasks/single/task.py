@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, needle_recall, score_single
-from ..base import NeedleChoice, PlanContext, RuleScore, Task, rule_inputs, verdict_score
+from ...scoring import PromptText, RuleScore, needle_recall
+from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
+from .rules import single_needle_score
 
 
 class SingleNeedle(Task):
@@ -42,13 +43,21 @@ class SingleNeedle(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        verdict = score_single(answer, prompt=prompt, **rule_inputs(meta))
+        rule = single_needle_score(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            answer_keys=meta.answer_keys,
+            reference=meta.reference_answer,
+            prompt=prompt,
+        )
         # Fact recall stays beside the verdict: the share of the needle's content words the answer holds. Length is
         # no evidence of a paste (a verbose right answer has full recall); a pasted answer's recall is capped at its
         # rule score, so judge-rule agreement compares like with like.
         recall = needle_recall(
             answer, needles=meta.needles, question=meta.question, language=meta.language, penalise_length=False
         )
-        if {'paste', 'long'} & set(verdict.flags):
-            recall = min(recall, verdict.score)
-        return verdict_score(verdict, answer, meta, rule_recall=recall)
+        if {'paste', 'long'} & set(rule.flags):
+            recall = min(recall, rule.accuracy)
+        return with_levenshtein(rule, answer, meta, rule_recall=recall)

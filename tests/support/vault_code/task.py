@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 
 from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.run_params import TaskParams
+from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import NeedleChoice, PlanContext, RuleScore, SampleData, Task
 
 VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='utf-8'))
@@ -54,7 +55,7 @@ class VaultCode(Task):
             data=VaultData(floor=floor),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta) -> RuleScore:
+    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
         found = float(re.search(rf'(?<!\d){meta.answer_keys[0]}(?!\d)', answer) is not None)
         return RuleScore(values={'acc': found, 'code_found': found}, certain=False, explanation=f'code found: {found}')
 

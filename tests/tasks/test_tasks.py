@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -174,3 +175,40 @@ def test_metadata_round_trips_through_json() -> None:
     again = SampleMeta.from_dict(json.loads(json.dumps(meta.to_dict())))
     assert again == meta
     assert again.cell == GridCell('english', 1000, 50.0, 0, 0)
+
+
+def test_task_data_round_trips_and_metadata_of_older_versions_still_reads() -> None:
+    from evalscope_niah.tasks.associative.task import AssociativeData
+    from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
+
+    meta = _meta('associative', task_data=AssociativeData(candidates=('Yuki', 'Omar'), judge_hint='hop').to_json())
+    again = SampleMeta.from_dict(json.loads(json.dumps(meta.to_dict())))
+    assert again == meta and AssociativeData.of(again) == AssociativeData(candidates=('Yuki', 'Omar'), judge_hint='hop')
+    assert get_task('associative').judge_reference(again) == f'{meta.reference_answer} (hop)'
+    # Metadata cached by a version before task_data: the task's fields at the top level, the hop in `extra`.
+    old = {k: v for k, v in meta.to_dict().items() if k != 'task_data'}
+    old.update(candidates=['Yuki', 'Omar'], distractor_values=['1234567'], extra={'judge_context': 'hop'})
+    restored = SampleMeta.from_dict(old)
+    assert AssociativeData.of(restored) == AssociativeData(candidates=('Yuki', 'Omar'), judge_hint='hop')
+    assert MultiRetrievalData.of(restored) == MultiRetrievalData(distractor_values=('1234567',))
+    # Metadata comes back from EvalScope's files: a value of the wrong kind is refused, not iterated character-wise.
+    for wrong in ({'candidates': 'Yuki'}, {'judge_hint': ['hop']}):
+        with pytest.raises(ValueError, match=f'AssociativeData.{next(iter(wrong))} must be'):
+            AssociativeData.of(dataclasses.replace(meta, task_data=wrong))
+
+
+def test_a_task_parameter_name_has_one_owner() -> None:
+    from pydantic import Field, create_model
+
+    from evalscope_niah.run_params import TaskParams
+
+    for taken in ('diff', 'context_lengths_min', 'min_context'):  # another task's, the run's, an alias
+        clashing = create_model('Clashing', __base__=TaskParams, **{taken: (float, Field(1.0, description='x'))})
+
+        class Clash(AccessCode):
+            name = 'clash'
+            params_model = clashing
+
+        with pytest.raises(ValueError, match=f'parameter {taken!r} is already a parameter of'):
+            register_task(Clash)
+        assert 'clash' not in task_names()

@@ -17,7 +17,7 @@ from evalscope_niah.tasks.reasoning.chains import pick_chain, reasoning_chains
 from evalscope_niah.tasks.single.bank import BUILTIN_BANK_FILE, BankNeedle, draw_needles, load_needle_bank
 
 # Present on a development machine, absent from a fresh clone (CI).
-SHARED_CORPUS_DIR = Path(__file__).parents[2] / 'shared' / 'corpus'
+SHARED_CORPUS_DIR = Path(__file__).parents[3] / 'shared' / 'corpus'
 REAL_CORPUS_FILES = {'en': 'PaulGraham_Essays.txt', 'zh': 'Journey_to_the_West.txt'}
 DEMO_FILES = {'en': DEMO_CORPUS_FILES['english'], 'zh': DEMO_CORPUS_FILES['chinese']}
 

@@ -1,0 +1,295 @@
+"""The cues that make a stated key doubtful or an answer no answer: negation, retraction, hedge, a list of
+alternatives, an abstention, the other language, numbers in words, and a pasted prompt (decided by evidence).
+
+Every pattern is a literal-led alternation with bounded hops, so matching is linear in the answer.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .bounds import (
+    CUE_WINDOW,
+    LAST_RESORT_UNITS,
+    LIST_ITEM_UNITS,
+    MAX_SCAN_CHARS,
+    MAX_SPANS,
+    OTHER_LANGUAGE_CJK_SHARE,
+    PASTE_MIN_UNITS,
+    PASTE_NGRAM,
+    UNCERTAIN_SCORE_CAP,
+)
+from .result import RuleScore
+from .text import CJK_CHAR, ZH_UNIT, answer_size, cjk_share, en_words, item_size, normalise
+
+# Cue words near the fact that make a stated fact doubtful. Literal alternations only (linear matching).
+_EN_CUES: dict[str, re.Pattern[str]] = {
+    'negation': re.compile(
+        r"\b(?:not|never|no|none|neither|nor|nothing|isn't|wasn't|aren't|weren't|doesn't|didn't|don't|won't"
+        r"|cannot|can't|couldn't|wouldn't|shouldn't|hardly|wrong|incorrect|false|untrue)\b",
+        re.IGNORECASE,
+    ),
+    'retraction': re.compile(
+        r'\b(?:wait|actually|correction|scratch\s+that|i\s+mean|on\s+second\s+thought|rather|instead|sorry'
+        r'|i\s+was\s+wrong|i\s+misspoke|mistake|oops|wrong|incorrect|not\s+(?:right|correct|true))\b',
+        re.IGNORECASE,
+    ),
+    'hedge': re.compile(
+        r'\b(?:maybe|perhaps|possibly|probably|might|could|may|likely|unlikely|either|or|guess|unsure'
+        r'|uncertain|not\s+sure|i\s+think|i\s+believe|seems?|appears?|candidates?|options?)\b',
+        re.IGNORECASE,
+    ),
+}
+_ZH_CUES: dict[str, re.Pattern[str]] = {
+    'negation': re.compile(r'不是|并非|并不|没有|不对|错误|不正确|并无|绝非|而非|不属于'),
+    'retraction': re.compile(r'其实|更正|纠正|说错|错了|不对|不正确|等等|不过|改正|应为|而是|实际上'),
+    'hedge': re.compile(r'或者|或是|还是|可能|也许|或许|大概|似乎|好像|不确定|不一定|说不定|猜|估计|之一'),
+}
+
+_LIST_SEPARATORS = re.compile(r'\s*(?:[,，、;；/|]|\bor\b|\band\b|或者|或|还是|和|与|及)\s*', re.IGNORECASE)
+SENTENCE_END = re.compile(r'[.!?。！？\n]')
+
+
+def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
+    """(kind, cue) pairs found in ``window``, leaving out cue words that the needle or question use themselves.
+
+    ``excluded`` comes from ``excluded_cue_text``: Chinese cues are looked up as substrings, English ones as whole
+    words (the needle's 'door' does not excuse an 'or')."""
+    hits = []
+    for cues in (_EN_CUES, _ZH_CUES):
+        for kind, pattern in cues.items():
+            for match in pattern.finditer(window):
+                cue = match.group()
+                probe = cue if CJK_CHAR.match(cue) else f' {" ".join(en_words(cue))} '
+                if probe not in excluded:
+                    hits.append((kind, cue))
+    return hits
+
+
+def excluded_cue_text(*texts: str) -> str:
+    # Word tokens between single spaces (for whole-word English look-ups) followed by the raw normalised text.
+    normalised = ' '.join(normalise(text) for text in texts)
+    return f' {" ".join(en_words(normalised))} \n{normalised}'
+
+
+def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excluded: str) -> list[tuple[str, str]]:
+    before, after = CUE_WINDOW[language]
+    hits: list[tuple[str, str]] = []
+    for start, end in spans[:MAX_SPANS]:
+        # Negation and hedging are about the key only inside its own sentence ('X. You can't tell ...' is a right
+        # answer that rambles on); a retraction reaches back across the sentence end ('X. No wait, that is wrong').
+        # The key itself is cut out of the window: its own words are not cues.
+        left = max([start - before, *(m.end() for m in SENTENCE_END.finditer(text, max(0, start - before), start))])
+        stop = SENTENCE_END.search(text, end, end + after)
+        right = stop.start() if stop else end + after
+        hits.extend(cue_hits(text[max(0, left) : start] + ' | ' + text[end:right], excluded))
+        following = cue_hits(text[right : end + after], excluded) if right < end + after else []
+        hits.extend(hit for hit in following if hit[0] == 'retraction')
+    return hits
+
+
+def is_list_item(text: str, spans: Sequence[tuple[int, int]], *, language: str) -> bool:
+    """True when the key is one short item among other short items ('saffron, teal or crimson', '藏青色、墨绿色')."""
+    limit = LIST_ITEM_UNITS[language]
+    for start, end in spans[:MAX_SPANS]:
+        left = max((m.end() for m in SENTENCE_END.finditer(text, 0, start)), default=0)
+        right_end = SENTENCE_END.search(text, end)
+        sentence = text[left : right_end.start() if right_end else len(text)]
+        items = [item for item in _LIST_SEPARATORS.split(sentence) if item and item.strip()]
+        if len(items) < 3:
+            continue
+        short = [item for item in items if item_size(item, language) <= limit]
+        if len(short) >= 3 and len(short) >= len(items) - 1:
+            return True
+    return False
+
+
+def other_language(final: str, *, language: str) -> bool:
+    """A zh-subset answer with no CJK at all, or an en-subset answer written mostly in CJK."""
+    if language == 'zh':
+        return CJK_CHAR.search(final[:MAX_SCAN_CHARS]) is None and any(c.isalpha() for c in final[:200])
+    return cjk_share(final) > OTHER_LANGUAGE_CJK_SHARE
+
+
+NUMBER_WORDS = re.compile(
+    r'\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen'
+    r'|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million)\b'
+    r'|[零〇一二两三四五六七八九十百千万亿]{2,}',
+    re.IGNORECASE,
+)
+
+
+def cue_verdict(hits: list[tuple[str, str]], what: str) -> RuleScore:
+    kinds = tuple(dict.fromkeys(kind for kind, _ in hits))
+    shown = ', '.join(repr(cue) for _, cue in hits[:3])
+    return RuleScore.verdict(
+        score=UNCERTAIN_SCORE_CAP,
+        certain=False,
+        explanation=f'{what}, but {"/".join(kinds)} cue(s) near it ({shown}): a judge decides',
+        flags=kinds,
+    )
+
+
+# --- abstention ------------------------------------------------------------------------------------------------
+
+_DOC_NOUN = r'(?:documents?|texts?|essays?|passages?|context|articles?|materials?|excerpts?|sources?|story|book)'
+# Every pattern is a literal-led alternation with at most one or two bounded '\w+\s+' hops, so matching is linear.
+_EN_ABSTAIN = re.compile(
+    '|'.join(
+        (
+            # "does not mention", "doesn't explicitly say", "did not seem to provide", "doesn't appear to mention"
+            r"\b(?:does|do|did)(?:\s+not|n't)\s+(?:\w+\s+){0,2}?"
+            r'(?:mention|say|contain|state|provide|include|specify|discuss|indicate|give|reference|address|reveal'
+            r'|describe|talk|tell|have|hold|cover)\b',
+            # "is not mentioned", "isn't explicitly stated", "was not found", "cannot be determined"
+            r"(?:\bnot|\bcannot|n't)\s+(?:\w+\s+)?"
+            r'(?:mentioned|stated|provided|found|specified|given|included|discussed|described|addressed|indicated'
+            r'|determined|answered|known|inferred|covered|available|present|contained|possible)\b',
+            rf"(?:\bnot|n't)\s+(?:in|part\s+of|from)\s+the\s+(?:\w+\s+)?{_DOC_NOUN}\b",
+            # "no information", "no specific mention", "no details", "no idea", "no answer"
+            r'\bno\s+(?:\w+\s+)?(?:information|info|mention|details?|data|reference|indication|record|evidence|idea'
+            r'|answer|clue|way\s+to\s+(?:know|tell|determine))\b',
+            r'\bmakes?\s+no\s+(?:\w+\s+)?mention\b',
+            r"\b(?:cannot|can't|can\s+not|could\s+not|couldn't|unable\s+to|not\s+able\s+to)\s+(?:\w+\s+)?"
+            r'(?:find|determine|answer|locate|identify|tell|say|know|provide|confirm|help|see|assist)\b',
+            # "there is no ..." except the assertive "there is no doubt/question that ..."
+            r"\bthere\s+(?:is|are|was|were|'s)\s+(?:no|nothing)\b(?!\s+(?:doubt|question)\b)",
+            rf'\bnowhere\s+in\s+the\s+(?:\w+\s+)?{_DOC_NOUN}\b',
+            rf'\bnone\s+of\s+the\s+(?:\w+\s+)?{_DOC_NOUN}',
+            r"\bi\s+(?:do\s+not|don't|dont)\s+know\b",
+            r"\b(?:i'm|i\s+am)\s+not\s+(?:sure|certain)\b",
+            r'\b(?:insufficient|not\s+enough)\s+(?:information|context|data|details)\b',
+            r'\b(?:says|said|say)\s+nothing\b',
+            r'\bsilent\s+(?:on|about)\b',
+            r'\b(?:absent|missing)\s+from\b',
+            r'\b(?:unknown|unanswerable|undetermined|unspecified|unclear)\b',
+            r'\bdoes\s+not\s+appear\b|\bdoesn\'t\s+appear\b',
+            r'^\W{0,3}(?:none|n/?a|no\s+answer)\W{0,3}$',
+        )
+    ),
+    re.IGNORECASE,
+)
+_ZH_ABSTAIN = re.compile(
+    '|'.join(
+        (
+            r'(?:没有|没|未曾|未能|未|并未|并没有|没能)(?:明确|具体|直接|详细)?'
+            r'(?:提到|提及|涉及|说明|给出|找到|记载|描述|指出|透露|表明|显示|包含|写到|讲到|说到|说|写|讲|交代|注明|写明|出现)',
+            r'(?:没有|无|并无|缺乏|缺少)(?:任何)?(?:相关|有关|这方面|此类|该)的?(?:信息|内容|资料|记录|描述|说明|线索)?',
+            r'没有关于|没有答案|没有线索|只字未提|查无',
+            r'(?:文中|文章中?|文本中?|文档中?|原文中?|材料中?|上文中?|全文|资料中?)并?(?:没有|未|无)',
+            r'(?:无法|不能|难以|没法)(?:回答|确定|找到|得知|判断|获知|知道|获取|确认|给出|提供|得出|推断|找出)',
+            r'不知道|不清楚|找不到|查不到|没找到|未找到|不得而知|无从|未知|不确定|信息不足|不详',
+        )
+    )
+)
+
+
+def find_abstention(final: str) -> re.Match[str] | None:
+    # Both languages' phrases whatever the prompt language: models often reply in English to a Chinese prompt.
+    text = unicodedata.normalize('NFKC', final[:MAX_SCAN_CHARS]).replace('\u2019', "'")
+    matches = [m for m in (_EN_ABSTAIN.search(text), _ZH_ABSTAIN.search(text)) if m]
+    return min(matches, key=lambda m: m.start()) if matches else None
+
+
+# --- pasted context: decided by evidence, not by length -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PromptText:
+    """What the model was shown, where a pasted answer comes from.
+
+    ``shown`` is the whole prompt (system prompt and user message: template, haystack, needles, question);
+    ``template`` the run's system prompt and user template, which an answer may echo as freely as the question.
+    """
+
+    shown: str
+    template: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Paste:
+    """How much of an answer is pasted context (``pasted_units`` of ``units``), or that it is too long to be an
+    answer when there was no prompt to measure against (``too_long``)."""
+
+    units: int
+    pasted_units: int = 0
+    too_long: bool = False
+    allowed_units: int = 0  # the last resort's allowance, when ``too_long``
+
+    @property
+    def pasted(self) -> bool:
+        return self.pasted_units >= 1 and not self.too_long
+
+    @property
+    def factor(self) -> float:
+        """<= 1: the share of the answer that is not pasted (or the allowance / length for the last resort)."""
+        if self.too_long:
+            return self.allowed_units / self.units
+        return 1.0 - self.pasted_units / self.units if self.pasted else 1.0
+
+    def describe(self, language: str) -> str:
+        unit = 'words' if language == 'en' else 'characters'
+        if self.too_long:
+            return f'{self.units} {unit} long, over the last-resort bound of {self.allowed_units} (no prompt known)'
+        return f'{self.pasted_units} of its {self.units} {unit} copied verbatim from the prompt beyond the needle'
+
+
+def _paste_units(text: str) -> list[str]:
+    return ZH_UNIT.findall(normalise(text))
+
+
+def _grams(units: Sequence[str]) -> list[int]:
+    return [hash(tuple(units[i : i + PASTE_NGRAM])) for i in range(len(units) - PASTE_NGRAM + 1)]
+
+
+def _covered(starts: Sequence[int], size: int) -> set[int]:
+    return {position for start in starts for position in range(start, min(size, start + PASTE_NGRAM))}
+
+
+def paste_evidence(
+    final: str, *, allowed: Sequence[str], prompt: PromptText | None, language: str, reference: str = ''
+) -> Paste:
+    """How much of ``final`` is copied from the prompt beyond the ``allowed`` texts (needles, question, reference,
+    answer keys) and the prompt's template.
+
+    An answer unit counts as pasted when it lies in a run of ``PASTE_NGRAM`` units that occurs in the prompt and not
+    in an allowed text; the answer is a paste when at least ``PASTE_MIN_UNITS`` units are. Time is linear in the
+    prompt and memory bounded by the answer (its first ``MAX_SCAN_CHARS`` characters): the answer's n-grams are
+    hashed into a set, and the prompt is streamed past them once, only when enough of the answer could be pasted.
+    Without a prompt only ``LAST_RESORT_UNITS`` (or 3 x the reference, if longer) decides.
+    """
+    units = _paste_units(final[:MAX_SCAN_CHARS])
+    size = max(1, len(units))
+    if prompt is None or not prompt.shown:
+        allowed_units = max(LAST_RESORT_UNITS[language], 3 * answer_size(reference, language))
+        total = answer_size(final, language)
+        if total > allowed_units:
+            return Paste(units=total, too_long=True, allowed_units=allowed_units)
+        return Paste(units=size)
+    minimum = PASTE_MIN_UNITS[language]
+    if len(units) < minimum:
+        return Paste(units=size)
+    allowed_grams = {gram for text in (*allowed, *prompt.template) for gram in _grams(_paste_units(text))}
+    grams = _grams(units)
+    own = [start for start, gram in enumerate(grams) if gram not in allowed_grams]
+    if len(_covered(own, len(units))) < minimum:
+        return Paste(units=size)  # too little of it is outside the needle and question to be a paste
+    wanted = {grams[start] for start in own}
+    firsts = {units[start] for start in own}
+    found: set[int] = set()
+    window: collections.deque[str] = collections.deque(maxlen=PASTE_NGRAM)
+    for match in ZH_UNIT.finditer(normalise(prompt.shown)):
+        window.append(match.group())
+        if len(window) == PASTE_NGRAM and window[0] in firsts:
+            gram = hash(tuple(window))
+            if gram in wanted:
+                found.add(gram)
+                if len(found) == len(wanted):
+                    break
+    pasted = _covered([start for start in own if grams[start] in found], len(units))
+    pasted -= _covered([start for start, gram in enumerate(grams) if gram in allowed_grams], len(units))
+    return Paste(units=size, pasted_units=len(pasted) if len(pasted) >= minimum else 0)

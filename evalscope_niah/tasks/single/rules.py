@@ -1,0 +1,139 @@
+"""The single-needle task's rule ladder: the key fact must be stated, plainly."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from ...scoring.bounds import (
+    KEYLESS_CUE_UNITS,
+    LIST_ITEM_SCORE,
+    MAX_SCAN_CHARS,
+    PARAPHRASE_SHARE,
+    UNCERTAIN_LOW,
+    UNCERTAIN_SCORE_CAP,
+)
+from ...scoring.cues import (
+    NUMBER_WORDS,
+    PromptText,
+    cue_hits,
+    cue_near,
+    cue_verdict,
+    excluded_cue_text,
+    find_abstention,
+    is_list_item,
+    other_language,
+    paste_evidence,
+)
+from ...scoring.recall import needle_recall, rule_is_certain
+from ...scoring.result import RuleScore
+from ...scoring.text import answer_size, check_language, key_share, key_spans, normalise
+
+__all__ = ['single_needle_score']
+
+_DIGIT_RUN = re.compile(r'[0-9]+')
+
+
+def single_needle_score(  # long because the verdict is one ordered ladder of checks, each with its reason
+    answer: str,
+    *,
+    needles: Sequence[str],
+    question: str,
+    language: str,
+    answer_keys: Sequence[str] = (),
+    reference: str | None = None,
+    prompt: PromptText | None = None,
+) -> RuleScore:
+    """Rule verdict for a single-needle (or bank) answer: the key fact must be stated, plainly.
+
+    With ``answer_keys`` (the short answer inside the needle) the final answer (reasoning stripped) must contain a
+    key entire: English as the same words in order (case, punctuation and plural -s aside), Chinese as the whole
+    entity string (whitespace and punctuation aside), never by a share of bigrams. Then:
+
+    * a negation, retraction or hedge cue within 60/80 (English) or 20/30 (Chinese) characters before/after the key
+      (cue words the needle or question use themselves do not count), or the key being one item of a short list,
+      makes the verdict uncertain with score 0.3;
+    * an answer that pastes the prompt (``paste_evidence``: verbatim runs of the haystack beyond the needle,
+      question and template; without ``prompt``, only the last-resort length bound) is uncertain, score <= 0.3;
+    * otherwise 1.0, certain, however long the answer: a preamble, the quoted needle, an explanation and a closing
+      remark around the key are how instruction-tuned models answer.
+
+    Without the key: an answer in the other language (no CJK in a zh subset, mostly CJK in an en subset) or one
+    holding at least 25 % of the key's content units (a paraphrase or a partial answer) or spelling a number key
+    out in words is uncertain with score <= 0.3; anything else is a certain 0.
+    Without ``answer_keys`` (a custom needle with no short answer) the needle recall decides as before: certain
+    outside (0.1, 0.9), always uncertain when a cue is near the needle's words.
+    """
+    check_language(language)
+    if isinstance(answer_keys, str):
+        raise TypeError('answer_keys must be a sequence of strings, not a string')
+    final = answer.strip()
+    if not final:
+        return RuleScore.verdict(0.0, True, 'no final answer (empty, or reasoning never closed)', ('empty',))
+    reference = reference if reference is not None else '\n'.join(needles)
+    excluded = excluded_cue_text(*needles, question)
+    text = normalise(final[:MAX_SCAN_CHARS])
+    keys = [key for key in answer_keys if key.strip()]
+    paste = paste_evidence(
+        final, allowed=(*needles, question, reference, *keys), prompt=prompt, language=language, reference=reference
+    )
+    factor = paste.factor
+
+    if not keys:
+        recall = needle_recall(final, needles=needles, question=question, language=language, penalise_length=False)
+        recall *= factor
+        if recall > UNCERTAIN_LOW:
+            hits = cue_hits(text, excluded) if answer_size(final, language) <= KEYLESS_CUE_UNITS else []
+            if hits:
+                return cue_verdict(hits, f'needle recall {recall:.2f}')
+        certain = rule_is_certain(recall)
+        return RuleScore.verdict(
+            recall if certain else min(recall, UNCERTAIN_SCORE_CAP),
+            certain,
+            f'no short answer known; needle recall {recall:.2f}' + ('' if certain else ': a judge decides'),
+            ('recall',),
+        )
+
+    spans = [span for key in keys for span in key_spans(text, normalise(key))]
+    if spans:
+        hits = cue_near(text, spans, language=language, excluded=excluded)
+        if hits:
+            return cue_verdict(hits, 'states the key')
+        abstention = find_abstention(final)
+        if abstention is not None and abstention.start() < min(start for start, _ in spans):
+            # "The document does not say ... the only sentence about it is <needle>. However ...": whether that
+            # quotes the answer or doubts it is for a judge (published graders split on exactly these).
+            return RuleScore.verdict(
+                UNCERTAIN_SCORE_CAP,
+                False,
+                f'states the key after saying the document does not answer ({abstention.group()!r}): a judge decides',
+                ('abstains',),
+            )
+        if is_list_item(text, spans, language=language):
+            return RuleScore.verdict(LIST_ITEM_SCORE, False, 'the key is one item of a list of candidates', ('list',))
+        if paste.pasted or paste.too_long:
+            return RuleScore.verdict(
+                UNCERTAIN_SCORE_CAP * factor,
+                False,
+                f'states the key, but {paste.describe(language)}: pasted text, not an answer',
+                ('paste',) if paste.pasted else ('long',),
+            )
+        return RuleScore.verdict(1.0, True, 'states the key plainly', ('exact',))
+
+    if other_language(final, language=language):
+        return RuleScore.verdict(
+            0.0, False, f'key not found and the answer is not in {language!r}: a judge decides', ('other_language',)
+        )
+    share = max(key_share(final, key) for key in keys)
+    if share >= PARAPHRASE_SHARE:
+        return RuleScore.verdict(
+            UNCERTAIN_SCORE_CAP * share * factor,
+            False,
+            f'key not stated verbatim; {share:.0%} of its content present (paraphrase or partial): a judge decides',
+            ('paraphrase',),
+        )
+    if any(_DIGIT_RUN.search(key) for key in keys) and NUMBER_WORDS.search(final[:MAX_SCAN_CHARS]):
+        return RuleScore.verdict(
+            0.0, False, 'number key not in digits; the answer spells a number out', ('number_words',)
+        )
+    return RuleScore.verdict(0.0, True, 'the key is not in the answer', ('missing',))
