@@ -54,7 +54,8 @@ def prefix_friendly_order(
     Behind a router that keeps each group on one replica, the requests in flight then spread over the replicas
     instead of queueing on one (simulated on 8 replicas: benchmarks/bench_replicas.py). Not the default: a server
     whose cache holds only the prompt just before (llama.cpp with one slot) loses its reuse when groups alternate
-    (measured: benchmarks/bench_router.py).
+    (measured with benchmarks/bench_router.py: one llama.cpp server computed 6,191 prompt tokens of a grid sent this
+    way, 5,977 group after group, and round robin over two only 1.03x the first).
     """
     infos = [info(item) for item in items]
     group_rank: dict[Hashable, int] = {}
