@@ -11,10 +11,8 @@ worker pool sends them. Each is routed when sent:
 
 - ``one replica``: everything on one server (the floor: what N replicas can at best match);
 - ``random``: any replica (mean over ``--ring-seeds`` draws): no affinity at all;
-- ``round_robin``: the k-th request to replica k mod N. Our send order lets the groups take turns, so when the
-  number of groups is a multiple of N (and the router sees the requests in exactly that order: no retries, no
-  reordering between the client's threads) round robin happens to keep every group on one replica too; otherwise it
-  splits every group;
+- ``round_robin``: the k-th request to replica k mod N: a group's prompts, sent one after another, spread over
+  every replica;
 - ``cache_aware``: vllm-router's / sglang-router's rule: the replica whose prefix tree matches the most of the
   prompt if that is over ``cache_threshold`` (0.5) of it, else the replica with the smallest tree (the tree is
   updated when a request is routed, as the routers do);
@@ -75,6 +73,9 @@ POLICIES = (
     'consistent_hash (our key)',
     'consistent_hash (key+length)',
     'sglang manual, min_group (our key)',
+    # The same two with request_order 'replicas' (the groups take turns), so the requests in flight spread.
+    'consistent_hash (our key), replicas order',
+    'sglang manual, min_group (our key), replicas order',
 )
 
 
@@ -84,8 +85,9 @@ class Request:
     key: str  # the routing key of its group
 
 
-def grid_requests(grid: str, *, num_repeats: int) -> list[Request]:
-    """Every request of ``grid`` with ``num_repeats`` haystack starts per subset, in our send order."""
+def grid_requests(grid: str, *, num_repeats: int, interleave: bool = False) -> list[Request]:
+    """Every request of ``grid`` with ``num_repeats`` haystack starts per subset, in our send order
+    (``interleave``: request_order 'replicas')."""
     params = parse_params({**GRIDS[grid], 'num_repeats': num_repeats})
     requests = []
     for subset in GRID_SUBSETS[grid]:
@@ -97,7 +99,7 @@ def grid_requests(grid: str, *, num_repeats: int) -> list[Request]:
                     divergence = FRAME_TOKENS + round(depth / 100 * haystack)
                     info = PrefixInfo((subset, start), length, divergence, length)
                     requests.append(Request(info, routing_key(subset, start)))
-    return prefix_friendly_order(requests, info=lambda request: request.info)
+    return prefix_friendly_order(requests, info=lambda request: request.info, interleave=interleave)
 
 
 class HashRing:
@@ -245,9 +247,16 @@ def measure(
     grid: str, *, num_repeats: int, replicas: int, in_flight: int, rate: float, seeds: int
 ) -> tuple[list[Row], int]:
     requests = grid_requests(grid, num_repeats=num_repeats)
+    turns = grid_requests(grid, num_repeats=num_repeats, interleave=True)
     outcomes = {
         policy: [
-            simulate(requests, policy=policy, replicas=replicas, in_flight=in_flight, seed=seed)
+            simulate(
+                turns if policy.endswith('replicas order') else requests,
+                policy=policy.removesuffix(', replicas order'),
+                replicas=replicas,
+                in_flight=in_flight,
+                seed=seed,
+            )
             for seed in (range(seeds) if policy.startswith(('consistent_hash', 'random')) else [0])
         ]
         for policy in POLICIES
@@ -305,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rows += grid_rows
             by = {row.policy: row for row in grid_rows}
             ours, rr, anywhere = by['consistent_hash (our key)'], by['round_robin'], by['random']
-            sticky = by['sglang manual, min_group (our key)']
+            sticky = by['sglang manual, min_group (our key), replicas order']
             ok = ours.vs_one <= 1.05 and ours.vs_round_robin <= 0.85
             lines.append(
                 f'{grid}, num_repeats {num_repeats} ({ours.groups} groups, {prompt_tokens / 1e6:,.1f}M prompt tokens): '
@@ -314,7 +323,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f'{rr.gpu_hours - ours.gpu_hours:,.1f} GPU-hours saved); busiest replica {ours.imbalance:.2f}x the '
                 f'mean (worst ring {ours.worst_imbalance:.2f}x), {ours.replicas_used:.1f} of {args.replicas} replicas '
                 f'used; goal <= 1.05x one replica and >= 15% below round robin -> {verdict(ok)}; against random '
-                f'routing {1 - ours.computed / anywhere.computed:.0%} less; sglang manual/min_group: busiest '
+                f'routing {1 - ours.computed / anywhere.computed:.0%} less; sglang manual/min_group with request_order '
+                f"'replicas': busiest "
                 f'{sticky.imbalance:.2f}x the mean, wall {sticky.wall_hours:,.2f} h '
                 f'(round robin {rr.wall_hours:,.2f} h)'
             )

@@ -94,8 +94,7 @@ def _settings(api_url: str, corpus: Path, work_dir: Path, args: argparse.Namespa
 
 
 def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
-    from evalscope import TaskConfig, run_task
-
+    from evalscope_niah.integration.run import run_task_settings
     from evalscope_niah.local_model import LocalModelServer
     from evalscope_niah.local_router import LocalRouter, prometheus_counters
     from evalscope_niah.outputs import RESULTS_FILE
@@ -117,7 +116,7 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
                 url = router.base_url
             try:
                 started = time.perf_counter()
-                run_task(TaskConfig(**_settings(url, corpus, Path(work_dir), args, key=key or 'on')))
+                run_task_settings(_settings(url, corpus, Path(work_dir), args, key=key or 'on'))
                 wall = time.perf_counter() - started
             finally:
                 if router is not None:

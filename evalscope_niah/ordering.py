@@ -5,17 +5,10 @@ a needle-absent control, up to its end). So two prompts share their first ``min(
 the prompt token at which a prompt stops following the corpus (its *divergence token*).
 
 With one request at a time any order reuses the same tokens. With several in flight, a prompt can only reuse what
-finished before it started. Inside a group, lengths ascending and inside each length the deepest prompt first works
-best: each length is seeded by one prompt that covers the rest of that length, and the short lengths, cheap to
-compute without any reuse, fill the first concurrent slots. (Simulated on the default grid with 8 in flight: 47.7%
-reused, against 46.6% in grid order and 37% when sending the deepest prompts of the whole grid first.)
-
-The groups are interleaved (the k-th prompt of every group before the (k+1)-th of any): the prompts in flight
-together belong to different groups, so a sibling is sent a whole round after its seed instead of beside it, and
-behind a router that keeps each group on one replica (routing.py) the requests in flight spread over the replicas
-instead of queueing on one. (Simulated, default grid with 4 haystack starts per subset, 16 in flight: 48.2% reused
-against 46.8% group after group; on 8 replicas with consistent hashing on the group key, the last reply comes
-2.9x sooner: benchmarks/bench_replicas.py.)
+finished before it started. Lengths ascending, and inside each length the deepest prompt first, works best: each
+length is seeded by one prompt that covers the rest of that length, and the short lengths, cheap to compute
+without any reuse, fill the first concurrent slots. (Simulated on the default grid with 8 in flight: 47.7% reused,
+against 46.6% in grid order and 37% when sending the deepest prompts of the whole grid first.)
 """
 
 from __future__ import annotations
@@ -51,9 +44,19 @@ def sample_prefix_info(sample: Any) -> PrefixInfo:
     )
 
 
-def prefix_friendly_order(items: Sequence[T], *, info: Callable[[T], PrefixInfo] = sample_prefix_info) -> list[T]:
-    """Inside a group lengths ascending, each length's deepest prompt first, then the others by rising divergence;
-    the groups interleaved in first-seen order (the k-th of every group, then the (k+1)-th). Stable for equal keys."""
+def prefix_friendly_order(
+    items: Sequence[T], *, info: Callable[[T], PrefixInfo] = sample_prefix_info, interleave: bool = False
+) -> list[T]:
+    """Groups in first-seen order; inside a group lengths ascending, each length's deepest prompt first, then the
+    others by rising divergence. Stable for equal keys.
+
+    ``interleave``: the groups take turns (the k-th prompt of every group, then the (k+1)-th), each in its own order.
+    Behind a router that keeps each group on one replica, the requests in flight then spread over the replicas
+    instead of queueing on one (simulated on 8 replicas: benchmarks/bench_replicas.py). Not the default: a server
+    whose cache holds only the prompt just before (llama.cpp with one slot) loses its reuse when groups alternate
+    (measured with benchmarks/bench_router.py: one llama.cpp server computed 6,191 prompt tokens of a grid sent this
+    way, 5,977 group after group, and round robin over two only 1.03x the first).
+    """
     infos = [info(item) for item in items]
     group_rank: dict[Hashable, int] = {}
     deepest: dict[tuple[Hashable, int], int] = {}
@@ -68,11 +71,13 @@ def prefix_friendly_order(items: Sequence[T], *, info: Callable[[T], PrefixInfo]
         entry = infos[position]
         return (group_rank[entry.group], entry.context_length, position not in seeds, entry.divergence_token)
 
-    queues: dict[Hashable, list[int]] = defaultdict(list)  # per group, in group order (dicts keep first-seen order)
-    for position in sorted(range(len(items)), key=order):
-        queues[infos[position].group].append(position)
-    rounds = zip_longest(*queues.values())
-    return [items[position] for round_ in rounds for position in round_ if position is not None]
+    ordered = sorted(range(len(items)), key=order)
+    if interleave:
+        queues: dict[Hashable, list[int]] = defaultdict(list)  # per group, in group order (first seen first)
+        for position in ordered:
+            queues[infos[position].group].append(position)
+        ordered = [position for round_ in zip_longest(*queues.values()) for position in round_ if position is not None]
+    return [items[position] for position in ordered]
 
 
 def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1) -> float:

@@ -145,7 +145,9 @@ class NiahParams(BaseModel):
     request_order: RequestOrder = Field(
         'prefix',
         description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
-        'lengths outer, depths inner, as the built-in sends them.',
+        "lengths outer, depths inner, as the built-in sends them; 'replicas': the prefix order with the haystack "
+        'starts taking turns, so the requests in flight spread over the replicas behind a router that routes on '
+        'routing_key_header (for servers with a shared prefix cache: vLLM, SGLang).',
     )
     routing_key_header: str = Field(
         'on',

@@ -11,6 +11,9 @@ import evalscope_niah
 PACKAGE_DIR = Path(evalscope_niah.__file__).parent
 INTEGRATION = 'evalscope_niah.integration'
 MAX_FUNCTION_LINES = 60
+# Past this a module does several jobs, or it says on its first lines why it is one ('long because ...').
+MAX_MODULE_LINES = 500
+MODULE_HEAD_LINES = 5
 
 
 def _module_name(path: Path) -> str:
@@ -100,6 +103,17 @@ def test_no_function_is_long_without_a_reason() -> None:
                 head = '\n'.join(lines[node.lineno - 1 : node.lineno + 8]).lower()
                 if length > MAX_FUNCTION_LINES and 'long because' not in head:
                     long_ones.append(f'{path.name}:{node.name} ({length} lines)')
+    assert long_ones == []
+
+
+def test_no_module_is_long_without_a_reason() -> None:
+    """A module over the bound says why on its first lines ('long because ...'), as a long function does."""
+    long_ones = []
+    for path in PACKAGE_DIR.rglob('*.py'):
+        lines = path.read_text(encoding='utf-8').splitlines()
+        head = '\n'.join(lines[:MODULE_HEAD_LINES]).lower()
+        if len(lines) > MAX_MODULE_LINES and 'long because' not in head:
+            long_ones.append(f'{path.relative_to(PACKAGE_DIR)} ({len(lines)} lines)')
     assert long_ones == []
 
 

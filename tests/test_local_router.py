@@ -13,9 +13,8 @@ import pytest
 pytest.importorskip('xllamacpp')
 pytest.importorskip('evalscope')
 
-from evalscope import TaskConfig, run_task
-
 from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.local_model import LocalModelError, LocalModelServer, find_smollm2_gguf
 from evalscope_niah.local_router import LocalRouter, LocalRouterError, prometheus_counters, router_binary
 from evalscope_niah.outputs import RESULTS_FILE
@@ -65,7 +64,7 @@ def _settings(api_url: str, work_dir: Path) -> dict:
 
 def _run(api_url: str, work_dir: Path) -> dict[tuple[int, float | None], list[str | None]]:
     """Answers per cell (sorted: the repeats of a cell are not told apart in the results file)."""
-    run_task(TaskConfig(**_settings(api_url, work_dir)))
+    run_task_settings(_settings(api_url, work_dir))
     results = read_results(next(work_dir.rglob(RESULTS_FILE)))
     assert all(result.error is None for result in results), [result.error for result in results]
     answers: dict[tuple[int, float | None], list[str | None]] = defaultdict(list)

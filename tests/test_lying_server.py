@@ -21,6 +21,7 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah import endpoint
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration import replies
 from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult
 from evalscope_niah.results import read_results
@@ -43,14 +44,15 @@ ONCE = {'retries': 1, 'retry_interval': 0}
 
 
 def _run(
-    corpus_dir: Path, work_dir: Path, lies: Lies, *, judged: bool = False, **server_options: Any
+    corpus_dir: Path, work_dir: Path, lies: Lies, *, judged: bool = False, max_tokens: int | None = None
 ) -> tuple[Any, list[SampleResult], OpenAICompatServer]:
     responders = {MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}
-    with OpenAICompatServer(responders, lies=lies, max_seconds=120, **server_options) as server:
+    generation = {**ONCE, **({'max_tokens': max_tokens} if max_tokens else {})}
+    with OpenAICompatServer(responders, lies=lies, max_seconds=120) as server:
         extra = {'context_lengths': [600], 'document_depth_percents': DEPTHS, **UNCHECKED_JUDGE}
         judge = {'judge': judge_block(server, JUDGE, **ONCE)} if judged else {}
         settings = task_settings(
-            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=dict(ONCE),
+            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=generation,
             ignore_errors=True, **judge,
         )  # fmt: skip
         report = run_task(TaskConfig(**settings))['needle_haystack']
@@ -105,6 +107,32 @@ def test_a_usage_evalscope_rejects_is_an_error_counted_as_such(
     for result in results:
         assert 'UnreadableReplyError' in result.error and 'EvalScope cannot read' in result.error
         assert f'(got {shown_value})' in result.error
+    assert report.execution_summary.errored == len(DEPTHS)
+
+
+def test_a_lying_completion_count_does_not_explain_a_cut_reply(
+    fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replies, 'REPLY_BACKOFF_S', 0.0)
+    lies = Lies(finish_reason='length', usage={'completion_tokens': 10**15})
+    _, results, server = _run(fixture_corpus_dir, tmp_path, lies, max_tokens=48)
+    # 10**15 >= max_tokens would say the budget was used up; dropped, the cut is a server fault, asked once more.
+    assert len(server.requests_for(MODEL)) == 2 * len(DEPTHS)
+    assert all(r.accuracy == 1.0 and r.budget_exhausted for r in results)  # the whole answer came before the cut
+
+
+@pytest.mark.parametrize(
+    ('usage', 'problem'),
+    [('x', "'str' object has no attribute 'prompt_tokens'"), ({'prompt_tokens_details': [1]}, 'cached_tokens')],
+    ids=['usage-string', 'details-list'],
+)
+def test_a_usage_of_the_wrong_shape_is_an_error_that_says_so(
+    usage: Any, problem: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    report, results, _ = _run(fixture_corpus_dir, tmp_path, Lies(usage=usage))
+    for result in results:
+        assert result.accuracy is None and 'UnreadableReplyError' in result.error
+        assert "the model server's reply (AttributeError" in result.error and problem in result.error
     assert report.execution_summary.errored == len(DEPTHS)
 
 

@@ -35,12 +35,17 @@ def test_friendly_order_groups_lengths_and_deepest_first() -> None:
         info('B', 2000, 1900),
     ]
     ordered = prefix_friendly_order(items, info=identity)
-    # Inside a group: lengths ascending; each length's deepest first, then rising divergence.
-    group_b = [info('B', 1000, 100), info('B', 2000, 1900), info('B', 2000, 500)]
-    group_a = [info('A', 1000, 900), info('A', 1000, 300), info('A', 1000, 600), info('A', 2000, 1800)]
-    group_a.append(info('A', 2000, 200))
-    # The groups interleaved, B (seen first) leading each round; A's last two once B has run out.
-    assert ordered == [group_b[0], group_a[0], group_b[1], group_a[1], group_b[2], *group_a[2:]]
+    assert ordered == [
+        # Group B was seen first; its lengths ascending; each length's deepest first, then rising divergence.
+        info('B', 1000, 100),
+        info('B', 2000, 1900),
+        info('B', 2000, 500),
+        info('A', 1000, 900),
+        info('A', 1000, 300),
+        info('A', 1000, 600),
+        info('A', 2000, 1800),
+        info('A', 2000, 200),
+    ]
     assert sorted(ordered, key=repr) == sorted(items, key=repr)  # a permutation
 
 
@@ -155,11 +160,10 @@ def test_friendly_order_reuses_at_least_as_much_as_grid_order(default_like_sampl
     friendly = prefix_friendly_order(default_like_samples)
     friendly_order = [sample_prefix_info(s) for s in friendly]
     assert sorted(map(id, friendly)) == sorted(map(id, default_like_samples))
-    # The two groups (one haystack start per subset) take turns, English first; inside each, lengths ascend and
-    # the deepest of a length comes first.
-    assert [s.subset for s in friendly] == ['english', 'chinese'] * 25
+    # Subsets stay together in their order; inside each, lengths ascend and the deepest of a length comes first.
+    assert [s.subset for s in friendly] == ['english'] * 25 + ['chinese'] * 25
     for start in range(0, 50, 5):
-        block = [s for s in friendly if s.subset == ('english' if start < 25 else 'chinese')][start % 25 :][:5]
+        block = friendly[start : start + 5]
         assert len({s.context_length for s in block}) == 1
         assert block[0].divergence_token == max(s.divergence_token for s in block)
         assert [s.divergence_token for s in block[1:]] == sorted(s.divergence_token for s in block[1:])
@@ -179,7 +183,7 @@ def test_friendly_order_reuses_at_least_as_much_as_grid_order(default_like_sampl
     assert friendly_8 <= prefix_reuse_share(friendly_order, concurrency=1)
 
 
-def test_interleaved_groups_reuse_more_with_many_in_flight_than_group_after_group() -> None:
+def test_interleaved_groups_take_turns_and_reuse_more_with_many_in_flight() -> None:
     # Four groups of 2 lengths x 4 depths: sent group after group, 8 in flight put a seed and its siblings side by
     # side; interleaved, a sibling starts a whole round after its seed.
     items = [
@@ -188,10 +192,12 @@ def test_interleaved_groups_reuse_more_with_many_in_flight_than_group_after_grou
         for length in (1000, 2000)
         for depth in (10, 40, 70, 100)
     ]
-    interleaved = prefix_friendly_order(items, info=identity)
-    group_after_group = sorted(interleaved, key=lambda item: item.group)  # each group's own order kept
+    grouped = prefix_friendly_order(items, info=identity)
+    interleaved = prefix_friendly_order(items, info=identity, interleave=True)
     assert [item.group for item in interleaved[:8]] == list('ABCD') * 2
-    assert prefix_reuse_share(interleaved, concurrency=8) > prefix_reuse_share(group_after_group, concurrency=8)
-    assert prefix_reuse_share(interleaved, concurrency=1) == pytest.approx(
-        prefix_reuse_share(group_after_group, concurrency=1)
-    )
+    assert sorted(interleaved, key=lambda item: item.group) == grouped  # each group's own order kept
+    assert prefix_reuse_share(interleaved, concurrency=8) > prefix_reuse_share(grouped, concurrency=8)
+    assert prefix_reuse_share(interleaved, concurrency=1) == pytest.approx(prefix_reuse_share(grouped, concurrency=1))
+    # Groups of different sizes: the larger one finishes alone.
+    uneven = [info('A', 1000, d) for d in (10, 20, 30)] + [info('B', 1000, 5)]
+    assert [item.group for item in prefix_friendly_order(uneven, info=identity, interleave=True)] == list('ABAA')

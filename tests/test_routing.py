@@ -8,6 +8,7 @@ from collections import defaultdict
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.params import parse_params
 from evalscope_niah.routing import (
     ROUTER_KEY_HEADERS,
@@ -91,8 +92,6 @@ def test_key_is_shared_by_every_length_and_depth_of_a_group_and_differs_between_
 
 
 def _run(server, corpus_dir, work_dir, extra, **overrides):
-    from evalscope import TaskConfig, run_task
-
     settings = task_settings(
         server,
         corpus_dir,
@@ -100,10 +99,9 @@ def _run(server, corpus_dir, work_dir, extra, **overrides):
         model=MODEL,
         extra={'context_lengths': LENGTHS, 'document_depth_percents': DEPTHS, 'num_repeats': 2, **extra},
         subsets=['english'],
-        eval_batch_size=2,
-        **overrides,
+        **{'eval_batch_size': 2, **overrides},
     )
-    return run_task(TaskConfig(**settings))
+    return run_task_settings(settings)  # registers our adapter first, whatever ran before in this process
 
 
 def _chat_requests(server):
@@ -156,3 +154,17 @@ def test_the_users_own_headers_are_kept_and_win_on_a_clash(fixture_corpus_dir, t
         assert request.headers['x-trace-tag'] == 'mine'
         assert request.headers['x-session-id'] == 'user-session'  # the user's explicit value is not overwritten
         assert request.headers['x-smg-routing-key'].startswith('niah-english-')
+
+
+def test_replicas_order_lets_the_groups_take_turns(fixture_corpus_dir, tmp_path) -> None:
+    # One request at a time: the server sees our order. 'replicas' alternates the two haystack starts, 'prefix'
+    # sends one start's prompts, then the other's.
+    sent = {}
+    for order in ('replicas', 'prefix'):
+        with OpenAICompatServer({MODEL: needle_finder}) as server:
+            _run(server, fixture_corpus_dir, tmp_path / order, {'request_order': order}, eval_batch_size=1)
+            sent[order] = [request.headers['x-session-id'] for request in _chat_requests(server)]
+    group = len(LENGTHS) * len(DEPTHS)
+    first, second = sent['prefix'][0], sent['prefix'][-1]
+    assert first != second and sent['prefix'] == [first] * group + [second] * group
+    assert sent['replicas'] == [first, second] * group

@@ -1,3 +1,5 @@
+# long because EvalScope calls one adapter object for every stage of a run: each hook is short and delegates, but the
+# state they share (planned cells, per-subset results and errors, the judge check) lives on that one object.
 """EvalScope's hooks for needle in a haystack. Each hook delegates: samples to ``samples``, rule scores to the task
 types, the judge to ``judging``, reply checks to ``replies``, metrics to ``run_metrics``, files to ``outputs``."""
 

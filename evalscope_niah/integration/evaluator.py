@@ -27,8 +27,9 @@ class NiahEvaluator(DefaultEvaluator):
         # and go first. The pool submits in list order.
         reviews = [item for item in context.work_items if item.sample is None]
         predictions = [item for item in context.work_items if item.sample is not None]
-        if self.benchmark.params.request_order == 'prefix':
-            predictions = prefix_friendly_order(predictions, info=_prefix_info)
+        order = self.benchmark.params.request_order
+        if order != 'grid':
+            predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
         context.work_items[:] = reviews + predictions
         return context
 

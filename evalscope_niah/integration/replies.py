@@ -14,7 +14,7 @@ from typing import Any
 from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
-from ..server_values import shown
+from ..server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason
 
 logger = logging.getLogger(__name__)
@@ -117,6 +117,11 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
         raise UnreadableReplyError(
             f'the {what} server sent a reply EvalScope cannot read ({exc.title}: {problems}); a server fault'
         ) from None
+    except (AttributeError, TypeError) as exc:  # EvalScope reads fields of a reply whose parts have the wrong shape
+        raise UnreadableReplyError(
+            f"EvalScope failed on the {what} server's reply ({type(exc).__name__}: {str(exc)[:200]}): a reply of "
+            'the wrong shape, most likely (a usage that is no object); a server fault'
+        ) from exc
     except UnicodeDecodeError as exc:  # the openai SDK decodes the JSON body as UTF-8; after EvalScope's retries
         raise UnreadableReplyError(
             f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
@@ -125,8 +130,9 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
 
 
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
-    usage = output.usage
-    return max_tokens is not None and usage is not None and usage.output_tokens >= max_tokens
+    # An implausible count (10**15, negative) says nothing: the cut is then not explained by the budget.
+    used = plausible_tokens(output.usage.output_tokens) if output.usage is not None else None
+    return max_tokens is not None and used is not None and used >= max_tokens
 
 
 def model_call_config(

@@ -152,9 +152,10 @@ class Lies:
     """What a lying server says instead of the truth; the defaults tell the truth.
 
     Chat replies (non-streamed) to the models in ``liars`` (empty: every model): ``usage`` entries replace the true
-    ones (any JSON value: ``{'prompt_tokens': -7}``), ``finish_reason`` and ``model_name`` replace the true ones
-    when not None, and ``reply_tail`` is appended to the reply as raw bytes inside the JSON string (10 MB of text,
-    or bytes that are not UTF-8; it must hold no ``"`` or ``\\``).
+    ones (any JSON value: ``{'prompt_tokens': -7}``; a ``usage`` that is no mapping replaces the whole object),
+    ``finish_reason`` and ``model_name`` replace the true ones when not None, and ``reply_tail`` is appended to the
+    reply as raw bytes inside the JSON string (10 MB of text, or bytes that are not UTF-8; it must hold no ``"`` or
+    ``\\``).
 
     ``window`` (when not None) is the context window /v1/models and /props give, any JSON value. ``tokenize``
     (one of :data:`TOKENIZE_LIES`): 'wrong_count' answers vLLM's ``count`` off by 7 and llama.cpp's plain id list
@@ -163,7 +164,7 @@ class Lies:
     """
 
     liars: tuple[str, ...] = ()
-    usage: Mapping[str, Any] | None = None
+    usage: Any = None
     finish_reason: Any = None
     model_name: Any = None
     reply_tail: bytes = b''
@@ -778,8 +779,10 @@ class _Handler(BaseHTTPRequestHandler):
         return None
 
     def _send_lies(self, completion: dict, lies: Lies) -> None:
-        if lies.usage is not None and 'usage' in completion:
+        if isinstance(lies.usage, Mapping) and 'usage' in completion:
             completion['usage'].update(lies.usage)
+        elif lies.usage is not None:  # not even an object: replaces the whole of usage
+            completion['usage'] = lies.usage
         choice = completion['choices'][0]
         if lies.finish_reason is not None:
             choice['finish_reason'] = lies.finish_reason
