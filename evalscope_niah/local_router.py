@@ -42,7 +42,6 @@ SGLANG_MANUAL = 'sglang_manual'
 ROUTER_POLICIES = (*VLLM_POLICIES, SGLANG_MANUAL)
 # Lines of router output quoted in a start-up error.
 _ERROR_OUTPUT_LINES = 30
-# A metrics page is a few kB; more is not a llama.cpp server.
 
 
 class LocalRouterError(RuntimeError):
@@ -73,7 +72,8 @@ def _free_port() -> int:
 
 
 class LocalRouter:
-    """``vllm-router`` on ``127.0.0.1`` over ``worker_urls`` with ``policy``; a context manager.
+    """A router on ``127.0.0.1`` over ``worker_urls``: ``vllm-router --policy <policy>``, or for ``sglang_manual``
+    sglang-router's ``manual`` policy with ``min_group``; a context manager.
 
     Failures are made quick to notice, so a test can kill a replica mid-run: the router checks worker health every
     ``health_check_interval_s`` and marks a worker unhealthy at the first failed check; it retries a failed request
