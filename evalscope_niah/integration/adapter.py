@@ -41,7 +41,7 @@ from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
-from .semantics import fix_overall_rows
+from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
 
@@ -106,6 +106,8 @@ class NiahAdapter(DefaultDataAdapter):
     # ---- samples ---------------------------------------------------------------------------------------------
 
     def load(self) -> tuple[DatasetDict, None]:
+        # A task registered after import reports values the registration-time declaration could not know.
+        declare_metric_semantics((self.name,))
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
         endpoint = self._endpoint()
@@ -380,7 +382,7 @@ class NiahAdapter(DefaultDataAdapter):
             return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
             return JudgeDefinition.skip(rule_score, reason='rule score is certain')
-        shown = ('rule_recall', 'levenshtein', *task_for(meta).reported_values)
+        shown = ('rule_recall', 'levenshtein', *(value.name for value in task_for(meta).reported_values))
         side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
 
@@ -531,7 +533,11 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         context_length=meta.context_length,
         depth_percent=meta.depth_percent,
         control=meta.control,
-        task_values={name: value[name] for name in task_for(meta).reported_values if value.get(name) is not None},
+        task_values={
+            name: value[name]
+            for name in (reported.name for reported in task_for(meta).reported_values)
+            if value.get(name) is not None
+        },
         accuracy=value.get('acc'),
         rule_recall=value.get('rule_recall'),
         levenshtein=value.get('levenshtein'),

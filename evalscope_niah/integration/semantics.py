@@ -4,6 +4,8 @@ each one gets.
 EvalScope resolves a report metric's display contract (direction, unit, percent or count) from its catalog and
 warns about names it does not know, telling users to edit EvalScope. The catalog's per-benchmark table is the
 mechanism it offers for a benchmark's own names, so our names are declared there for both of our benchmark names.
+The values a task reports are declared by the task (``Task.reported_values``) and read from the registered tasks each
+time, so a task registered after import is declared when its run loads its samples.
 The table is module data, not a registration function, so writing it is guarded like the override: a changed
 EvalScope gets no declarations (its warnings come back) rather than a failed run.
 """
@@ -14,21 +16,20 @@ import logging
 from typing import Any
 
 from ..run_metrics import OVERALL_AGGREGATION
+from ..tasks import ReportedValue, reported_value_declarations
 from .evalscope_surface import METRIC_ENTRY, METRIC_OVERRIDES, SEMANTICS_CACHE, resolve
 
-__all__ = ['declare_metric_semantics', 'fix_overall_rows']
+__all__ = ['declarations', 'declare_metric_semantics', 'fix_overall_rows']
 
 logger = logging.getLogger(__name__)
 
-# name -> (EvalScope baseline id, display name, overrides). Rates are ratios shown as percents; counts and lengths
-# are plain numbers; diagnostics carry no direction, so no dashboard ranks models by them.
+# name -> (EvalScope baseline id, display name, overrides) of the metrics every run reports. Rates are ratios shown as
+# percents; counts and lengths are plain numbers; diagnostics carry no direction, so no dashboard ranks models by them.
 _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     'rule_recall': ('quality.recall.ratio', 'Rule recall', {}),
     'levenshtein': ('quality.similarity.ratio', 'Levenshtein similarity', {}),
     'judge_accuracy': ('quality.accuracy.ratio', 'Judge accuracy', {}),
-    'precision': ('quality.precision.ratio', 'Precision', {}),
     'abstained': ('quality.score.ratio', 'Abstained', {}),
-    'guessed': ('quality.error_rate.ratio', 'Guessed', {}),
     'absent_abstention_rate': ('quality.score.ratio', 'Needle-absent abstention', {}),
     'absent_guess_rate': ('quality.error_rate.ratio', 'Needle-absent guess rate', {}),
     'effective_context_length': (
@@ -55,6 +56,17 @@ _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
 }
 
 
+def _task_declaration(value: ReportedValue) -> tuple[str, str, dict[str, Any]]:
+    # Every task value is a share of samples; what it measures picks EvalScope's baseline, and with it the direction.
+    return (f'quality.{value.measure}.ratio', value.label, {})
+
+
+def declarations() -> dict[str, tuple[str, str, dict[str, Any]]]:
+    """Every metric we declare: the shared ones and the values of the tasks registered now."""
+    tasks = {value.name: _task_declaration(value) for value in reported_value_declarations()}
+    return {**tasks, **_DECLARATIONS}  # a task cannot redeclare a shared metric
+
+
 def declare_metric_semantics(benchmark_names: tuple[str, ...]) -> bool:
     """Declare every metric we emit for each benchmark name; False (and nothing written) on a changed EvalScope."""
     try:
@@ -69,7 +81,7 @@ def declare_metric_semantics(benchmark_names: tuple[str, ...]) -> bool:
     try:
         entries = {
             name: _entry(entry_type, baseline, display, changes)
-            for name, (baseline, display, changes) in _DECLARATIONS.items()
+            for name, (baseline, display, changes) in declarations().items()
         }
         for name, entry in entries.items():
             entry.resolve(name)  # validates against this EvalScope's contract before anything is written

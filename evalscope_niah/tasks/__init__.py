@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..metadata import SampleMeta
 from ..scoring import PromptText
 from .associative.task import Associative
-from .base import NeedleChoice, PlanContext, RuleScore, SampleData, Task
+from .base import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
 from .reasoning.task import ReasoningChain
@@ -25,6 +25,7 @@ __all__ = [
     'NeedleChoice',
     'PlanContext',
     'ReasoningChain',
+    'ReportedValue',
     'RuleScore',
     'SampleData',
     'SingleNeedle',
@@ -32,6 +33,7 @@ __all__ = [
     'get_task',
     'judge_reference',
     'register_task',
+    'reported_value_declarations',
     'reported_values',
     'score_answer',
     'task_for',
@@ -58,4 +60,14 @@ def judge_reference(meta: SampleMeta) -> str:
 
 def reported_values() -> tuple[str, ...]:
     """Every value a selectable task reports beside the shared ones: the cells CSV has a column for each."""
-    return tuple(dict.fromkeys(name for task in task_names() for name in get_task(task).reported_values))
+    return tuple(dict.fromkeys(value.name for task in task_names() for value in get_task(task).reported_values))
+
+
+def reported_value_declarations() -> tuple[ReportedValue, ...]:
+    """What each value reported by a registered task or the needle-absent control means, one per name (the first
+    task to declare a name wins): a report declares them so none shows as an unexplained number."""
+    declared: dict[str, ReportedValue] = {}
+    for task in [*(get_task(name) for name in task_names()), ABSENT_CONTROL]:
+        for value in task.reported_values:
+            declared.setdefault(value.name, value)
+    return tuple(declared.values())

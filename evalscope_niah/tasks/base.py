@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import MISSING, dataclass, fields
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Literal, TypeVar
 
 from ..metadata import GridCell, SampleMeta
 from ..run_params import NiahParams, TaskParams
@@ -20,7 +20,7 @@ from .single.bank import BankNeedle
 P = TypeVar('P', bound=TaskParams)
 D = TypeVar('D', bound='SampleData')
 
-__all__ = ['NeedleChoice', 'PlanContext', 'RuleScore', 'SampleData', 'Task', 'with_levenshtein']
+__all__ = ['NeedleChoice', 'PlanContext', 'ReportedValue', 'RuleScore', 'SampleData', 'Task', 'with_levenshtein']
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,17 @@ class NeedleChoice:
     data: SampleData | None = None  # the task's own data about the sample, for its scoring and judge hint
 
 
+@dataclass(frozen=True)
+class ReportedValue:
+    """A value a task's rule score reports for each sample (a share in [0, 1]) and what it means to a report reader,
+    so a report shows it as a percent with the right direction instead of an unexplained number."""
+
+    name: str  # its key in ``RuleScore.values``, the results file and the cells CSV
+    label: str  # how a report names it
+    # What it measures, which sets whether higher is better: an error rate is the one where lower is better.
+    measure: Literal['score', 'recall', 'precision', 'error_rate'] = 'score'
+
+
 class Task(ABC):
     """One kind of needle-in-a-haystack sample. A new task is one subclass registered with ``register_task``."""
 
@@ -112,8 +123,9 @@ class Task(ABC):
     # The effective-length mode this task reports by default (None: the parameter's default).
     effective_length_mode: ClassVar[str | None] = None
     # Values of its rule score (``RuleScore.values``) that each sample's result carries beside the ones every task
-    # reports (acc, rule_recall, levenshtein): written to the results file and averaged per cell in the cells CSV.
-    reported_values: ClassVar[tuple[str, ...]] = ()
+    # reports (acc, rule_recall, levenshtein): written to the results file, averaged per cell in the cells CSV and
+    # declared to the report with their meaning.
+    reported_values: ClassVar[tuple[ReportedValue, ...]] = ()
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur

@@ -14,6 +14,7 @@ pytest.importorskip('evalscope')
 
 from evalscope.api.metric.semantics import MetricIdentity
 from evalscope.metrics.semantics import get_semantics_resolver
+from evalscope.metrics.semantics.entry import MetricEntry
 
 from evalscope_niah.integration import register
 from evalscope_niah.testing.openai_server import OpenAICompatServer
@@ -90,3 +91,17 @@ def test_rates_are_declared_as_percents_and_lengths_as_tokens(run) -> None:
     assert semantics['effective_context_length']['display_unit'] == 'tokens'
     assert semantics['inference_error_rate']['display_unit'] == '%'
     assert semantics['budget_exhausted_rate']['display_unit'] == '%'
+
+
+@pytest.mark.parametrize(
+    ('name', 'baseline', 'label'),
+    [('precision', 'quality.precision.ratio', 'Precision'), ('guessed', 'quality.error_rate.ratio', 'Guessed')],
+)
+def test_task_values_keep_their_semantics(name: str, baseline: str, label: str) -> None:
+    # What these two task values meant when integration/ declared them by name; now their tasks declare them.
+    register()
+    expected = MetricEntry(baseline=baseline, metric_name=label).resolve(name)
+    identity = MetricIdentity(name=name, aggregation='mean')
+    for benchmark in ('needle_haystack', 'niah'):
+        resolved = get_semantics_resolver().resolve(benchmark, identity)
+        assert not resolved.degraded and resolved.semantics == expected, resolved

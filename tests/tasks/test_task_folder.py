@@ -5,6 +5,7 @@ run_task against the 127.0.0.1 OpenAI test server, its judge qualified and asked
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -40,6 +41,28 @@ def vault_task() -> Iterator[None]:
         yield
     finally:
         unregister_task(VaultCode.name)
+
+
+class _Collected(logging.Handler):
+    """Every record EvalScope logs while attached (its logger does not propagate, so caplog never sees them)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@pytest.fixture
+def evalscope_log() -> Iterator[list[str]]:
+    handler = _Collected()
+    evalscope_logger = logging.getLogger('evalscope')
+    evalscope_logger.addHandler(handler)
+    try:
+        yield handler.messages
+    finally:
+        evalscope_logger.removeHandler(handler)
 
 
 def code_reader(messages: list[dict]) -> str:
@@ -94,7 +117,9 @@ def test_the_folder_task_is_gone_with_its_registration() -> None:
     assert error.value.param == 'vault_floor' and 'unknown parameter' in str(error.value)
 
 
-def test_the_folder_task_runs_judged_with_its_hint(vault_task: None, fixture_corpus_dir: Path, tmp_path: Path) -> None:
+def test_the_folder_task_runs_judged_with_its_hint(
+    vault_task: None, fixture_corpus_dir: Path, tmp_path: Path, evalscope_log: list[str]
+) -> None:
     with OpenAICompatServer({MODEL: code_reader, JUDGE: make_judge_responder(careful_grader)}) as server:
         settings = task_settings(
             server,
@@ -120,3 +145,9 @@ def test_the_folder_task_runs_judged_with_its_hint(vault_task: None, fixture_cor
     (cells_csv,) = tmp_path.rglob(CELLS_FILE)
     assert 'code_found' in cells_csv.read_text(encoding='utf-8').splitlines()[0].split(',')
     assert [cell.task_values for cell in read_cells_csv(cells_csv)] == [{'code_found': 1.0}] * 2
+    # Its value is declared to EvalScope's report by the task's own declaration, not as an unknown metric.
+    assert any('needle_haystack' in message for message in evalscope_log)  # the handler saw the run's log
+    assert not [message for message in evalscope_log if 'undeclared metric' in message]
+    report_json = json.loads(next(tmp_path.rglob('needle_haystack.json')).read_text(encoding='utf-8'))
+    semantics = {metric['identity']['name']: metric['semantics'] for metric in report_json['metrics']}
+    assert semantics['code_found']['display_unit'] == '%'

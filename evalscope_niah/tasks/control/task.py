@@ -6,7 +6,7 @@ from __future__ import annotations
 from ...metadata import GridCell, SampleMeta
 from ...records import GUESSED
 from ...scoring import PromptText, RuleScore
-from ..base import NeedleChoice, PlanContext, Task
+from ..base import NeedleChoice, PlanContext, ReportedValue, Task
 from .rules import absent_control_score
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
@@ -17,7 +17,7 @@ class AbsentControl(Task):
 
     name = 'absent_control'
     description = 'one needle-free cell per length; measures guessing'
-    reported_values = (GUESSED,)
+    reported_values = (ReportedValue(GUESSED, 'Guessed', measure='error_rate'),)  # stated a fact that is not there
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')

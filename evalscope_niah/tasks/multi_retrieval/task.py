@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ...metadata import GridCell, SampleMeta
 from ...scoring import PromptText, RuleScore
-from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
+from ..base import NeedleChoice, PlanContext, ReportedValue, SampleData, Task, with_levenshtein
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
 from .rules import multi_retrieval_score
@@ -26,7 +26,8 @@ class MultiRetrieval(Task):
         'for all of them; score = recall x precision of the values'
     )
     params_model = MultiRetrievalParams
-    reported_values = ('precision',)  # the share of the values given that are the key's
+    # The share of the values given that are the key's.
+    reported_values = (ReportedValue('precision', 'Precision', measure='precision'),)
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         options = context.options(MultiRetrievalParams)

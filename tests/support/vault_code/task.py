@@ -14,7 +14,7 @@ from pydantic import Field, field_validator
 from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.run_params import TaskParams
 from evalscope_niah.scoring import PromptText
-from evalscope_niah.tasks import NeedleChoice, PlanContext, RuleScore, SampleData, Task
+from evalscope_niah.tasks import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
 
 VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='utf-8'))
 
@@ -40,7 +40,7 @@ class VaultCode(Task):
     description = "the code of one floor's vault, judged with a hint"
     judged = True
     params_model = VaultParams
-    reported_values = ('code_found',)
+    reported_values = (ReportedValue('code_found', 'Code found'),)
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         floor = context.options(VaultParams).vault_floor
