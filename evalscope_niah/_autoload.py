@@ -15,8 +15,8 @@ _REGISTRATION = __package__ + '.integration.registration'
 
 def _register() -> None:
     if _REGISTRATION in sys.modules:
-        # Our integration code is itself importing evalscope (someone imported it first): whoever imported it
-        # calls register() once it is complete. Returning here keeps the import graph free of circles.
+        # Our integration code is itself importing evalscope (someone imported one of its modules first): the
+        # integration package registers once it is complete. Returning here keeps the import graph free of circles.
         return
     from .integration import register
 

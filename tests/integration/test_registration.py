@@ -131,6 +131,22 @@ def test_autoload_on_registers_ours_when_evalscope_is_imported() -> None:
     assert completed.stdout.split() == ['evalscope_niah.integration.adapter'] * 2
 
 
+def test_importing_our_integration_first_still_registers_ours() -> None:
+    # An integration module imported before EvalScope (as tests/test_params.py does) imports EvalScope itself; a
+    # later plain run_task must still find our adapter (it once got EvalScope's built-in and its KeyError).
+    completed = _python(
+        """
+        import evalscope_niah.integration.param_spec
+        from evalscope.api.registry import BENCHMARK_REGISTRY
+        for name in ('needle_haystack', 'niah'):
+            print(BENCHMARK_REGISTRY[name].data_adapter.__module__)
+        """,
+        EVALSCOPE_NIAH_AUTOLOAD='1',
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ['evalscope_niah.integration.adapter'] * 2
+
+
 def test_niah_runs_end_to_end_with_the_override_disabled(fixture_corpus_dir: Path, tmp_path: Path) -> None:
     answer = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
     with OpenAICompatServer({'m': lambda messages: answer}) as server:
