@@ -35,8 +35,6 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, check_corpus, format_table, machine, verdict, write_json_report
 
-COMPUTED = 'llamacpp:prompt_tokens_total'
-CACHED = 'llamacpp:prompt_tokens_cached_total'
 ONE_REPLICA = 'one replica'
 
 
@@ -98,6 +96,7 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
     from evalscope_niah.local_model import LocalModelServer
     from evalscope_niah.local_router import LocalRouter, prometheus_counters
     from evalscope_niah.outputs import RESULTS_FILE
+    from evalscope_niah.prometheus import LLAMA_CACHED, LLAMA_COMPUTED
     from evalscope_niah.results import read_results
 
     count = 1 if policy == ONE_REPLICA else args.replicas
@@ -128,8 +127,8 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
             replica.stop()
     return Row(
         policy=policy,
-        computed=[int(counter[COMPUTED]) for counter in counters],
-        cached=[int(counter[CACHED]) for counter in counters],
+        computed=[int(counter[LLAMA_COMPUTED]) for counter in counters],
+        cached=[int(counter[LLAMA_CACHED]) for counter in counters],
         wall_s=wall,
         errors=sum(1 for result in results if result.error),
     )

@@ -18,6 +18,7 @@ from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.local_model import LocalModelError, LocalModelServer, find_smollm2_gguf
 from evalscope_niah.local_router import LocalRouter, LocalRouterError, prometheus_counters, router_binary
 from evalscope_niah.outputs import RESULTS_FILE
+from evalscope_niah.prometheus import LLAMA_CACHED, LLAMA_COMPUTED
 from evalscope_niah.results import read_results
 
 try:
@@ -30,8 +31,6 @@ LENGTHS = [300, 450]
 DEPTHS = [20, 80]
 REPEATS = 2  # two haystack starts: two prefix groups of len(LENGTHS) x len(DEPTHS) prompts
 PROMPTS = len(LENGTHS) * len(DEPTHS) * REPEATS
-COMPUTED = 'llamacpp:prompt_tokens_total'
-CACHED = 'llamacpp:prompt_tokens_cached_total'
 
 
 def _settings(api_url: str, work_dir: Path) -> dict:
@@ -75,7 +74,7 @@ def _run(api_url: str, work_dir: Path) -> dict[tuple[int, float | None], list[st
 
 def _served_tokens(replica: LocalModelServer) -> float:
     counters = prometheus_counters(replica.root_url)
-    return counters[COMPUTED] + counters[CACHED]
+    return counters[LLAMA_COMPUTED] + counters[LLAMA_CACHED]
 
 
 def _replicas(count: int) -> list[LocalModelServer]:
