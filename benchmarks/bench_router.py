@@ -1,7 +1,7 @@
 """Prefill through a real router: llama.cpp replicas of SmolLM2-135M behind vllm-router, policy by policy.
 
     python benchmarks/bench_router.py [--corpus ../shared/corpus] [--replicas 2] [--lengths 300,600]
-                                      [--depths 10,50,90] [--repeats 3] [--in-flight 4] [--threads 2]
+                                      [--depths 10,50,90] [--repeats 3] [--in-flight 4] [--threads 2] [--slots 1]
                                       [--policies round_robin,cache_aware,consistent_hash,sglang_manual]
                                       [--json FILE]
 
@@ -101,7 +101,9 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
 
     count = 1 if policy == ONE_REPLICA else args.replicas
     threads = max(1, args.threads // count)
-    replicas = [LocalModelServer(n_ctx=4096, n_threads=threads, metrics=True) for _ in range(count)]
+    replicas = [
+        LocalModelServer(n_ctx=4096, n_parallel=args.slots, n_threads=threads, metrics=True) for _ in range(count)
+    ]
     name, _, key = policy.partition(':')
     try:
         for replica in replicas:
@@ -153,6 +155,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--repeats', type=int, default=3, help='haystack starts (prefix groups)')
     parser.add_argument('--in-flight', type=int, default=4, help="requests at once (EvalScope's eval_batch_size)")
     parser.add_argument('--threads', type=int, default=2, help='CPU threads, shared by the replicas')
+    # llama.cpp keeps each slot's last prompt: with one slot a replica holds one prefix, with several it holds as
+    # many, as a server with a prefix cache holds many groups.
+    parser.add_argument('--slots', type=int, default=1, help='llama.cpp slots per replica (each keeps its prompt)')
     parser.add_argument('--policies', default='round_robin,cache_aware,consistent_hash,sglang_manual')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
     args = parser.parse_args(argv)
@@ -195,7 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f'Prompt tokens computed by llama.cpp replicas (SmolLM2-135M, /metrics) behind vllm-router: {prompts} prompts '
         f'(English, lengths {args.lengths}, depths {args.depths}, {args.repeats} haystack starts), '
-        f'{args.in_flight} in flight; {machine()}'
+        f'{args.in_flight} in flight, {args.slots} llama.cpp slot(s) per replica; {machine()}'
     )
     print(format_table(header, body, left=3))
     lines = []
