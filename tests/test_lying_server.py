@@ -210,6 +210,22 @@ def test_an_untrustworthy_window_stops_the_run_before_any_request(
 # ---- tokenizer_path 'server': stops the run before any model request -----------------------------------------------
 
 
+def _stopped_by_server_tokenizer(
+    lies: Lies, corpus: Path, work_dir: Path, *, api_style: str, max_seconds: float
+) -> tuple[NiahConfigError, str]:
+    """A run with ``tokenizer_path: 'server'`` against a server whose /tokenize lies: the error it stops with
+    (checked to name the parameter, before any model request) and the server's URL."""
+    options = {'api_style': api_style, 'tokenizer_dir': str(shipped_qwen3_dir()), 'lies': lies}
+    with OpenAICompatServer({MODEL: needle_finder}, max_seconds=max_seconds, **options) as server:
+        extra = {'tokenizer_path': 'server', 'context_lengths': [600], 'document_depth_percents': [50]}
+        settings = task_settings(server, corpus, work_dir, model=MODEL, extra=extra, subsets=['english'])
+        with pytest.raises(NiahConfigError) as caught:
+            run_task(TaskConfig(**settings))
+        assert server.requests == []
+    assert caught.value.param == 'tokenizer_path'
+    return caught.value, server.url
+
+
 @pytest.mark.parametrize('style', ['vllm', 'llama.cpp'])
 @pytest.mark.parametrize(
     ('lie', 'fragment'),
@@ -218,27 +234,17 @@ def test_an_untrustworthy_window_stops_the_run_before_any_request(
 def test_a_lying_tokenizer_stops_the_run_before_any_request(
     style: str, lie: str, fragment: str, fixture_corpus_dir: Path, tmp_path: Path
 ) -> None:
-    options = {'api_style': style, 'tokenizer_dir': str(shipped_qwen3_dir()), 'lies': Lies(tokenize=lie)}
-    with OpenAICompatServer({MODEL: needle_finder}, max_seconds=120, **options) as server:
-        extra = {'tokenizer_path': 'server', 'context_lengths': [600], 'document_depth_percents': [50]}
-        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, subsets=['english'])
-        with pytest.raises(NiahConfigError) as caught:
-            run_task(TaskConfig(**settings))
-        assert server.requests == []
-    assert caught.value.param == 'tokenizer_path'
-    assert fragment in str(caught.value) and server.url in str(caught.value)
+    error, server_url = _stopped_by_server_tokenizer(
+        Lies(tokenize=lie), fixture_corpus_dir, tmp_path, api_style=style, max_seconds=120
+    )
+    assert fragment in str(error) and server_url in str(error)
 
 
 def test_a_silent_tokenizer_stops_the_run_within_its_timeout(
     fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(endpoint, 'TOKENIZE_TIMEOUT_S', 1.0)  # the default (60 s) is the same code path, longer
-    options = {'api_style': 'vllm', 'tokenizer_dir': str(shipped_qwen3_dir()), 'lies': Lies(tokenize='silent')}
-    with OpenAICompatServer({MODEL: needle_finder}, max_seconds=60, **options) as server:
-        extra = {'tokenizer_path': 'server', 'context_lengths': [600], 'document_depth_percents': [50]}
-        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, subsets=['english'])
-        with pytest.raises(NiahConfigError) as caught:
-            run_task(TaskConfig(**settings))
-        assert server.requests == []
-    assert caught.value.param == 'tokenizer_path'
-    assert str(caught.value).count('no answer within 1 s') == 2  # both tokenize forms were tried, each bounded
+    error, _ = _stopped_by_server_tokenizer(
+        Lies(tokenize='silent'), fixture_corpus_dir, tmp_path, api_style='vllm', max_seconds=60
+    )
+    assert str(error).count('no answer within 1 s') == 2  # both tokenize forms were tried, each bounded

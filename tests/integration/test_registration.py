@@ -117,26 +117,19 @@ def test_autoload_switch_off_leaves_evalscope_untouched() -> None:
     assert completed.stdout.split() == [BUILTIN_ADAPTER_MODULE, 'False']
 
 
-def test_autoload_on_registers_ours_when_evalscope_is_imported() -> None:
+@pytest.mark.parametrize(
+    'first_import',
+    [
+        'import evalscope',
+        # An integration module imported before EvalScope (as tests/test_params.py does) imports EvalScope itself;
+        # a later plain run_task must still find our adapter (it once got EvalScope's built-in and its KeyError).
+        'import evalscope_niah.integration.param_spec',
+    ],
+)
+def test_autoload_on_registers_ours_whatever_is_imported_first(first_import: str) -> None:
     completed = _python(
-        """
-        import evalscope
-        from evalscope.api.registry import BENCHMARK_REGISTRY
-        for name in ('needle_haystack', 'niah'):
-            print(BENCHMARK_REGISTRY[name].data_adapter.__module__)
-        """,
-        EVALSCOPE_NIAH_AUTOLOAD='1',
-    )
-    assert completed.returncode == 0, completed.stderr
-    assert completed.stdout.split() == ['evalscope_niah.integration.adapter'] * 2
-
-
-def test_importing_our_integration_first_still_registers_ours() -> None:
-    # An integration module imported before EvalScope (as tests/test_params.py does) imports EvalScope itself; a
-    # later plain run_task must still find our adapter (it once got EvalScope's built-in and its KeyError).
-    completed = _python(
-        """
-        import evalscope_niah.integration.param_spec
+        f"""
+        {first_import}
         from evalscope.api.registry import BENCHMARK_REGISTRY
         for name in ('needle_haystack', 'niah'):
             print(BENCHMARK_REGISTRY[name].data_adapter.__module__)
