@@ -47,6 +47,7 @@ class Row:
     text_share: float  # independent: reused prefix characters / all prompt characters
     text_share_in_flight: float  # the same, reusing only prompts sent >= W places before
     gain: float | None = None  # share_in_flight / the grid order's (text_share_in_flight's if that is missing)
+    share_gated: float | None = None  # prefix_reuse_share(concurrency=W, gate=True): our order with the prefix gate
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -103,11 +104,14 @@ class Ordering:
         # Takes NeedleSamples, or (since the module grew a PrefixInfo) what sample_prefix_info makes of them.
         self._info = getattr(ordering, 'sample_prefix_info', None)
         self.has_concurrency = 'concurrency' in inspect.signature(self._share).parameters
+        self.has_gate = 'gate' in inspect.signature(self._share).parameters
 
-    def share(self, samples: Sequence[Any], concurrency: int | None = None) -> float | None:
-        if concurrency is not None and not self.has_concurrency:
+    def share(self, samples: Sequence[Any], concurrency: int | None = None, *, gate: bool = False) -> float | None:
+        if (concurrency is not None and not self.has_concurrency) or (gate and not self.has_gate):
             return None
         items = [self._info(sample) for sample in samples] if self._info is not None else list(samples)
+        if gate:
+            return self._share(items, concurrency=concurrency, gate=True)
         return self._share(items, concurrency=concurrency) if concurrency is not None else self._share(items)
 
 
@@ -145,6 +149,7 @@ def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[
     for row in rows[1:]:
         if row.share_in_flight is not None and base.share_in_flight:
             row.gain = row.share_in_flight / base.share_in_flight
+            row.share_gated = ordering.share(orders[row.order], window, gate=True)
         elif base.text_share_in_flight:
             row.gain = row.text_share_in_flight / base.text_share_in_flight
     details = {'generation_seconds': seconds, 'missing': ordering.missing}
@@ -176,7 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows += grid_rows
     w = args.in_flight
     header = ('grid', 'order', 'samples', 'prompt tokens', 'prefix_reuse_share', f'... {w} in flight')
-    header += ('text check', f'text check, {w} in flight', f'ours / grid order, {w} in flight')
+    header += ('text check', f'text check, {w} in flight', f'ours / grid order, {w} in flight', '... with the gate')
     body = [
         (
             row.grid,
@@ -188,6 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _pct(row.text_share),
             _pct(row.text_share_in_flight),
             '-' if row.gain is None else f'{row.gain:.3f}x',
+            _pct(row.share_gated),
         )
         for row in rows
     ]
@@ -196,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         'prefix_reuse_share: evalscope_niah.ordering (tokens, cache evicting nothing), one request at a time and '
         f'with concurrency={w}; text check: longest common prefix with any earlier prompt, in characters, from the '
-        f'prompt texts alone; "{w} in flight" there: reusing only prompts sent >= {w} places before'
+        f'prompt texts alone; "{w} in flight" there: reusing only prompts sent >= {w} places before; with the gate: '
+        'a deep prompt waits for the one in flight computing its prefix (evalscope_niah.prefix_gate)'
     )
     lines = []
     for name in grids:

@@ -2,6 +2,7 @@
 
     python benchmarks/bench_router.py [--corpus ../shared/corpus] [--replicas 2] [--lengths 300,600]
                                       [--depths 10,50,90] [--repeats 3] [--in-flight 4] [--threads 2] [--slots 1]
+                                      [--order prefix]
                                       [--policies round_robin,cache_aware,consistent_hash,sglang_manual]
                                       [--json FILE]
 
@@ -78,6 +79,7 @@ def _settings(api_url: str, corpus: Path, work_dir: Path, args: argparse.Namespa
                     'document_depth_percents': args.depths,
                     'num_repeats': args.repeats,
                     'routing_key_header': key,
+                    'request_order': args.order,
                 },
             }
         },
@@ -158,6 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # llama.cpp keeps each slot's last prompt: with one slot a replica holds one prefix, with several it holds as
     # many, as a server with a prefix cache holds many groups.
     parser.add_argument('--slots', type=int, default=1, help='llama.cpp slots per replica (each keeps its prompt)')
+    parser.add_argument('--order', default='prefix', help='request_order: prefix, descending, replicas or grid')
     parser.add_argument('--policies', default='round_robin,cache_aware,consistent_hash,sglang_manual')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
     args = parser.parse_args(argv)
@@ -200,7 +203,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f'Prompt tokens computed by llama.cpp replicas (SmolLM2-135M, /metrics) behind vllm-router: {prompts} prompts '
         f'(English, lengths {args.lengths}, depths {args.depths}, {args.repeats} haystack starts), '
-        f'{args.in_flight} in flight, {args.slots} llama.cpp slot(s) per replica; {machine()}'
+        f'{args.in_flight} in flight, request_order {args.order}, {args.slots} llama.cpp slot(s) per replica; '
+        f'{machine()}'
     )
     print(format_table(header, body, left=3))
     lines = []

@@ -79,6 +79,11 @@ class SampleMeta:
         return self.depth_percent is None
 
     @property
+    def prefix_group(self) -> tuple[str, int]:
+        """Prompts of one group follow the same text up to their divergence token (ordering.py, prefix_gate.py)."""
+        return (self.subset, self.start_token)
+
+    @property
     def cell(self) -> GridCell:
         return GridCell(self.subset, self.context_length, self.depth_percent, self.repeat, self.draw)
 

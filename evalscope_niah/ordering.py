@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any, TypeVar
 
+from .prefix_gate import MIN_GAIN_SHARE
+
 T = TypeVar('T')
 
 # Simulated cost of generating the reply, in prompt-token equivalents: keeps short prompts from finishing in no time.
@@ -45,10 +47,19 @@ def sample_prefix_info(sample: Any) -> PrefixInfo:
 
 
 def prefix_friendly_order(
-    items: Sequence[T], *, info: Callable[[T], PrefixInfo] = sample_prefix_info, interleave: bool = False
+    items: Sequence[T],
+    *,
+    info: Callable[[T], PrefixInfo] = sample_prefix_info,
+    interleave: bool = False,
+    descending: bool = False,
 ) -> list[T]:
     """Groups in first-seen order; inside a group lengths ascending, each length's deepest prompt first, then the
     others by rising divergence. Stable for equal keys.
+
+    ``descending``: inside a group, every prompt by falling divergence, lengths mixed. Each prompt's prefix then
+    lies inside the prompt just before it, so a server that keeps only each slot's last prompt (llama.cpp) reuses
+    all a group can share; a cache holding many prefixes gains nothing from it, and with several requests in
+    flight the deep prompts wait for each other (prefix_gate.py) where the rising order fills the wait.
 
     ``interleave``: the groups take turns (the k-th prompt of every group, then the (k+1)-th), each in its own order.
     Behind a router that keeps each group on one replica, the requests in flight then spread over the replicas
@@ -69,6 +80,8 @@ def prefix_friendly_order(
 
     def order(position: int) -> tuple:
         entry = infos[position]
+        if descending:
+            return (group_rank[entry.group], -entry.divergence_token, entry.context_length)
         return (group_rank[entry.group], entry.context_length, position not in seeds, entry.divergence_token)
 
     ordered = sorted(range(len(items)), key=order)
@@ -80,13 +93,14 @@ def prefix_friendly_order(
     return [items[position] for position in ordered]
 
 
-def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1) -> float:
+def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1, gate: bool = False) -> float:
     """Share of all prompt tokens, sent in this order, that are a prefix of a prompt already processed.
 
     Simulates ``concurrency`` workers taking requests in order. A request takes time proportional to the prompt
     tokens it must compute (plus a fixed reply cost), and reuses ``min(d, deepest d of its group that finished
     before it started)`` tokens. The cache is assumed to evict nothing; block granularity (16 tokens in vLLM) is
-    ignored.
+    ignored. ``gate``: as prefix_gate.PrefixGate, a request whose group has a request in flight that would cache
+    at least MIN_GAIN_SHARE of it more starts when that one ends (its worker idles meanwhile).
     """
     if concurrency < 1:
         raise ValueError(f'concurrency must be at least 1, got {concurrency}')
@@ -94,15 +108,27 @@ def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1) -> 
     if not total:
         return 0.0
     free_at = [0.0] * concurrency
-    finished: list[tuple[float, Hashable, int]] = []  # heap of (finish time, group, divergence)
+    finished: list[tuple[float, Hashable, int]] = []  # heap of (finish time, group, divergence), in flight included
     deepest: dict[Hashable, int] = defaultdict(int)
+
+    def cached(at: float) -> None:
+        while finished and finished[0][0] <= at:
+            _, group, divergence = heapq.heappop(finished)
+            deepest[group] = max(deepest[group], divergence)
+
     reused = 0
     for entry in infos:
         start = heapq.heappop(free_at)
-        while finished and finished[0][0] <= start:
-            _, group, divergence = heapq.heappop(finished)
-            deepest[group] = max(deepest[group], divergence)
-        share = min(entry.divergence_token, deepest.get(entry.group, 0))
+        cached(start)
+        while gate:
+            computing = [(end, d) for end, group, d in finished if group == entry.group]  # in flight: a few
+            coming = max((d for _, d in computing), default=0)
+            gain = min(entry.divergence_token, coming) - min(entry.divergence_token, deepest[entry.group])
+            if gain < max(1.0, MIN_GAIN_SHARE * entry.prompt_tokens):
+                break
+            start = min(end for end, _ in computing)
+            cached(start)
+        share = min(entry.divergence_token, deepest[entry.group])
         reused += share
         end = start + entry.prompt_tokens - share + _REPLY_COST_TOKENS
         heapq.heappush(free_at, end)

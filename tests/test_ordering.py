@@ -49,6 +49,36 @@ def test_friendly_order_groups_lengths_and_deepest_first() -> None:
     assert sorted(ordered, key=repr) == sorted(items, key=repr)  # a permutation
 
 
+def test_descending_order_sends_each_group_from_its_deepest_prompt_down_lengths_mixed() -> None:
+    items = [
+        info('B', 2000, 500),
+        info('A', 2000, 1800),
+        info('A', 1000, 300),
+        info('A', 1000, 900),
+        info('B', 1000, 100),
+        info('A', 2000, 200),
+        info('B', 2000, 1900),
+    ]
+    ordered = prefix_friendly_order(items, info=identity, descending=True)
+    assert ordered == [
+        info('B', 2000, 1900),
+        info('B', 2000, 500),
+        info('B', 1000, 100),
+        info('A', 2000, 1800),
+        info('A', 1000, 900),
+        info('A', 1000, 300),
+        info('A', 2000, 200),
+    ]
+    # A server keeping only its last prompt (one llama.cpp slot): each prompt reuses min(d, d of the one before) of
+    # its group, which in this order is all it shares with any earlier prompt, as much as a many-prefix cache gives.
+    reused, previous = 0, None
+    for entry in ordered:
+        if previous is not None and previous.group == entry.group:
+            reused += min(entry.divergence_token, previous.divergence_token)
+        previous = entry
+    assert reused / sum(entry.prompt_tokens for entry in ordered) == pytest.approx(prefix_reuse_share(ordered))
+
+
 def test_friendly_order_is_stable_for_equal_keys() -> None:
     # Distinct objects with equal keys: identity tells them apart.
     items = [info('g', 1000, 400, 1000 + n) for n in range(4)] + [info('g', 1000, 700, 999)]
@@ -121,6 +151,17 @@ def test_reuse_share_with_more_workers_than_requests_reuses_nothing() -> None:
 def test_reuse_share_rejects_concurrency_below_one(concurrency: int) -> None:
     with pytest.raises(ValueError, match='concurrency'):
         prefix_reuse_share(HAND_EXAMPLE, concurrency=concurrency)
+
+
+def test_reuse_share_with_the_gate_lets_a_deep_sibling_wait_for_the_seed_and_a_shallow_one_go() -> None:
+    # Two workers. Without the gate the deep sibling starts beside the seed and reuses nothing; with it, it starts
+    # when the seed ends and reuses its 500. The shallow one (100 of 1000: under a quarter) never waits.
+    seed, deep, shallow = info('a', 1000, 900), info('a', 1000, 500), info('a', 1000, 100)
+    assert prefix_reuse_share([seed, deep], concurrency=2) == 0.0
+    assert prefix_reuse_share([seed, deep], concurrency=2, gate=True) == pytest.approx(500 / 2000)
+    assert prefix_reuse_share([seed, shallow], concurrency=2, gate=True) == 0.0
+    # One worker: nothing is ever in flight beside a request, so the gate changes nothing.
+    assert prefix_reuse_share(HAND_EXAMPLE, concurrency=1, gate=True) == prefix_reuse_share(HAND_EXAMPLE)
 
 
 def test_reuse_share_of_nothing_is_zero() -> None:

@@ -11,6 +11,7 @@ import os
 import re
 import threading
 from collections import defaultdict
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +30,7 @@ from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..outputs import write_run_outputs
 from ..params import effective_length_mode, parse_params
+from ..prefix_gate import PlannedPrompt, PrefixGate
 from ..prompts import PromptSpec
 from ..records import SampleResult, bounded_text
 from ..routing import routing_headers, routing_key
@@ -84,6 +86,8 @@ class NiahAdapter(DefaultDataAdapter):
         # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
         # final answer, the reply stripped of reasoning once for every step that reads it.
         self._reviews: dict[int, _Review] = {}
+        # In a prefix order a deep prompt waits for the earlier one computing its prefix (the evaluator plans it).
+        self.prefix_gate = PrefixGate(on_hold=_log_hold) if self.params.request_order != 'grid' else None
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -226,11 +230,20 @@ class NiahAdapter(DefaultDataAdapter):
         meta = SampleMeta.from_dict(sample.metadata)
         key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
         config = model_call_config(model.config, meta.context_length, headers=key)
-        return generate_checked(
-            lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
-            what='model',
-            max_tokens=model.config.max_tokens,
-        )
+        with self._prefix_turn(sample):
+            return generate_checked(
+                lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
+                what='model',
+                max_tokens=model.config.max_tokens,
+            )
+
+    def plan_prefix_turns(self, samples: list[Sample]) -> None:
+        """The samples about to be sent, in send order (the evaluator's): the gate holds deep prompts back by it."""
+        if self.prefix_gate is not None:
+            self.prefix_gate.plan(_planned_prompt(sample) for sample in samples)
+
+    def _prefix_turn(self, sample: Sample) -> AbstractContextManager[None]:
+        return nullcontext() if self.prefix_gate is None else self.prefix_gate.turn(_prefix_key(sample))
 
     def run_inference(self, model: Model, sample: Sample, output_dir: str, **kwargs: Any) -> TaskState:
         # reports/<model_id> is the sibling of predictions/<model_id>; kept for runs where every sample errors.
@@ -245,6 +258,8 @@ class NiahAdapter(DefaultDataAdapter):
             self._record_error(SampleMeta.from_dict(sample.metadata), exc)
             raise
         finally:
+            if self.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
+                self.prefix_gate.abandon(_prefix_key(sample))
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
@@ -466,6 +481,19 @@ class NiahAdapter(DefaultDataAdapter):
             show_score=params.show_score,
             plot=plot,
         )
+
+
+def _prefix_key(sample: Sample) -> tuple[str, Any]:
+    return (SampleMeta.from_dict(sample.metadata).subset, sample.id)  # ids are unique within a subset
+
+
+def _planned_prompt(sample: Sample) -> PlannedPrompt:
+    meta = SampleMeta.from_dict(sample.metadata)
+    return PlannedPrompt(_prefix_key(sample), meta.prefix_group, meta.divergence_token, meta.context_length)
+
+
+def _log_hold(prompt: PlannedPrompt) -> None:
+    logger.debug('%s waits for the prompt computing its prefix (group %s)', prompt.key, prompt.group)
 
 
 def _served(task_state: TaskState, values: ServerValues, final: str) -> dict[str, Any]:

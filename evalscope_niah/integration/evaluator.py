@@ -1,4 +1,5 @@
-"""EvalScope's evaluator with two changes: reviews that survive a crash, and a prefix-cache-friendly request order."""
+"""EvalScope's evaluator with two changes: reviews that survive a crash, and a prefix-cache-friendly request order
+(planned with the adapter's prefix gate)."""
 
 from __future__ import annotations
 
@@ -29,7 +30,10 @@ class NiahEvaluator(DefaultEvaluator):
         predictions = [item for item in context.work_items if item.sample is not None]
         order = self.benchmark.params.request_order
         if order != 'grid':
-            predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
+            predictions = prefix_friendly_order(
+                predictions, info=_prefix_info, interleave=order == 'replicas', descending=order == 'descending'
+            )
+        self.benchmark.plan_prefix_turns([item.sample for item in predictions])
         context.work_items[:] = reviews + predictions
         return context
 
@@ -37,7 +41,7 @@ class NiahEvaluator(DefaultEvaluator):
 def _prefix_info(item: Any) -> PrefixInfo:
     meta = SampleMeta.from_dict(item.sample.metadata)
     return PrefixInfo(
-        group=(meta.subset, meta.start_token),
+        group=meta.prefix_group,
         context_length=meta.context_length,
         divergence_token=meta.divergence_token,
         prompt_tokens=meta.context_length,
