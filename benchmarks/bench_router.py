@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # llama.cpp keeps each slot's last prompt: with one slot a replica holds one prefix, with several it holds as
     # many, as a server with a prefix cache holds many groups.
     parser.add_argument('--slots', type=int, default=1, help='llama.cpp slots per replica (each keeps its prompt)')
-    parser.add_argument('--order', default='prefix', help='request_order: prefix, descending, replicas or grid')
+    parser.add_argument('--order', default='prefix', help='request_order: prefix, replicas or grid')
     parser.add_argument('--policies', default='round_robin,cache_aware,consistent_hash,sglang_manual')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
     args = parser.parse_args(argv)

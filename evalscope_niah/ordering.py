@@ -47,19 +47,10 @@ def sample_prefix_info(sample: Any) -> PrefixInfo:
 
 
 def prefix_friendly_order(
-    items: Sequence[T],
-    *,
-    info: Callable[[T], PrefixInfo] = sample_prefix_info,
-    interleave: bool = False,
-    descending: bool = False,
+    items: Sequence[T], *, info: Callable[[T], PrefixInfo] = sample_prefix_info, interleave: bool = False
 ) -> list[T]:
     """Groups in first-seen order; inside a group lengths ascending, each length's deepest prompt first, then the
     others by rising divergence. Stable for equal keys.
-
-    ``descending``: inside a group, every prompt by falling divergence, lengths mixed. Each prompt's prefix then
-    lies inside the prompt just before it, so a server that keeps only each slot's last prompt (llama.cpp) reuses
-    all a group can share; a cache holding many prefixes gains nothing from it, and with several requests in
-    flight the deep prompts wait for each other (prefix_gate.py) where the rising order fills the wait.
 
     ``interleave``: the groups take turns (the k-th prompt of every group, then the (k+1)-th), each in its own order.
     Behind a router that keeps each group on one replica, the requests in flight then spread over the replicas
@@ -80,8 +71,6 @@ def prefix_friendly_order(
 
     def order(position: int) -> tuple:
         entry = infos[position]
-        if descending:
-            return (group_rank[entry.group], -entry.divergence_token, entry.context_length)
         return (group_rank[entry.group], entry.context_length, position not in seeds, entry.divergence_token)
 
     ordered = sorted(range(len(items)), key=order)

@@ -147,10 +147,8 @@ class NiahParams(BaseModel):
         description="'prefix': requests ordered so a server with automatic prefix caching reuses the most; 'grid': "
         "lengths outer, depths inner, as the built-in sends them; 'replicas': the prefix order with the haystack "
         'starts taking turns, so the requests in flight spread over the replicas behind a router that routes on '
-        "routing_key_header (for servers with a shared prefix cache: vLLM, SGLang); 'descending': each haystack "
-        "start's prompts from the deepest needle down, so each prompt's prefix lies in the one before it (for "
-        'servers that keep only the last prompt per slot: llama.cpp). In every order but grid, a prompt whose '
-        'prefix an earlier prompt in flight is computing waits for it.',
+        'routing_key_header (for servers with a shared prefix cache: vLLM, SGLang). In both prefix orders a prompt '
+        'whose prefix an earlier prompt in flight is computing waits for it.',
     )
     routing_key_header: str = Field(
         'on',

@@ -25,9 +25,8 @@ BudgetReason = Literal['token limit', 'context window']
 ScoringSource = Literal['judge', 'rule', 'rule_fallback']
 SCORING_SOURCES: tuple[str, ...] = get_args(ScoringSource)
 
-# 'replicas': the prefix order with the prefix groups taking turns (ordering.prefix_friendly_order, interleave);
-# 'descending': each group from its deepest prompt down (ordering.prefix_friendly_order, descending).
-RequestOrder = Literal['prefix', 'grid', 'replicas', 'descending']
+# 'replicas': the prefix order with the prefix groups taking turns (ordering.prefix_friendly_order, interleave).
+RequestOrder = Literal['prefix', 'grid', 'replicas']
 
 
 def check_language(language: str, *, param: str = 'language') -> None:

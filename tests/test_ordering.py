@@ -49,36 +49,6 @@ def test_friendly_order_groups_lengths_and_deepest_first() -> None:
     assert sorted(ordered, key=repr) == sorted(items, key=repr)  # a permutation
 
 
-def test_descending_order_sends_each_group_from_its_deepest_prompt_down_lengths_mixed() -> None:
-    items = [
-        info('B', 2000, 500),
-        info('A', 2000, 1800),
-        info('A', 1000, 300),
-        info('A', 1000, 900),
-        info('B', 1000, 100),
-        info('A', 2000, 200),
-        info('B', 2000, 1900),
-    ]
-    ordered = prefix_friendly_order(items, info=identity, descending=True)
-    assert ordered == [
-        info('B', 2000, 1900),
-        info('B', 2000, 500),
-        info('B', 1000, 100),
-        info('A', 2000, 1800),
-        info('A', 1000, 900),
-        info('A', 1000, 300),
-        info('A', 2000, 200),
-    ]
-    # A server keeping only its last prompt (one llama.cpp slot): each prompt reuses min(d, d of the one before) of
-    # its group, which in this order is all it shares with any earlier prompt, as much as a many-prefix cache gives.
-    reused, previous = 0, None
-    for entry in ordered:
-        if previous is not None and previous.group == entry.group:
-            reused += min(entry.divergence_token, previous.divergence_token)
-        previous = entry
-    assert reused / sum(entry.prompt_tokens for entry in ordered) == pytest.approx(prefix_reuse_share(ordered))
-
-
 def test_friendly_order_is_stable_for_equal_keys() -> None:
     # Distinct objects with equal keys: identity tells them apart.
     items = [info('g', 1000, 400, 1000 + n) for n in range(4)] + [info('g', 1000, 700, 999)]

@@ -667,7 +667,7 @@ NEW_BAD_INPUTS = [
     ({'sample_method': 'foo'}, 'sample_method', "'fixed', 'sequential' or 'random'"),
     ({'task': 'foo'}, 'task', "'single', 'multi_retrieval', 'reasoning' or 'associative'"),
     ({'effective_length_mode': 'foo'}, 'effective_length_mode', "'absolute' or 'relative'"),
-    ({'request_order': 'depth'}, 'request_order', "'prefix', 'grid', 'replicas' or 'descending'"),
+    ({'request_order': 'depth'}, 'request_order', "'prefix', 'grid' or 'replicas'"),
     ({'needle_bank': '  '}, 'needle_bank', "'builtin' or a path"),
     ({'subsets': {'english': {'task': 'foo'}}}, 'subsets.english.task', "'single', 'multi_retrieval'"),
     ({'subsets': {'english': {'answer': ' '}}}, 'subsets.english.answer', 'must not be empty'),

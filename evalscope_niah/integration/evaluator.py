@@ -30,9 +30,7 @@ class NiahEvaluator(DefaultEvaluator):
         predictions = [item for item in context.work_items if item.sample is not None]
         order = self.benchmark.params.request_order
         if order != 'grid':
-            predictions = prefix_friendly_order(
-                predictions, info=_prefix_info, interleave=order == 'replicas', descending=order == 'descending'
-            )
+            predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
         self.benchmark.plan_prefix_turns([item.sample for item in predictions])
         context.work_items[:] = reviews + predictions
         return context
