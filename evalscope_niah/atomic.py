@@ -7,8 +7,10 @@ the package: result files, heatmaps, previews and the token-index cache.
 
 from __future__ import annotations
 
+import glob
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +20,9 @@ __all__ = ['atomic_write_bytes', 'atomic_write_text', 'atomic_writer']
 
 # New files are world-readable like any other output; mkstemp's 0600 would leak onto shared result files.
 _NEW_FILE_MODE = 0o644
+# A temporary file this old was left by a writer that was killed (a live one writes it within seconds to minutes):
+# the next write of the same target removes it.
+STALE_TEMPORARY_S = 3600.0
 
 
 @contextmanager
@@ -43,6 +48,18 @@ def atomic_writer(path: str | os.PathLike[str], *, binary: bool = False) -> Iter
         # Also on KeyboardInterrupt: never leave the temp file behind.
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    _remove_stale_temporaries(target)
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Temporary files of ``target`` left by killed writers (SIGKILL skips the cleanup above)."""
+    cutoff = time.time() - STALE_TEMPORARY_S
+    for leftover in target.parent.glob(f'.{glob.escape(target.name)}.*.tmp'):
+        try:
+            if leftover.is_file() and not leftover.is_symlink() and leftover.stat().st_mtime < cutoff:
+                leftover.unlink()
+        except OSError:  # gone already (another writer cleaned it), or not ours to remove: harmless
+            pass
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:

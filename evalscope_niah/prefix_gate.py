@@ -52,7 +52,6 @@ class PrefixGate:
         self._in_flight: dict[Hashable, dict[int, int]] = defaultdict(dict)  # per group, position -> divergence
         self._cached: dict[Hashable, int] = defaultdict(int)  # per group, the deepest divergence finished
         self._on_hold = on_hold
-        self.held = 0  # prompts held back so far
 
     def plan(self, prompts: Iterable[PlannedPrompt]) -> None:
         """The prompts about to be sent, in send order (replaces an earlier plan)."""
@@ -120,7 +119,6 @@ class PrefixGate:
                     return
             if not held:
                 held = True
-                self.held += 1
                 if self._on_hold is not None:
                     self._on_hold(prompt)
             self._changed.wait(timeout)

@@ -13,11 +13,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from evalscope_niah.atomic import STALE_TEMPORARY_S
 from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.tokenization import cache_dir, load_tokenizer, shared_counter, token_index
 
@@ -154,8 +156,11 @@ def test_a_process_killed_mid_write_leaves_no_half_file_to_read(text_file: Path,
     # Read again: the prefix, never the half-written extension.
     again = token_index(tokenizer, text, text_sha256=sha, min_tokens=2000)
     assert (again.covered_chars, again.total_tokens) == (prefix.covered_chars, prefix.total_tokens)
-    # A rerun extends it to the whole text, exactly.
+    # A rerun extends it to the whole text, exactly, and removes the killed writer's file once it is stale (a fresh
+    # one may belong to a writer still at work).
+    os.utime(temporary[0], (time.time() - STALE_TEMPORARY_S - 60,) * 2)
     rerun = token_index(tokenizer, text, text_sha256=sha)
+    assert _index_files(private_cache)[1] == []
     expected = _expected(text)
     assert (rerun.total_tokens, rerun.covered_chars) == (expected['tokens'], expected['chars'])
     uncached = token_index(tokenizer, text, text_sha256='uncached', use_cache=False)

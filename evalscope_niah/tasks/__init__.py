@@ -64,8 +64,8 @@ def reported_values() -> tuple[str, ...]:
 
 
 def reported_value_declarations() -> tuple[ReportedValue, ...]:
-    """What each value reported by a registered task or the needle-absent control means, one per name (the first
-    task to declare a name wins): a report declares them so none shows as an unexplained number."""
+    """What each value reported by a registered task or the needle-absent control means, one per name (register_task
+    refuses a second meaning): a report declares them so none shows as an unexplained number."""
     declared: dict[str, ReportedValue] = {}
     for task in [*(get_task(name) for name in task_names()), ABSENT_CONTROL]:
         for value in task.reported_values:

@@ -30,6 +30,23 @@ def register_task(cls: type[Task]) -> type[Task]:
                 raise ValueError(
                     f'task {cls.name!r}: parameter {name!r} is already a parameter of {owner or "the run"}'
                 )
+        for value in cls.reported_values:
+            # A report declares one meaning per value name: a second meaning would be shown with the first's.
+            clash = next(
+                (
+                    (task.name, other)
+                    for task in _TASKS.values()
+                    if task.name != cls.name
+                    for other in task.reported_values
+                    if other.name == value.name and other != value
+                ),
+                None,
+            )
+            if clash is not None:
+                raise ValueError(
+                    f'task {cls.name!r}: reported value {value.name!r} is already declared by task {clash[0]!r} as '
+                    f'{clash[1]!r}; declare the same meaning or use another name'
+                )
         _TASKS[cls.name] = cls()
     return cls
 

@@ -18,6 +18,7 @@ from evalscope_niah.tasks import (
     ABSENT_CONTROL,
     NeedleChoice,
     PlanContext,
+    ReportedValue,
     RuleScore,
     Task,
     get_task,
@@ -212,3 +213,22 @@ def test_a_task_parameter_name_has_one_owner() -> None:
         with pytest.raises(ValueError, match=f'parameter {taken!r} is already a parameter of'):
             register_task(Clash)
         assert 'clash' not in task_names()
+
+
+def test_a_reported_value_name_has_one_meaning() -> None:
+    # multi_retrieval reports 'precision' (higher is better): another task may share it only with the same meaning.
+    class SamePrecision(AccessCode):
+        name = 'same_precision'
+        reported_values = (ReportedValue('precision', 'Precision', measure='precision'),)
+
+    class OtherPrecision(AccessCode):
+        name = 'other_precision'
+        reported_values = (ReportedValue('precision', 'Share wrong', measure='error_rate'),)
+
+    register_task(SamePrecision)
+    try:
+        with pytest.raises(ValueError, match="reported value 'precision' is already declared by task"):
+            register_task(OtherPrecision)
+        assert 'other_precision' not in task_names()
+    finally:
+        unregister_task(SamePrecision.name)
