@@ -6,6 +6,7 @@ events' timeouts instead of hanging."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -70,6 +71,14 @@ class _Holds:
         return self._event(key).wait(WAIT_S)
 
 
+def _held_until(holds: _Holds, waiter: _Prompt, key: str, release: Callable[[], None]) -> None:
+    """``waiter`` is held back, not in flight, until ``release`` runs; then it goes."""
+    assert holds.wait(key)
+    assert not waiter.entered.is_set()
+    release()
+    assert waiter.entered.wait(WAIT_S)
+
+
 def _gate(*prompts: PlannedPrompt) -> tuple[PrefixGate, _Holds]:
     holds = _Holds()
     gate = PrefixGate(on_hold=holds)
@@ -82,10 +91,8 @@ def test_a_deep_sibling_waits_for_the_seed_in_flight_and_goes_when_it_finishes()
     seed = _Prompt(gate, 'seed')
     assert seed.entered.wait(WAIT_S)
     deep = _Prompt(gate, 'deep')
-    assert holds.wait('deep') and holds.keys == ['deep']
-    assert not deep.entered.is_set()  # held: it cannot enter before the seed ends
-    seed.finish()
-    assert deep.entered.wait(WAIT_S)
+    _held_until(holds, deep, 'deep', seed.finish)
+    assert holds.keys == ['deep']
     deep.finish()
 
 
@@ -96,9 +103,7 @@ def test_a_deep_sibling_waits_for_a_seed_whose_thread_has_not_reached_the_gate()
     assert holds.wait('deep') and holds.keys == ['deep']
     seed = _Prompt(gate, 'seed')
     assert seed.entered.wait(WAIT_S)  # the seed itself never waits on a later prompt
-    assert not deep.entered.is_set()
-    seed.finish()
-    assert deep.entered.wait(WAIT_S)
+    _held_until(holds, deep, 'deep', seed.finish)
     deep.finish()
 
 
@@ -133,24 +138,18 @@ def test_a_failed_seed_releases_its_waiters_and_caches_nothing() -> None:
     seed = _Prompt(gate, 'seed', fail=True)
     assert seed.entered.wait(WAIT_S)
     deep = _Prompt(gate, 'deep')
-    assert holds.wait('deep')
-    seed.finish()  # the request fails
-    assert deep.entered.wait(WAIT_S)  # nobody is computing its prefix now: it goes
+    _held_until(holds, deep, 'deep', seed.finish)  # the seed's request fails: nobody computes the prefix now
     # Had the failed seed counted as cached, 'middle' (800) would find its prefix there and go. It waits for 'deep'.
     middle_prompt = _Prompt(gate, 'middle')
-    assert holds.wait('middle') and holds.keys == ['deep', 'middle']
-    assert not middle_prompt.entered.is_set()
-    deep.finish()
-    assert middle_prompt.entered.wait(WAIT_S)
+    _held_until(holds, middle_prompt, 'middle', deep.finish)
+    assert holds.keys == ['deep', 'middle']
     middle_prompt.finish()
 
 
 def test_a_seed_abandoned_before_its_turn_is_not_waited_for() -> None:
     gate, holds = _gate(SEED, DEEP)
     deep = _Prompt(gate, 'deep')
-    assert holds.wait('deep')
-    gate.abandon('seed')  # its haystack failed to build: it never takes a turn
-    assert deep.entered.wait(WAIT_S)
+    _held_until(holds, deep, 'deep', lambda: gate.abandon('seed'))  # its haystack failed: it never takes a turn
     deep.finish()
 
 
