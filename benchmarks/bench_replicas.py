@@ -14,7 +14,7 @@ worker pool sends them. Each is routed when sent:
 - ``round_robin``: the k-th request to replica k mod N: a group's prompts, sent one after another, spread over
   every replica;
 - ``cache_aware``: vllm-router's / sglang-router's rule: the replica whose prefix tree matches the most of the
-  prompt if that is over ``cache_threshold`` (0.5) of it, else the replica with the smallest tree (the tree is
+  prompt if that is over ``cache_threshold`` (0.3) of it, else the replica with the smallest tree (the tree is
   updated when a request is routed, as the routers do);
 - ``consistent_hash (our key)``: a ring of 160 virtual nodes per replica (as vllm-router), hashed on the routing
   key ``evalscope_niah.routing.routing_key``; placement depends on the replicas' addresses, so the balance figures
@@ -57,7 +57,7 @@ FRAME_TOKENS = 62
 QUESTION_TOKENS = 30
 REPLY_COST_TOKENS = 200  # as evalscope_niah.ordering: generating the short answer, in prompt-token equivalents
 VIRTUAL_NODES = 160  # vllm-router's consistent_hash ring
-CACHE_THRESHOLD = 0.5  # vllm-router's --cache-threshold default
+CACHE_THRESHOLD = 0.3  # the --cache-threshold default of vllm-router 0.1.17 and sglang-router 0.3.2
 SUBSETS = ('english', 'chinese')
 GRIDS: dict[str, dict[str, Any]] = {
     'default': {},  # EvalScope's defaults: 1k-32k, 10 lengths x 10 depths, both subsets
