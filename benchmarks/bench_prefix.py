@@ -110,9 +110,9 @@ class Ordering:
         if (concurrency is not None and not self.has_concurrency) or (gate and not self.has_gate):
             return None
         items = [self._info(sample) for sample in samples] if self._info is not None else list(samples)
-        if gate:
-            return self._share(items, concurrency=concurrency, gate=True)
-        return self._share(items, concurrency=concurrency) if concurrency is not None else self._share(items)
+        # Only the parameters given: an older prefix_reuse_share may lack them.
+        options = {'concurrency': concurrency} if concurrency is not None else {}
+        return self._share(items, **options, **({'gate': True} if gate else {}))
 
 
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import zip_longest
 from typing import Any, TypeVar
 
-from .prefix_gate import MIN_GAIN_SHARE
+from .prefix_gate import waiting_pays
 
 T = TypeVar('T')
 
@@ -88,8 +88,8 @@ def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1, gat
     Simulates ``concurrency`` workers taking requests in order. A request takes time proportional to the prompt
     tokens it must compute (plus a fixed reply cost), and reuses ``min(d, deepest d of its group that finished
     before it started)`` tokens. The cache is assumed to evict nothing; block granularity (16 tokens in vLLM) is
-    ignored. ``gate``: as prefix_gate.PrefixGate, a request whose group has a request in flight that would cache
-    at least MIN_GAIN_SHARE of it more starts when that one ends (its worker idles meanwhile).
+    ignored. ``gate``: as prefix_gate.PrefixGate, a request for which waiting on its group's requests in flight
+    pays (prefix_gate.waiting_pays) starts when one of them ends (its worker idles meanwhile).
     """
     if concurrency < 1:
         raise ValueError(f'concurrency must be at least 1, got {concurrency}')
@@ -112,8 +112,8 @@ def prefix_reuse_share(infos: Sequence[PrefixInfo], *, concurrency: int = 1, gat
         while gate:
             computing = [(end, d) for end, group, d in finished if group == entry.group]  # in flight: a few
             coming = max((d for _, d in computing), default=0)
-            gain = min(entry.divergence_token, coming) - min(entry.divergence_token, deepest[entry.group])
-            if gain < max(1.0, MIN_GAIN_SHARE * entry.prompt_tokens):
+            cache = deepest[entry.group]
+            if not waiting_pays(entry.divergence_token, entry.prompt_tokens, cached=cache, computing=coming):
                 break
             start = min(end for end, _ in computing)
             cached(start)

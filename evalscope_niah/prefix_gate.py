@@ -30,6 +30,13 @@ MIN_GAIN_SHARE = 0.25
 PENDING_WAIT_S = 60.0
 
 
+def waiting_pays(divergence: int, prompt_tokens: int, *, cached: int, computing: int) -> bool:
+    """Whether a prompt diverging at ``divergence`` should wait for a prompt of its group diverging at ``computing``
+    to finish, its group's cache reaching to ``cached``: the wait must cache MIN_GAIN_SHARE of it more."""
+    gain = min(divergence, computing) - min(divergence, cached)
+    return gain >= max(1.0, MIN_GAIN_SHARE * prompt_tokens)
+
+
 @dataclass(frozen=True)
 class PlannedPrompt:
     key: Hashable  # unique per prompt of the run
@@ -47,7 +54,7 @@ class PrefixGate:
     def __init__(self, *, on_hold: Callable[[PlannedPrompt], None] | None = None) -> None:
         self._changed = threading.Condition()
         self._order: list[PlannedPrompt] = []  # the send order
-        self._planned: dict[Hashable, tuple[int, PlannedPrompt]] = {}  # key -> (position in the send order, prompt)
+        self._position: dict[Hashable, int] = {}  # key -> its position in the send order
         self._unstarted: dict[Hashable, list[int]] = defaultdict(list)  # per group, positions not started, sorted
         self._in_flight: dict[Hashable, dict[int, int]] = defaultdict(dict)  # per group, position -> divergence
         self._cached: dict[Hashable, int] = defaultdict(int)  # per group, the deepest divergence finished
@@ -57,10 +64,10 @@ class PrefixGate:
         """The prompts about to be sent, in send order (replaces an earlier plan)."""
         with self._changed:
             self._order = list(prompts)
-            self._planned = {prompt.key: (position, prompt) for position, prompt in enumerate(self._order)}
+            self._position = {prompt.key: position for position, prompt in enumerate(self._order)}
             self._unstarted.clear()
-            for position, prompt in self._planned.values():
-                self._unstarted[prompt.group].append(position)  # positions rise: the lists stay sorted
+            for position in self._position.values():
+                self._unstarted[self._order[position].group].append(position)  # positions rise: the lists stay sorted
             self._changed.notify_all()
 
     @contextmanager
@@ -69,19 +76,19 @@ class PrefixGate:
         as cached only when the block ends without an error (a failed request may have cached nothing). A key not
         in the plan goes at once."""
         with self._changed:
-            entry = self._planned.get(key)
-            if entry is not None:
-                self._start(*entry)
-                self._wait_while_it_pays(*entry)
-                self._in_flight[entry[1].group][entry[0]] = entry[1].divergence
+            position = self._position.get(key)
+            if position is not None:
+                prompt = self._order[position]
+                self._start(position)
+                self._wait_while_it_pays(position, prompt)
+                self._in_flight[prompt.group][position] = prompt.divergence
         finished = False
         try:
             yield
             finished = True
         finally:
-            if entry is not None:
+            if position is not None:
                 with self._changed:
-                    position, prompt = entry
                     self._in_flight[prompt.group].pop(position, None)
                     if finished:
                         self._cached[prompt.group] = max(self._cached[prompt.group], prompt.divergence)
@@ -90,12 +97,12 @@ class PrefixGate:
     def abandon(self, key: Hashable) -> None:
         """The prompt ended without a turn (its haystack failed to build): nobody waits for it."""
         with self._changed:
-            entry = self._planned.get(key)
-            if entry is not None and self._start(*entry):
+            position = self._position.get(key)
+            if position is not None and self._start(position):
                 self._changed.notify_all()
 
-    def _start(self, position: int, prompt: PlannedPrompt) -> bool:
-        unstarted = self._unstarted[prompt.group]
+    def _start(self, position: int) -> bool:
+        unstarted = self._unstarted[self._order[position].group]
         index = bisect.bisect_left(unstarted, position)
         if index < len(unstarted) and unstarted[index] == position:
             del unstarted[index]
@@ -104,25 +111,23 @@ class PrefixGate:
 
     def _wait_while_it_pays(self, position: int, prompt: PlannedPrompt) -> None:
         deadline = time.monotonic() + PENDING_WAIT_S
-        enough = max(1.0, MIN_GAIN_SHARE * prompt.prompt_tokens)
         held = False
         while True:
+            cached = self._cached[prompt.group]
             computing = max(self._in_flight[prompt.group].values(), default=0)
-            if self._gain(prompt, computing) >= enough:
+            if waiting_pays(prompt.divergence, prompt.prompt_tokens, cached=cached, computing=computing):
                 timeout = None  # a prompt in flight ends (its request has a timeout): no bound needed
             else:
                 unstarted = self._unstarted[prompt.group]
                 earlier = unstarted[: bisect.bisect_left(unstarted, position)]  # a few: EvalScope starts them in order
                 coming = max((self._order[other].divergence for other in earlier), default=0)
                 timeout = deadline - time.monotonic()
-                if self._gain(prompt, coming) < enough or timeout <= 0:
+                if timeout <= 0 or not waiting_pays(
+                    prompt.divergence, prompt.prompt_tokens, cached=cached, computing=coming
+                ):
                     return
             if not held:
                 held = True
                 if self._on_hold is not None:
                     self._on_hold(prompt)
             self._changed.wait(timeout)
-
-    def _gain(self, prompt: PlannedPrompt, divergence: int) -> int:
-        """Tokens of ``prompt`` that a prompt diverging at ``divergence`` would cache beyond what is cached now."""
-        return min(prompt.divergence, divergence) - min(prompt.divergence, self._cached[prompt.group])

@@ -230,7 +230,7 @@ class NiahAdapter(DefaultDataAdapter):
         meta = SampleMeta.from_dict(sample.metadata)
         key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
         config = model_call_config(model.config, meta.context_length, headers=key)
-        with self._prefix_turn(sample):
+        with self._prefix_turn(meta, sample):
             return generate_checked(
                 lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
                 what='model',
@@ -242,8 +242,8 @@ class NiahAdapter(DefaultDataAdapter):
         if self.prefix_gate is not None:
             self.prefix_gate.plan(_planned_prompt(sample) for sample in samples)
 
-    def _prefix_turn(self, sample: Sample) -> AbstractContextManager[None]:
-        return nullcontext() if self.prefix_gate is None else self.prefix_gate.turn(_prefix_key(sample))
+    def _prefix_turn(self, meta: SampleMeta, sample: Sample) -> AbstractContextManager[None]:
+        return nullcontext() if self.prefix_gate is None else self.prefix_gate.turn(_prefix_key(meta, sample))
 
     def run_inference(self, model: Model, sample: Sample, output_dir: str, **kwargs: Any) -> TaskState:
         # reports/<model_id> is the sibling of predictions/<model_id>; kept for runs where every sample errors.
@@ -259,7 +259,7 @@ class NiahAdapter(DefaultDataAdapter):
             raise
         finally:
             if self.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
-                self.prefix_gate.abandon(_prefix_key(sample))
+                self.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
@@ -483,13 +483,13 @@ class NiahAdapter(DefaultDataAdapter):
         )
 
 
-def _prefix_key(sample: Sample) -> tuple[str, Any]:
-    return (SampleMeta.from_dict(sample.metadata).subset, sample.id)  # ids are unique within a subset
+def _prefix_key(meta: SampleMeta, sample: Sample) -> tuple[str, Any]:
+    return (meta.subset, sample.id)  # ids are unique within a subset
 
 
 def _planned_prompt(sample: Sample) -> PlannedPrompt:
     meta = SampleMeta.from_dict(sample.metadata)
-    return PlannedPrompt(_prefix_key(sample), meta.prefix_group, meta.divergence_token, meta.context_length)
+    return PlannedPrompt(_prefix_key(meta, sample), meta.prefix_group, meta.divergence_token, meta.context_length)
 
 
 def _log_hold(prompt: PlannedPrompt) -> None:
