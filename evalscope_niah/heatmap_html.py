@@ -38,6 +38,7 @@ _HOVER_LINES = (
     'judge failures: {}',
     'errors: {}',
     '95% CI: {}',
+    'no final answer (not scored): {}',
 )
 # Separates the hover fields inside a cell's data-h attribute; no formatted field contains it.
 _FIELD_SEP = '|'
@@ -118,6 +119,11 @@ if(p){p.hidden=false;shown=p;p.scrollIntoView({block:'nearest'});}
 });
 })();
 """
+# What a sample's line in the answers panel says of a reply with no final answer (SampleResult.no_answer).
+_NO_ANSWER_STATUS = {
+    'reasoning_only': 'only reasoning (see reasoning below)',
+    'tool_call_only': 'only a tool call',
+}
 # A cell's panel lists at most this many samples; the results JSONL has them all.
 _MAX_SAMPLES_PER_CELL = 20
 
@@ -128,7 +134,7 @@ def _fmt(value: float | None) -> str:
 
 def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
     if cell is None:
-        return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a']
+        return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a', '0']
     ci = 'n/a' if cell.ci_low is None or cell.ci_high is None else f'[{cell.ci_low:.2f}, {cell.ci_high:.2f}]'
     return [
         f'{length:,}',
@@ -139,6 +145,7 @@ def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[s
         str(cell.judge_failures),
         str(cell.errors),
         ci,
+        str(cell.no_answer),
     ]
 
 
@@ -192,6 +199,8 @@ def _sample_status(sample: SampleResult) -> str:
         return f'error: {sample.error}'
     if sample.budget_excluded:
         return 'budget exhausted (not scored)'
+    if sample.no_answer_excluded:
+        return f'no final answer: {_NO_ANSWER_STATUS.get(sample.no_answer, sample.no_answer)} (not scored)'
     return 'scored' if sample.accuracy is not None else 'not scored'
 
 

@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from .server_values import MAX_PLAUSIBLE_TOKENS
-from .vocabulary import JUDGE_STATUSES, SCORING_SOURCES, JudgeStatus, ScoringSource
+from .vocabulary import JUDGE_STATUSES, NO_ANSWER_REASONS, SCORING_SOURCES, JudgeStatus, NoAnswerReason, ScoringSource
 
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
@@ -33,6 +33,7 @@ _OMIT_WHEN_NONE = (
     'served_prompt_tokens',
     'served_completion_tokens',
     'scoring',
+    'no_answer',
 )
 
 
@@ -98,6 +99,8 @@ class SampleResult:
     `accuracy` is the final score (judge, or rule fallback).  None means the model server errored: the sample is
     left out of every mean and counted in `errors` instead.  None with no `error` and `budget_exhausted` means the
     reply was cut by the token limit: left out of every mean too, counted in `budget_exhausted`, not in `errors`.
+    None with no `error` and a `no_answer` reason means the reply finished with no final answer (only reasoning, or
+    only a tool call): left out of every mean as well, counted in `no_answer`, not in `errors`.
     `judge_accuracy` is set exactly when the judge answered (`judge_status == 'ok'`).
 
     A `control` sample has no needle (the right answer is that the document does not say): its `depth_percent` is
@@ -111,7 +114,8 @@ class SampleResult:
     `reasoning` (its reasoning block), each cut to `MAX_TEXT_CHARS` with a marker; `judge_rating` is the judge's
     raw rating (Kamradt's 1-10 rubric).  `served_prompt_tokens` / `served_completion_tokens` are the token counts
     the server reported; `scoring` says what decided `accuracy` ('judge', 'rule', or 'rule_fallback' when the
-    judge could not be used).  These are optional and left out of `to_dict` when None.
+    judge could not be used); `no_answer` says why a finished reply had no final answer ('reasoning_only',
+    'tool_call_only').  These are optional and left out of `to_dict` when None.
     """
 
     subset: str
@@ -131,6 +135,7 @@ class SampleResult:
     served_prompt_tokens: int | None = None
     served_completion_tokens: int | None = None
     scoring: ScoringSource | None = None
+    no_answer: NoAnswerReason | None = None
     task_values: Mapping[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -148,6 +153,7 @@ class SampleResult:
         # A server fault leaves nothing to score; a score next to an error would be silently averaged in.
         if self.error is not None and self.accuracy is not None:
             raise ValueError('a sample with an error must have accuracy=None')
+        self._check_no_answer()
         for name in ('served_prompt_tokens', 'served_completion_tokens'):
             value = getattr(self, name)
             if value is not None and not 0 <= value <= MAX_PLAUSIBLE_TOKENS:
@@ -183,10 +189,25 @@ class SampleResult:
         if self.scoring == 'judge' and self.judge_status != 'ok':
             raise ValueError(f'scoring "judge" needs a judge verdict (judge_status "ok"), got {self.judge_status!r}')
 
+    def _check_no_answer(self) -> None:
+        if self.no_answer is None:
+            return
+        if self.no_answer not in NO_ANSWER_REASONS:
+            raise ValueError(f'no_answer must be one of {sorted(NO_ANSWER_REASONS)} or None, got {self.no_answer!r}')
+        # A reply without a final answer has nothing to score: a score beside the flag would be averaged in.
+        if self.accuracy is not None or self.error is not None:
+            raise ValueError('a sample flagged no_answer must have accuracy=None and no error')
+
     @property
     def errored(self) -> bool:
-        """True when the sample has no final score because of a fault (not because its reply ran out of room)."""
-        return self.accuracy is None and not self.budget_excluded
+        """True when the sample has no final score because of a fault (not because its reply ran out of room or
+        finished without a final answer)."""
+        return self.accuracy is None and not self.budget_excluded and not self.no_answer_excluded
+
+    @property
+    def no_answer_excluded(self) -> bool:
+        """True when the reply finished with no final answer (only reasoning, or only a tool call): no score."""
+        return self.accuracy is None and self.error is None and self.no_answer is not None
 
     @property
     def budget_excluded(self) -> bool:
@@ -241,6 +262,7 @@ class SampleResult:
                 served_prompt_tokens=_as_opt_int('served_prompt_tokens', data.get('served_prompt_tokens')),
                 served_completion_tokens=_as_opt_int('served_completion_tokens', data.get('served_completion_tokens')),
                 scoring=_as_opt_str('scoring', data.get('scoring')),
+                no_answer=_as_opt_str('no_answer', data.get('no_answer')),
                 task_values=_task_values(data),
             )
         except KeyError as exc:

@@ -36,6 +36,7 @@ from .stats import (
 
 __all__ = [
     'CELL_CSV_COLUMNS',
+    'NO_ANSWER_COLUMN',
     'csv_text',
     'read_cells_csv',
     'read_results',
@@ -69,6 +70,9 @@ CELL_CSV_COLUMNS: tuple[str, ...] = (
     'ci_low',
     'ci_high',
 )
+# Then the count of replies with no final answer (``CellSummary.no_answer``); a cells CSV written before it was
+# counted lacks the column and reads as 0. No task value can take the name: it is a SampleResult field.
+NO_ANSWER_COLUMN = 'no_answer'
 # After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
 # of an older version ends with `precision` or with nothing, and reads the same way.
 
@@ -173,16 +177,20 @@ def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
 def write_cells_csv(
     path: str | os.PathLike[str], cells: Iterable[CellSummary], *, value_columns: Sequence[str] = ()
 ) -> Path:
-    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, then a column per task value
-    of the cells and per name in ``value_columns`` (the values the run's tasks declare, so the header does not
-    depend on which cells happen to hold one), in name order."""
+    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, `no_answer`, then a column
+    per task value of the cells and per name in ``value_columns`` (the values the run's tasks declare, so the header
+    does not depend on which cells happen to hold one), in name order."""
     cells = list(cells)
     values = sorted({*value_columns, *(name for cell in cells for name in cell.task_values)})
     rows = [
-        [*(getattr(cell, column) for column in CELL_CSV_COLUMNS), *(cell.task_values.get(name) for name in values)]
+        [
+            *(getattr(cell, column) for column in CELL_CSV_COLUMNS),
+            cell.no_answer,
+            *(cell.task_values.get(name) for name in values),
+        ]
         for cell in cells
     ]
-    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, *values), *rows]))
+    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, *values), *rows]))
 
 
 def _parse_opt_float(text: str) -> float | None:
@@ -202,6 +210,7 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
         errors=int(row['errors']),
         ci_low=_parse_opt_float(row['ci_low']),
         ci_high=_parse_opt_float(row['ci_high']),
+        no_answer=int(row[NO_ANSWER_COLUMN]) if NO_ANSWER_COLUMN in row else 0,
         task_values={
             spreadsheet_unescape(name): value
             for name in value_names
@@ -211,7 +220,8 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
 
 
 def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
-    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, then task-value columns."""
+    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer` (when written), then task-value
+    columns."""
     with open(path, encoding='utf-8', newline='') as handle:
         reader = csv.DictReader(handle)
         header = tuple(reader.fieldnames or ())
@@ -220,10 +230,11 @@ def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
                 f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)} and then '
                 'task-value columns'
             )
+        value_names = [name for name in header[len(CELL_CSV_COLUMNS) :] if name != NO_ANSWER_COLUMN]
         cells: list[CellSummary] = []
         for row in reader:
             try:
-                cells.append(_cell_from_row(row, header[len(CELL_CSV_COLUMNS) :]))
+                cells.append(_cell_from_row(row, value_names))
             except (TypeError, ValueError) as exc:  # TypeError: a short row yields None fields
                 raise ValueError(f'{path}:{reader.line_num}: invalid cell row: {exc}') from exc
     return cells

@@ -150,7 +150,8 @@ def _control_rates(controls: Sequence[SampleResult]) -> list[MetricRecord]:
 def _subset_shares(results: Sequence[SampleResult]) -> list[MetricRecord]:
     records = []
     for summary in summarize_subsets(results, pass_mark=RULE_PASS_THRESHOLD):
-        # Errors and budget failures as shares of every sample of the subset (count * share = exact count).
+        # Errors, budget failures and replies with no final answer as shares of every sample of the subset
+        # (count * share = exact count).
         total = sum(result.subset == summary.subset for result in results)
         values = {
             'judge_rule_agreement': (summary.agreement.share_agree, summary.n),
@@ -158,6 +159,7 @@ def _subset_shares(results: Sequence[SampleResult]) -> list[MetricRecord]:
             'judge_failures': (float(summary.judge_failures), summary.n),
             'inference_error_rate': (summary.errors / total, total),
             'budget_exhausted_rate': (summary.budget_exhausted / total, total),
+            'no_answer_rate': (summary.no_answer / total, total),
         }
         records += [MetricRecord(name, value, n) for name, (value, n) in values.items() if value is not None]
     return records

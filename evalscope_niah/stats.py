@@ -72,6 +72,8 @@ class CellSummary:
     ci_high: float | None
     # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it.
     task_values: Mapping[str, float] = field(default_factory=dict)
+    # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
+    no_answer: int = 0
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,8 @@ class SubsetSummary:
     judge_failures: int
     errors: int
     budget_exhausted: int
+    # Replies with no final answer (records.SampleResult.no_answer); 0 in summaries written before it was counted.
+    no_answer: int = 0
 
 
 @dataclass(frozen=True)
@@ -214,6 +218,7 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
         ci_low=ci_low,
         ci_high=ci_high,
         task_values=_task_value_means(scored),
+        no_answer=sum(s.no_answer_excluded for s in samples),
     )
 
 
@@ -229,8 +234,9 @@ def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
     """One summary per (subset, context_length, depth_percent) of needle samples, sorted by that key.
 
     Control samples have no depth and are summarised by `summarize_controls` instead.  Errored samples (accuracy
-    None) count in `errors` only, budget-excluded ones in neither; a cell whose samples all errored has n=0 and
-    accuracy None.  `judge_failures` counts every sample whose judge call failed (its score fell back to the rule).
+    None) count in `errors` only, budget-excluded ones in neither, replies with no final answer in `no_answer`; a
+    cell whose samples all errored has n=0 and accuracy None.  `judge_failures` counts every sample whose judge
+    call failed (its score fell back to the rule).
     """
     return [_summarize_cell(key, samples) for key, samples in samples_by_cell(results).items()]
 
@@ -314,6 +320,7 @@ def _summarize_subset(subset: str, samples: Sequence[SampleResult], pass_mark: f
         judge_failures=sum(s.judge_status == 'failed' for s in samples),
         errors=sum(s.errored for s in samples),
         budget_exhausted=sum(s.budget_exhausted for s in samples),
+        no_answer=sum(s.no_answer_excluded for s in samples),
     )
 
 
@@ -321,8 +328,9 @@ def summarize_subsets(results: Iterable[SampleResult], *, pass_mark: float) -> l
     """One summary per subset, sorted by subset name.
 
     Means (`n`, accuracy, rule recall, levenshtein) and the judge/rule agreement are over needle samples only;
-    `judge_failures`, `errors` and `budget_exhausted` count every sample, controls included.  `pass_mark`: the score
-    at which a judge or rule score counts as a pass, for their agreement (the scoring rules own the default).
+    `judge_failures`, `errors`, `budget_exhausted` and `no_answer` count every sample, controls included.
+    `pass_mark`: the score at which a judge or rule score counts as a pass, for their agreement (the scoring rules
+    own the default).
     """
     groups: dict[str, list[SampleResult]] = defaultdict(list)
     for result in results:

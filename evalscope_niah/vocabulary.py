@@ -20,6 +20,11 @@ JUDGE_STATUSES: tuple[str, ...] = get_args(JudgeStatus)
 # Why a reply ran out of room: the answer budget (max_tokens) or the model's context window.
 BudgetReason = Literal['token limit', 'context window']
 
+# Why a finished reply has no final answer to score: only reasoning (reasoning_content, or <think> blocks with nothing
+# after them), or only a tool call. Such a reply is flagged and left out of accuracy, never scored 0.
+NoAnswerReason = Literal['reasoning_only', 'tool_call_only']
+NO_ANSWER_REASONS: tuple[str, ...] = get_args(NoAnswerReason)
+
 # What decided a sample's accuracy: the LLM judge, the rule score by design, or the rule score standing in for a
 # judge that failed qualification (reports label the last one, so a rule number is never read as a judge's).
 ScoringSource = Literal['judge', 'rule', 'rule_fallback']

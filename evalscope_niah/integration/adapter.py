@@ -28,6 +28,7 @@ from ..corpus import resolve_corpus_dir
 from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
+from ..no_answer import no_answer_message
 from ..outputs import write_run_outputs
 from ..params import effective_length_mode, parse_params
 from ..prefix_gate import PlannedPrompt, PrefixGate
@@ -42,7 +43,7 @@ from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
-from .replies import budget_failure, generate_checked, judge_generate, model_call_config
+from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -325,7 +326,16 @@ class NiahAdapter(DefaultDataAdapter):
         ]
         try:
             budget = budget_failure(task_state.output)
-            if budget is None:
+            no_answer = no_final_answer(task_state.output, review.final) if budget is None else None
+            if no_answer is not None:
+                # Finished, with nothing to score: flagged and left out like a cut reply, never a silent 0.
+                sample_score = self._excluded_score(
+                    task_state,
+                    review.final,
+                    explanation=f'no final answer: {no_answer}',
+                    metadata={'source': 'no_answer', 'no_answer': no_answer},
+                )
+            elif budget is None:
                 sample_score = super().calculate_metrics(task_state)
             elif budget == 'token limit' and review.final:
                 # A final answer had begun: it is scored as it stands (a cut answer is still an answer; leaving out
@@ -361,15 +371,25 @@ class NiahAdapter(DefaultDataAdapter):
 
     def _budget_score(self, task_state: TaskState, reason: str, final: str) -> SampleScore:
         # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
-        prediction = task_state.output.completion
+        return self._excluded_score(
+            task_state,
+            final,
+            explanation=f'reply cut: {reason}',
+            metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
+        )
+
+    def _excluded_score(
+        self, task_state: TaskState, final: str, *, explanation: str, metadata: dict[str, Any]
+    ) -> SampleScore:
+        """A sample left out of every mean with no value and no judge call; ``metadata`` says why."""
         score = Score(
             value={},
             main_score_name='acc',
             status=ScoreStatus.EXCLUDED,
-            prediction=prediction,
+            prediction=task_state.output.completion,
             extracted_prediction=final,
-            explanation=f'reply cut: {reason}',
-            metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
+            explanation=explanation,
+            metadata=metadata,
         )
         return SampleScore(
             score=score,
@@ -421,6 +441,7 @@ class NiahAdapter(DefaultDataAdapter):
             for message in (
                 served_drift_message(results, subset=subset, tokenizer=params.tokenizer_path),
                 judge_failure_message(results, subset=subset),
+                no_answer_message(results, subset=subset),
             ):
                 if message:
                     logger.warning('needle_haystack: %s', message)
@@ -516,7 +537,8 @@ def _served(task_state: TaskState, values: ServerValues, final: str) -> dict[str
 def _reasoning_text(output: Any, final: str) -> str:
     if output is None or output.empty or isinstance(output.message.content, str):
         completion = '' if output is None or output.empty else output.completion
-        return completion[: len(completion) - len(final)].strip() if final and completion.endswith(final) else ''
+        # With no final answer, all of the text is reasoning (<think> blocks): kept, the needle may be in it.
+        return completion[: len(completion) - len(final)].strip() if completion.endswith(final) else ''
     return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
 
 
@@ -579,4 +601,5 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         served_prompt_tokens=plausible_tokens(extra.get('served_prompt_tokens')),
         served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
+        no_answer=extra.get('no_answer'),
     )

@@ -15,7 +15,7 @@ from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
 from ..server_values import plausible_tokens, shown
-from ..vocabulary import BudgetReason
+from ..vocabulary import BudgetReason, NoAnswerReason
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,28 @@ def budget_failure(output: ModelOutput | None) -> BudgetReason | None:
         return 'token limit'  # includes a reasoning model stopped inside its <think> block
     if output.stop_reason == 'model_length':
         return 'context window'  # EvalScope's reply to a context-overflow 400 (its content is the error text)
+    return None
+
+
+def no_final_answer(output: ModelOutput | None, final: str) -> NoAnswerReason | None:
+    """Why a finished reply has nothing to score ('reasoning_only', 'tool_call_only'), or None when it has an answer.
+
+    ``final`` is the reply's text with its reasoning blocks stripped. EvalScope turns a server's reasoning_content
+    into a reasoning part and its tool calls into ``message.tool_calls``; ``completion`` is the text parts only, so a
+    reply whose answer went into either has an empty final answer. Such replies are not retried (see
+    ``generate_checked``): a server that routes one answer away from the text routes the next one too.
+    """
+    if output is None or output.empty or final.strip():
+        return None
+    message = output.message
+    if message.tool_calls:
+        return 'tool_call_only'
+    if output.completion.strip():  # text, but all of it inside <think> blocks
+        return 'reasoning_only'
+    if not isinstance(message.content, str) and any(
+        part.type == 'reasoning' and (part.reasoning or '').strip() for part in message.content
+    ):
+        return 'reasoning_only'
     return None
 
 

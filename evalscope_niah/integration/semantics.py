@@ -48,6 +48,7 @@ _DECLARATIONS: dict[str, tuple[str, str, dict[str, Any]]] = {
     'served_length_mismatches': ('diagnostic.count.items', 'Served length mismatches', {}),
     'inference_error_rate': ('diagnostic.parse_status.ratio', 'Inference error rate', {}),
     'budget_exhausted_rate': ('diagnostic.parse_status.ratio', 'Answer budget exhausted', {}),
+    'no_answer_rate': ('diagnostic.parse_status.ratio', 'No final answer (reasoning or tool call only)', {}),
     'served_prompt_ratio': (
         'diagnostic.posterior_sd.ratio',
         'Served / planned prompt tokens',

@@ -25,7 +25,8 @@ prompt tokens a one-slot prefix cache (llama-server's) would have reused from th
 ``usage.prompt_tokens_details.cached_tokens``.
 
 Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
-text. Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
+text, or to a :class:`Reply` (content null, reasoning_content, tool calls; :func:`reasoning_only` and
+:func:`tool_call_only` wrap a responder so). Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
 the sentence of the haystack that best matches the question) and :func:`make_judge_responder`
 (a deterministic LLM judge answering ``{"reasoning": ..., "rating": N}``).
 
@@ -66,17 +67,32 @@ __all__ = [
     'Lies',
     'OpenAICompatServer',
     'RecordedRequest',
+    'Reply',
     'Responder',
     'make_judge_responder',
     'message_text',
     'needle_finder',
     'overlap_grader',
     'parse_judge_prompt',
+    'reasoning_only',
+    'tool_call_only',
 ]
 
 HOST = '127.0.0.1'
 
-Responder = Callable[[list[dict]], str]
+
+@dataclass(frozen=True)
+class Reply:
+    """A responder's reply beyond plain text, as vLLM and SGLang send it: ``content`` None is sent as JSON null
+    (their reasoning or tool parser took all of the text), ``reasoning_content`` is their reasoning field, and each
+    of ``tool_calls`` is a (function name, JSON arguments) pair sent as an OpenAI tool call."""
+
+    content: str | None = None
+    reasoning_content: str | None = None
+    tool_calls: tuple[tuple[str, str], ...] = ()
+
+
+Responder = Callable[[list[dict]], str | Reply]
 
 #: Fault names, in the order their rates are stacked when one is drawn.
 FAULT_KINDS: tuple[str, ...] = ('http_500', 'http_429', 'hang', 'drop', 'malformed_json', 'empty_content', 'length')
@@ -378,6 +394,26 @@ def parse_judge_prompt(prompt: str, template: str | None = None) -> dict[str, st
     return {name: (found.get(name) or '').strip() for name in JUDGE_FIELDS}
 
 
+def reasoning_only(responder: Responder) -> Responder:
+    """``responder``'s answer sent in reasoning_content with content null: a vLLM or SGLang reasoning parser that
+    never sees the model's end tag puts the whole reply there."""
+
+    def respond(messages: list[dict]) -> Reply:
+        return Reply(content=None, reasoning_content=str(responder(messages)))
+
+    return respond
+
+
+def tool_call_only(responder: Responder, *, name: str = 'answer') -> Responder:
+    """``responder``'s answer sent as the arguments of one tool call ``name`` with content null (a tool parser or
+    chat template that turns the answer into a call though the request offered no tool)."""
+
+    def respond(messages: list[dict]) -> Reply:
+        return Reply(content=None, tool_calls=((name, json.dumps({'answer': str(responder(messages))})),))
+
+    return respond
+
+
 def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
     """A responder for judge requests: ``{"reasoning": "...", "rating": grader(q, ref, ans)}``.
 
@@ -411,6 +447,27 @@ def _prompt_text(messages: list) -> str:
 
 def _approx_tokens(text: str) -> int:
     return len(re.findall(rf'[{_CJK}]|[A-Za-z0-9_]+|[^\sA-Za-z0-9_]', text))
+
+
+def _tool_calls(reply: Reply) -> list[dict]:
+    return [
+        {'id': f'call_{i}', 'type': 'function', 'function': {'name': name, 'arguments': arguments}}
+        for i, (name, arguments) in enumerate(reply.tool_calls)
+    ]
+
+
+def _reply_message(text: str, extra: Reply | None) -> dict:
+    """The assistant message of a non-streamed reply: ``text``, and what a :class:`Reply` adds."""
+    message: dict[str, Any] = {'role': 'assistant', 'content': text}
+    if extra is None:
+        return message
+    if extra.content is None:
+        message['content'] = None
+    if extra.reasoning_content is not None:
+        message['reasoning_content'] = extra.reasoning_content
+    if extra.tool_calls:
+        message['tool_calls'] = _tool_calls(extra)
+    return message
 
 
 def _error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict:
@@ -722,14 +779,17 @@ class _Handler(BaseHTTPRequestHandler):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return None
 
+        extra: Reply | None = None
         if fault == 'empty_content':
             reply = ''
         else:
             try:
-                reply = str(responder(record.messages))
+                answer = responder(record.messages)
             except Exception as exc:
                 return reject(500, _error_body(f'responder failed: {exc!r}', 'server_error', 'responder_error'))
-        finish_reason = 'stop'
+            extra = answer if isinstance(answer, Reply) else None
+            reply = (extra.content or '') if extra is not None else str(answer)
+        finish_reason = 'tool_calls' if extra is not None and extra.tool_calls else 'stop'
         if fault == 'length':
             reply = reply[: max(1, len(reply) // 2)]
             finish_reason = 'length'
@@ -738,7 +798,7 @@ class _Handler(BaseHTTPRequestHandler):
         created = int(time.time())
         usage = {
             'prompt_tokens': self._prompt_tokens(record.messages),
-            'completion_tokens': _approx_tokens(reply),
+            'completion_tokens': _approx_tokens(reply + ((extra.reasoning_content or '') if extra else '')),
         }
         usage['total_tokens'] = usage['prompt_tokens'] + usage['completion_tokens']
         record.status = 200
@@ -747,7 +807,9 @@ class _Handler(BaseHTTPRequestHandler):
         if stream:
             usage_sent = usage if owner.usage else None
             self._send_sse(
-                self._stream_events(body, completion_id, created, model, reply, finish_reason, usage_sent, fault)
+                self._stream_events(
+                    body, completion_id, created, model, reply, finish_reason, usage_sent, fault, parts=extra
+                )
             )
             return None
         completion = {
@@ -758,7 +820,7 @@ class _Handler(BaseHTTPRequestHandler):
             'choices': [
                 {
                     'index': 0,
-                    'message': {'role': 'assistant', 'content': reply},
+                    'message': _reply_message(reply, extra),
                     'logprobs': None,
                     'finish_reason': finish_reason,
                 }
@@ -804,6 +866,8 @@ class _Handler(BaseHTTPRequestHandler):
         finish_reason: str,
         usage: dict | None,
         fault: str | None,
+        *,
+        parts: Reply | None = None,
     ) -> list[str]:
         def chunk(choices: list[dict], **extra: Any) -> str:
             obj = {
@@ -823,8 +887,13 @@ class _Handler(BaseHTTPRequestHandler):
         if fault == 'malformed_json':
             broken = chunk([delta({'content': reply})])
             return [*events, broken[: len(broken) // 2], '[DONE]']
+        if parts is not None and parts.reasoning_content:
+            events.append(chunk([delta({'reasoning_content': parts.reasoning_content})]))
         for i in range(0, len(reply), _STREAM_PIECE_CHARS):
             events.append(chunk([delta({'content': reply[i : i + _STREAM_PIECE_CHARS]})]))
+        if parts is not None and parts.tool_calls:
+            calls = [{'index': i, **call} for i, call in enumerate(_tool_calls(parts))]
+            events.append(chunk([delta({'tool_calls': calls})]))
         events.append(chunk([delta({}, finish_reason)]))
         options = body.get('stream_options')
         if isinstance(options, dict) and options.get('include_usage') and usage is not None:
