@@ -26,9 +26,9 @@ prompt tokens a one-slot prefix cache (llama-server's) would have reused from th
 
 Each model name maps to a *responder*: a function from the request's ``messages`` to the reply
 text, or to a :class:`Reply` (content null, reasoning_content, tool calls; :func:`reasoning_only` and
-:func:`tool_call_only` wrap a responder so). Two responders ship with it: :func:`needle_finder` (a deterministic "model" that retrieves
-the sentence of the haystack that best matches the question) and :func:`make_judge_responder`
-(a deterministic LLM judge answering ``{"reasoning": ..., "rating": N}``).
+:func:`tool_call_only` wrap a responder so). Two responders ship with it: :func:`needle_finder` (a
+deterministic "model" that retrieves the sentence of the haystack that best matches the question) and
+:func:`make_judge_responder` (a deterministic LLM judge answering ``{"reasoning": ..., "rating": N}``).
 
 Faults can be injected per model with :class:`FaultPlan` (seeded, deterministic in request
 order). Every chat request is recorded as a :class:`RecordedRequest`.
