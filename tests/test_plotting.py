@@ -310,9 +310,10 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
         'judge failures: 1',
         'errors: 0',
         '95% CI: [0.47, 0.87]',
+        'no final answer (not scored): 0',
     ]
     # Errored-only cell: no colour, but its error count is worth hovering.
-    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a']
+    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a', '0']
     assert fields[2][1][:3] == ['4,000', '100', 'no data']
     assert fields[0][0][:4] == ['1,000', '0', '1.00', '3']
 
@@ -674,3 +675,14 @@ def test_plot_all_passes_answers_to_the_html(tmp_path: Path) -> None:
     assert 'Dolores Park' in pages['needle_haystack_heatmap_en.html']
     assert 'sandwich' in pages['needle_haystack_heatmap_zh.html']
     assert 'sandwich' not in pages['needle_haystack_heatmap_en.html']
+
+
+def test_html_shows_replies_with_no_final_answer() -> None:
+    flagged = answer_sample('', None, no_answer='reasoning_only', reasoning='It is Dolores Park.')
+    results = [answer_sample('Dolores Park'), flagged, answer_sample('', None, no_answer='tool_call_only')]
+    page = _heatmap_html(summarize_cells(results), subset='en', answers=samples_by_cell(results))
+    [[td]] = parse_table(page).rows
+    assert td['data-h'].split('|')[-1] == '2'  # the hover's 'no final answer (not scored)' count
+    assert 'no final answer: only reasoning (see reasoning below) (not scored)' in page
+    assert 'no final answer: only a tool call (not scored)' in page
+    assert 'It is Dolores Park.' in page

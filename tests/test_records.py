@@ -62,6 +62,8 @@ def test_sample_result_dict_round_trip_and_defaults() -> None:
         {'context_length': 1000.0},
         {'accuracy': '1.0'},
         {'budget_exhausted': 'no'},
+        {'no_answer': 'empty'},
+        {'no_answer': 'reasoning_only'},  # beside a score
     ],
 )
 def test_sample_result_from_dict_is_strict(change: dict[str, object]) -> None:
@@ -124,3 +126,13 @@ def test_control_fields_from_dict_are_typed() -> None:
         SampleResult.from_dict({**control().to_dict(), 'task_values': [1.0]})
     with pytest.raises(ValueError, match='depth_percent'):  # None depth on a needle row
         SampleResult.from_dict({**sample().to_dict(), 'depth_percent': None})
+
+
+def test_a_reply_with_no_final_answer_is_neither_scored_nor_an_error() -> None:
+    flagged = sample(None, no_answer='reasoning_only')
+    assert (flagged.no_answer_excluded, flagged.errored, flagged.budget_excluded) == (True, False, False)
+    assert SampleResult.from_dict(flagged.to_dict()) == flagged
+    assert 'no_answer' not in sample().to_dict()  # files of runs without such replies are unchanged
+    assert SampleResult.from_dict(sample(None, error='x').to_dict()).no_answer is None
+    with pytest.raises(ValueError, match='no_answer'):
+        sample(None, error='HTTP 500', no_answer='tool_call_only')

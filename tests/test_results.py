@@ -65,7 +65,7 @@ def test_cells_csv_round_trip_exact(tmp_path: Path) -> None:
     path = write_cells_csv(tmp_path / 'cells.csv', cells, value_columns=('precision',))
     header = (
         'subset,context_length,depth_percent,n,accuracy,rule_recall,levenshtein,judge_failures,errors,ci_low,ci_high,'
-        'precision'
+        'no_answer,precision'
     )
     assert path.read_text(encoding='utf-8').splitlines()[0] == header
     assert len(path.read_text(encoding='utf-8').splitlines()) == len(cells) + 1
@@ -86,7 +86,7 @@ def test_old_cells_csv_without_precision_still_reads(tmp_path: Path) -> None:
     path = tmp_path / 'old.csv'
     path.write_text(','.join(CELL_CSV_COLUMNS) + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0\n', encoding='utf-8')
     (cell,) = read_cells_csv(path)
-    assert (cell.accuracy, cell.ci_high, cell.task_values) == (0.5, 1.0, {})
+    assert (cell.accuracy, cell.ci_high, cell.task_values, cell.no_answer) == (0.5, 1.0, {}, 0)
     # The previous format: a precision column after the fixed ones, empty where a cell had none.
     path.write_text(
         ','.join((*CELL_CSV_COLUMNS, 'precision'))
@@ -238,3 +238,11 @@ def _is_number(text: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+def test_cells_csv_counts_replies_with_no_final_answer(tmp_path: Path) -> None:
+    cells = summarize_cells([sample(1.0), sample(None, no_answer='reasoning_only'), sample(precision=0.5)])
+    path = write_cells_csv(tmp_path / 'cells.csv', cells)
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding='utf-8'))))
+    assert [(row['n'], row['no_answer'], row['precision']) for row in rows] == [('2', '1', '0.5')]
+    assert read_cells_csv(path) == cells

@@ -40,6 +40,15 @@ def test_errors_and_budget_failures_are_shares_of_every_sample() -> None:
     metrics = _by_name(subset_metrics(results, errors, threshold=0.85, mode='absolute'))
     assert metrics['inference_error_rate'] == pytest.approx(2 / 4)
     assert metrics['budget_exhausted_rate'] == pytest.approx(1 / 4)
+    assert metrics['no_answer_rate'] == 0.0
+
+
+def test_replies_with_no_final_answer_are_a_share_of_every_sample() -> None:
+    results = [_result(1000, 1.0), _result(1000, None, rule_recall=None, levenshtein=None, no_answer='reasoning_only')]
+    errors = [_result(1000, None, error='TimeoutError: x')]
+    metrics = _by_name(subset_metrics(results, errors, threshold=0.85, mode='absolute'))
+    assert metrics['no_answer_rate'] == pytest.approx(1 / 3)
+    assert metrics['inference_error_rate'] == pytest.approx(1 / 3)  # not an error
 
 
 def test_controls_give_rates_and_stay_out_of_the_effective_length() -> None:

@@ -360,3 +360,18 @@ def test_effective_length_of_unknown_subset_is_an_error() -> None:
         effective_context_length(curve(1.0), subset='fr', threshold=EFFECTIVE_THRESHOLD)
     with pytest.raises(ValueError, match='no needle samples'):
         effective_context_length([control()], subset='en', threshold=EFFECTIVE_THRESHOLD)
+
+
+def test_replies_with_no_final_answer_are_counted_apart_from_means_and_errors() -> None:
+    results = [
+        sample(1.0),
+        sample(None, no_answer='reasoning_only'),
+        sample(None, no_answer='tool_call_only'),
+        errored(),
+        sample(0.0, depth_percent=50.0),
+    ]
+    first, second = summarize_cells(results)
+    assert (first.n, first.accuracy, first.errors, first.no_answer) == (1, 1.0, 1, 2)
+    assert (second.n, second.accuracy, second.no_answer) == (1, 0.0, 0)
+    [subset] = summarize_subsets(results, pass_mark=PASS_MARK)
+    assert (subset.n, subset.accuracy, subset.errors, subset.no_answer) == (2, 0.5, 1, 2)

@@ -121,9 +121,8 @@ def test_a_mixed_server_scores_the_normal_replies_only(tmp_path, fixture_corpus_
         answer = needle_finder(messages)
         return Reply(content=None, reasoning_content=answer) if next(calls) % 4 == 0 else answer
 
-    with OpenAICompatServer({MODEL: mixed}) as server:
-        with caplog.at_level(logging.WARNING, logger='evalscope_niah'):
-            report = _run(server, fixture_corpus_dir, tmp_path, depths=[0, 33, 66, 100])
+    with OpenAICompatServer({MODEL: mixed}) as server, caplog.at_level(logging.WARNING, logger='evalscope_niah'):
+        report = _run(server, fixture_corpus_dir, tmp_path, depths=[0, 33, 66, 100])
     results = read_results(_reports(tmp_path) / 'needle_haystack_results.jsonl')
     assert sorted(r.accuracy for r in results if r.no_answer is None) == [1.0, 1.0, 1.0]
     assert [r.no_answer for r in results].count('reasoning_only') == 1
@@ -138,9 +137,8 @@ def test_a_reply_with_text_beside_its_reasoning_is_scored(tmp_path, fixture_corp
     def parsed(messages: list[dict]) -> Reply:
         return Reply(content=needle_finder(messages), reasoning_content='Looking for the park.')
 
-    with OpenAICompatServer({MODEL: parsed}) as server:
-        with caplog.at_level(logging.WARNING, logger='evalscope_niah'):
-            report = _run(server, fixture_corpus_dir, tmp_path, depths=[50])
+    with OpenAICompatServer({MODEL: parsed}) as server, caplog.at_level(logging.WARNING, logger='evalscope_niah'):
+        report = _run(server, fixture_corpus_dir, tmp_path, depths=[50])
     [result] = read_results(_reports(tmp_path) / 'needle_haystack_results.jsonl')
     assert (result.accuracy, result.no_answer, result.reasoning) == (1.0, None, 'Looking for the park.')
     assert overall_scores(report)['no_answer_rate'] == 0.0

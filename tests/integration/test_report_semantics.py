@@ -91,6 +91,7 @@ def test_rates_are_declared_as_percents_and_lengths_as_tokens(run) -> None:
     assert semantics['effective_context_length']['display_unit'] == 'tokens'
     assert semantics['inference_error_rate']['display_unit'] == '%'
     assert semantics['budget_exhausted_rate']['display_unit'] == '%'
+    assert semantics['no_answer_rate']['display_unit'] == '%'
 
 
 @pytest.mark.parametrize(

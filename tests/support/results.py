@@ -25,6 +25,7 @@ def sample(
     error: str | None = None,
     budget_exhausted: bool = False,
     precision: float | None = None,
+    no_answer: str | None = None,
 ) -> SampleResult:
     return SampleResult(
         subset=subset,
@@ -37,6 +38,7 @@ def sample(
         judge_status=judge_status,
         error=error,
         budget_exhausted=budget_exhausted,
+        no_answer=no_answer,  # type: ignore[arg-type]
         # What multi-needle retrieval reports beside accuracy.
         task_values={} if precision is None else {'precision': precision},
     )
