@@ -64,19 +64,28 @@ def _reviews(work_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines()]
 
 
+@pytest.mark.parametrize('stream', [False, True], ids=['json', 'sse'])
 @pytest.mark.parametrize(
     ('responder', 'reason'),
     [(reasoning_only(needle_finder), 'reasoning_only'), (tool_call_only(needle_finder), 'tool_call_only')],
     ids=['reasoning_only', 'tool_call_only'],
 )
 def test_a_reply_with_no_final_answer_is_flagged_not_scored_zero(
-    tmp_path, fixture_corpus_dir, caplog, responder, reason
+    tmp_path, fixture_corpus_dir, caplog, responder, reason, stream
 ):
     """Every reply holds the right needle, but not in its text: no 0 anywhere, every row flagged with the reason."""
     with OpenAICompatServer({MODEL: responder, JUDGE: make_judge_responder(overlap_grader)}) as server:
         with caplog.at_level(logging.WARNING, logger='evalscope_niah'):
-            report = _run(server, fixture_corpus_dir, tmp_path, depths=[0, 100], judge=judge_block(server, JUDGE))
+            report = _run(
+                server,
+                fixture_corpus_dir,
+                tmp_path,
+                depths=[0, 100],
+                judge=judge_block(server, JUDGE),
+                generation_config={**FAST, 'stream': stream},
+            )
         assert len(server.requests_for(MODEL)) == 2  # not retried: the server would route the answer away again
+        assert [bool(r.body.get('stream')) for r in server.requests_for(MODEL)] == [stream, stream]
         assert server.requests_for(JUDGE) == []  # nothing to judge
     results = read_results(_reports(tmp_path) / 'needle_haystack_results.jsonl')
     assert [(r.accuracy, r.error, r.no_answer, r.budget_exhausted) for r in results] == [
