@@ -22,6 +22,8 @@ from evalscope_niah.testing.openai_server import (
     needle_finder,
     overlap_grader,
     parse_judge_prompt,
+    reasoning_only,
+    tool_call_only,
 )
 
 USER_TEMPLATE = (
@@ -138,6 +140,23 @@ def test_raw_json_shape_with_urllib(server):
     assert data['choices'][0]['message'] == {'role': 'assistant', 'content': 'echo: hi'}
     assert data['choices'][0]['finish_reason'] == 'stop'
     assert set(data['usage']) == {'prompt_tokens', 'completion_tokens', 'total_tokens'}
+
+
+def test_reasoning_only_and_tool_call_only_replies_have_content_null():
+    responders = {'thinks': reasoning_only(echo), 'calls': tool_call_only(echo, name='reply')}
+    with OpenAICompatServer(responders, max_seconds=60) as server:
+        messages = [{'role': 'user', 'content': 'hi'}]
+        thinks, calls = (json.loads(post(server, {'model': m, 'messages': messages})[2]) for m in responders)
+        streamed = post(server, {'model': 'calls', 'messages': messages, 'stream': True})[2].decode()
+    assert thinks['choices'][0]['message'] == {'role': 'assistant', 'content': None, 'reasoning_content': 'echo: hi'}
+    assert (thinks['choices'][0]['finish_reason'], calls['choices'][0]['finish_reason']) == ('stop', 'tool_calls')
+    [call] = calls['choices'][0]['message']['tool_calls']
+    assert calls['choices'][0]['message']['content'] is None
+    assert (call['function']['name'], json.loads(call['function']['arguments'])) == ('reply', {'answer': 'echo: hi'})
+    deltas = [json.loads(e[len('data: ') :])['choices'] for e in streamed.split('\n\n') if e and 'DONE' not in e]
+    assert [d[0]['delta']['tool_calls'][0]['function']['name'] for d in deltas if 'tool_calls' in d[0]['delta']] == [
+        'reply'
+    ]
 
 
 @pytest.mark.parametrize('api_style', ['llama.cpp', 'vllm'])
