@@ -200,7 +200,7 @@ def _sample_status(sample: SampleResult) -> str:
     if sample.budget_excluded:
         return 'budget exhausted (not scored)'
     if sample.no_answer_excluded:
-        return f'no final answer: {_NO_ANSWER_STATUS.get(sample.no_answer, sample.no_answer)} (not scored)'
+        return f'no final answer: {_NO_ANSWER_STATUS[sample.no_answer]} (not scored)'
     return 'scored' if sample.accuracy is not None else 'not scored'
 
 

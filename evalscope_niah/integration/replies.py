@@ -101,6 +101,7 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
     A reply cut by the token limit is returned as is when it used the whole `max_tokens` budget (the same call would
     be cut again); otherwise (no budget set, or cut short of it: a server fault) it is retried once. The scorer then
     decides between a score and a budget failure. A context overflow is returned at once: it would overflow again.
+    A reply holding only reasoning or only a tool call is not empty: it is returned, and ``no_final_answer`` flags it.
     Transport errors never reach here: EvalScope has retried them already.
     """
     discarded: list[str] = []
