@@ -1,0 +1,162 @@
+"""A resume never mixes inputs: each cached prediction must have been made from the sample this run builds.
+
+EvalScope's cache matches a cached prediction to a sample by its position alone, and its identity check covers the
+settings, not the files they point at (an edited corpus or needle bank), and ``--rerun-review`` overrides it on
+purpose. So before any model request the cached rows' own metadata (what each prompt was built from) is compared
+with the samples planned now; any difference refuses the resume with one message naming what changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import NiahConfigError, quoted
+from .metadata import SampleMeta
+from .prompts import PromptSpec
+
+__all__ = ['InputChange', 'cached_input_changes', 'check_cached_inputs', 'read_cached_rows']
+
+# What a prompt is built from, as its metadata records it: the cell, the task's needles, question and answer, where
+# the haystack starts, and the corpus and tokenizer. Measured values (token counts, achieved depths) are left out:
+# they follow from these.
+COMPARED_FIELDS = (
+    'task',
+    'language',
+    'context_length',
+    'depth_percent',
+    'repeat',
+    'draw',
+    'needles',
+    'question',
+    'reference_answer',
+    'answer_keys',
+    'task_data',
+    'start_token',
+    'corpus_file',
+    'corpus_sha256',
+    'tokenizer',
+)
+_HASH_FIELDS = ('corpus_sha256',)
+_HASH_CHARS = 12  # enough to tell two files apart in a message
+_VALUE_CHARS = 60
+
+
+@dataclass(frozen=True)
+class InputChange:
+    """One input of one cached sample that differs from this run's: ``field`` is a metadata field, or
+    ``system_prompt`` / ``prompt_template`` for the prompt's frame. ``shown`` False: the values are not quoted (a
+    whole template, or nothing recorded)."""
+
+    subset: str
+    index: int
+    field: str
+    cached: Any
+    current: Any
+    shown: bool = True
+
+
+def read_cached_rows(path: str | Path) -> dict[int, Mapping[str, Any]]:
+    """A predictions jsonl as EvalScope reads it: rows by sample index, the last row of an index winning; rows cut
+    by a crash (not JSON) or without an index are skipped, as EvalScope skips them."""
+    rows: dict[int, Mapping[str, Any]] = {}
+    try:
+        lines = Path(path).read_text(encoding='utf-8').splitlines()
+    except FileNotFoundError:
+        return rows
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict) and isinstance(row.get('index'), int):
+            rows[row['index']] = row
+    return rows
+
+
+def cached_input_changes(
+    subset: str, expected: Mapping[int, SampleMeta], rows: Mapping[int, Mapping[str, Any]], prompt: PromptSpec
+) -> list[InputChange]:
+    """Every difference between the cached rows and the samples now at their index (``expected``: the planned
+    metadata with the corpus and tokenizer of this run). Rows at an index this run does not have are not reused by
+    EvalScope and not compared; a field the cached metadata does not record is not compared either."""
+    changes = []
+    for index, row in sorted(rows.items()):
+        meta = expected.get(index)
+        if meta is None:
+            continue
+        cached = row.get('metadata') or {}
+        if not isinstance(cached, Mapping) or 'subset' not in cached:
+            changes.append(InputChange(subset, index, 'metadata (what the prompt was built from)', None, None, False))
+            continue
+        current = _comparable(meta.to_dict())
+        recorded = _comparable(dict(cached))
+        for name in COMPARED_FIELDS:
+            if name in recorded and recorded[name] is not None and recorded[name] != current.get(name):
+                changes.append(InputChange(subset, index, name, recorded[name], current.get(name)))
+        changes += _frame_changes(subset, index, row.get('messages'), meta.question, prompt)
+    return changes
+
+
+def check_cached_inputs(changes: Iterable[InputChange], *, cache_dir: str, rerun_review: bool) -> None:
+    """Refuse the resume, naming every changed input once per subset; nothing when ``changes`` is empty."""
+    grouped: dict[tuple[str, str], list[InputChange]] = defaultdict(list)
+    for change in changes:
+        grouped[(change.subset, change.field)].append(change)
+    if not grouped:
+        return
+    parts = []
+    for (subset, field), found in grouped.items():
+        first = found[0]
+        what = f'subset {subset}: {field} changed'
+        if first.shown:
+            what += f' ({_shown(field, first.cached)} -> {_shown(field, first.current)})'
+        parts.append(f'{what} in {len(found)} cached sample{"s" if len(found) > 1 else ""}')
+    reused = 'with --rerun-review reuses the cached predictions too, so it' if rerun_review else 'it'
+    raise NiahConfigError(
+        'use_cache',
+        f'the predictions cached in {cache_dir!r} were made from other inputs than this run builds: '
+        + '; '.join(parts)
+        + f'. A resume {reused} would score answers to one input against another. Either run fresh in a new work '
+        'dir (without --use-cache), or restore the inputs the cached run used',
+    )
+
+
+def _comparable(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata as JSON reads it back (tuples as lists, typed as SampleMeta types them), so a planned sample and a
+    cached row compare equal when their inputs are."""
+    try:
+        typed = SampleMeta.from_dict(metadata).to_dict()
+    except (TypeError, ValueError):  # a row from another version or tool: compare what it holds as it is
+        typed = dict(metadata)
+    return json.loads(json.dumps(typed, default=str))
+
+
+def _frame_changes(
+    subset: str, index: int, messages: Any, question: str, prompt: PromptSpec
+) -> list[InputChange]:
+    """The system prompt and the user template around the haystack, read from the prompt the cached row sent."""
+    if not isinstance(messages, list):
+        return []
+    texts = {message.get('role'): message.get('content') for message in messages if isinstance(message, dict)}
+    changes = []
+    system = texts.get('system') if isinstance(texts.get('system'), str) else ''  # none sent: an empty one
+    if system != prompt.system_prompt:
+        changes.append(InputChange(subset, index, 'system_prompt', system, prompt.system_prompt))
+    user = texts.get('user')
+    if isinstance(user, str):
+        marker = '\0haystack\0'
+        before, after = prompt.user_message(context=marker, question=question).split(marker)
+        if len(user) < len(before) + len(after) or not (user.startswith(before) and user.endswith(after)):
+            changes.append(InputChange(subset, index, 'prompt_template', None, prompt.user_template, False))
+    return changes
+
+
+def _shown(field: str, value: Any) -> str:
+    if field in _HASH_FIELDS and isinstance(value, str):
+        return value[:_HASH_CHARS] + '..'
+    return quoted(value, limit=_VALUE_CHARS)
