@@ -103,27 +103,33 @@ def cached_input_changes(
 
 
 def check_cached_inputs(changes: Iterable[InputChange], *, cache_dir: str, rerun_review: bool) -> None:
-    """Refuse the resume, naming every changed input once per subset; nothing when ``changes`` is empty."""
-    grouped: dict[tuple[str, str], list[InputChange]] = defaultdict(list)
+    """Refuse the resume, naming each changed input once per subset; nothing when ``changes`` is empty."""
+    by_subset: dict[str, dict[str, InputChange]] = defaultdict(dict)  # subset -> field -> its first change
+    samples: dict[str, set[int]] = defaultdict(set)
     for change in changes:
-        grouped[(change.subset, change.field)].append(change)
-    if not grouped:
+        by_subset[change.subset].setdefault(change.field, change)
+        samples[change.subset].add(change.index)
+    if not by_subset:
         return
     parts = []
-    for (subset, field), found in grouped.items():
-        first = found[0]
-        what = f'subset {subset}: {field} changed'
-        if first.shown:
-            what += f' ({_shown(field, first.cached)} -> {_shown(field, first.current)})'
-        parts.append(f'{what} in {len(found)} cached sample{"s" if len(found) > 1 else ""}')
-    reused = 'with --rerun-review reuses the cached predictions too, so it' if rerun_review else 'it'
+    for subset, fields in by_subset.items():
+        named = ', '.join(_described(change) for change in fields.values())
+        count = len(samples[subset])
+        parts.append(f'subset {subset}: {named} (in {count} cached sample{"s" if count > 1 else ""})')
+    resuming = '--rerun-review reuses the cached predictions too, so resuming' if rerun_review else 'Resuming'
     raise NiahConfigError(
         'use_cache',
         f'the predictions cached in {cache_dir!r} were made from other inputs than this run builds: '
         + '; '.join(parts)
-        + f'. A resume {reused} would score answers to one input against another. Either run fresh in a new work '
-        'dir (without --use-cache), or restore the inputs the cached run used',
+        + f'. {resuming} would score answers to one input against another. Either run fresh in a new work dir '
+        '(without --use-cache), or restore the inputs the cached run used',
     )
+
+
+def _described(change: InputChange) -> str:
+    if not change.shown:
+        return f'{change.field} changed'
+    return f'{change.field} changed ({_shown(change.field, change.cached)} -> {_shown(change.field, change.current)})'
 
 
 def _comparable(metadata: Mapping[str, Any]) -> dict[str, Any]:
@@ -136,9 +142,7 @@ def _comparable(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(typed, default=str))
 
 
-def _frame_changes(
-    subset: str, index: int, messages: Any, question: str, prompt: PromptSpec
-) -> list[InputChange]:
+def _frame_changes(subset: str, index: int, messages: Any, question: str, prompt: PromptSpec) -> list[InputChange]:
     """The system prompt and the user template around the haystack, read from the prompt the cached row sent."""
     if not isinstance(messages, list):
         return []
