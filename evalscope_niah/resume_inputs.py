@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,14 @@ from .errors import NiahConfigError, quoted
 from .metadata import SampleMeta
 from .prompts import PromptSpec
 
-__all__ = ['InputChange', 'cached_input_changes', 'check_cached_inputs', 'read_cached_rows']
+__all__ = [
+    'InputChange',
+    'cached_input_changes',
+    'check_cached_inputs',
+    'haystack_changes',
+    'read_cached_rows',
+    'spot_checked_index',
+]
 
 # What a prompt is built from, as its metadata records it: the cell, the task's needles, question and answer, where
 # the haystack starts, and the corpus and tokenizer. Measured values (token counts, achieved depths) are left out:
@@ -58,6 +65,7 @@ class InputChange:
     cached: Any
     current: Any
     shown: bool = True
+    note: str = ''  # said instead of the values when they are not shown
 
 
 def read_cached_rows(path: str | Path) -> dict[int, Mapping[str, Any]]:
@@ -102,6 +110,35 @@ def cached_input_changes(
     return changes
 
 
+def spot_checked_index(
+    expected: Mapping[int, SampleMeta], rows: Mapping[int, Mapping[str, Any]], changes: Sequence[InputChange]
+) -> int | None:
+    """The cached sample whose prompt is built again and compared whole, for what metadata does not record (the
+    buffers move the haystack but are in no sample's metadata): the shortest one (cheapest to build) whose recorded
+    inputs all match. None when no cached row pairs with a sample, or some input already differs."""
+    if changes:
+        return None
+    paired = [index for index in rows if index in expected]
+    return min(paired, key=lambda index: (expected[index].context_length, index)) if paired else None
+
+
+def haystack_changes(subset: str, index: int, row: Mapping[str, Any], user_prompt: str) -> list[InputChange]:
+    """The prompt built now for a cached sample against the one its row says was sent."""
+    messages = row.get('messages')
+    sent = [
+        message.get('content')
+        for message in (messages if isinstance(messages, list) else [])
+        if isinstance(message, dict) and message.get('role') == 'user'
+    ]
+    if not sent or sent[0] == user_prompt:
+        return []
+    note = (
+        f'the prompt of cached sample {index}, built again from the same corpus, needles and question, differs: a '
+        'setting that places the text changed, e.g. start_buffer, end_buffer or length_buffer'
+    )
+    return [InputChange(subset, index, 'haystack', None, None, shown=False, note=note)]
+
+
 def check_cached_inputs(changes: Iterable[InputChange], *, cache_dir: str, rerun_review: bool) -> None:
     """Refuse the resume, naming each changed input once per subset; nothing when ``changes`` is empty."""
     by_subset: dict[str, dict[str, InputChange]] = defaultdict(dict)  # subset -> field -> its first change
@@ -128,7 +165,7 @@ def check_cached_inputs(changes: Iterable[InputChange], *, cache_dir: str, rerun
 
 def _described(change: InputChange) -> str:
     if not change.shown:
-        return f'{change.field} changed'
+        return f'{change.field} changed' + (f' ({change.note})' if change.note else '')
     return f'{change.field} changed ({_shown(change.field, change.cached)} -> {_shown(change.field, change.current)})'
 
 

@@ -11,7 +11,13 @@ from evalscope.utils.io_utils import OutputsStructure
 
 from ..metadata import SampleMeta
 from ..prompts import PromptSpec
-from ..resume_inputs import cached_input_changes, check_cached_inputs, read_cached_rows
+from ..resume_inputs import (
+    cached_input_changes,
+    check_cached_inputs,
+    haystack_changes,
+    read_cached_rows,
+    spot_checked_index,
+)
 
 __all__ = ['refuse_mixed_inputs']
 
@@ -39,5 +45,10 @@ def refuse_mixed_inputs(
             for index in range(len(dataset))
         }
         rows = read_cached_rows(cache.get_prediction_cache_path(subset))
-        changes += cached_input_changes(subset, expected, rows, prompt)
+        found = cached_input_changes(subset, expected, rows, prompt)
+        index = spot_checked_index(expected, rows, found)
+        if index is not None:
+            built = sampler.build(sampler.plan(expected[index].cell))
+            found += haystack_changes(subset, index, rows[index], built.user_prompt)
+        changes += found
     check_cached_inputs(changes, cache_dir=task_config.work_dir, rerun_review=bool(task_config.rerun_review))

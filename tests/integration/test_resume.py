@@ -284,6 +284,8 @@ class Mixed:
     final_indices: list[int]
     needle_refused: NiahConfigError
     needle_refused_requests: int
+    buffer_refused: NiahConfigError
+    buffer_refused_requests: int
     untouched: bool  # the refused rerun_review left predictions and reviews as they were
 
 
@@ -342,6 +344,9 @@ def mixed(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
         with pytest.raises(NiahConfigError) as needle_refused:
             run_task(settings({**MIXED_EXTRA, 'needles': [OTHER_NEEDLE]}, use_cache=str(work_dir), rerun_review=True))
         needle_refused_requests = len(server.requests) - before
+        with pytest.raises(NiahConfigError) as buffer_refused:  # in no sample's metadata: the prompt differs
+            run_task(settings({**MIXED_EXTRA, 'start_buffer': 50}, use_cache=str(work_dir), rerun_review=True))
+        buffer_refused_requests = len(server.requests) - before - needle_refused_requests
         untouched = {name: data for name, data in _snapshot(work_dir).items() if not name.startswith('configs')} == {
             name: data for name, data in snapshot.items() if not name.startswith('configs')
         }
@@ -355,6 +360,8 @@ def mixed(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) ->
         final_indices=final_indices,
         needle_refused=needle_refused.value,
         needle_refused_requests=needle_refused_requests,
+        buffer_refused=buffer_refused.value,
+        buffer_refused_requests=buffer_refused_requests,
         untouched=untouched,
     )
 
@@ -382,3 +389,11 @@ def test_a_changed_needle_refuses_rerun_review_too(mixed: Mixed) -> None:
     assert '--rerun-review' in error.detail
     assert mixed.needle_refused_requests == 0
     assert mixed.untouched  # predictions and reviews as they were
+
+
+def test_a_setting_that_moves_the_haystack_refuses_rerun_review(mixed: Mixed) -> None:
+    error = mixed.buffer_refused
+    assert error.param == 'use_cache'
+    assert 'subset english: haystack changed (the prompt of cached sample 0' in error.detail
+    assert 'start_buffer' in error.detail
+    assert mixed.buffer_refused_requests == 0
