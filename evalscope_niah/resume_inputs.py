@@ -106,7 +106,8 @@ def cached_input_changes(
         for name in COMPARED_FIELDS:
             if name in recorded and recorded[name] is not None and recorded[name] != current.get(name):
                 changes.append(InputChange(subset, index, name, recorded[name], current.get(name)))
-        changes += _frame_changes(subset, index, row.get('messages'), meta.question, prompt)
+        asked = recorded.get('question') if isinstance(recorded.get('question'), str) else meta.question
+        changes += _frame_changes(subset, index, row.get('messages'), asked, prompt)
     return changes
 
 
