@@ -8,6 +8,7 @@ with the samples planned now; any difference refuses the resume with one message
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +21,7 @@ from .metadata import SampleMeta
 from .prompts import PromptSpec
 
 __all__ = [
+    'CachedRow',
     'InputChange',
     'cached_input_changes',
     'check_cached_inputs',
@@ -51,6 +53,8 @@ COMPARED_FIELDS = (
 _HASH_FIELDS = ('corpus_sha256',)
 _HASH_CHARS = 12  # enough to tell two files apart in a message
 _VALUE_CHARS = 60
+# Characters kept of each end of a cached prompt: the template's text and the question around the haystack.
+_PROMPT_END_CHARS = 16384
 
 
 @dataclass(frozen=True)
@@ -68,26 +72,57 @@ class InputChange:
     note: str = ''  # said instead of the values when they are not shown
 
 
-def read_cached_rows(path: str | Path) -> dict[int, Mapping[str, Any]]:
+@dataclass(frozen=True)
+class CachedRow:
+    """What a resume compares of one prediction row: its metadata and the prompt it sent, the prompt's ends kept and
+    the whole of it hashed (a row holds a whole haystack: a grid of 1M-token prompts would hold gigabytes)."""
+
+    metadata: Mapping[str, Any] | None
+    system: str  # '' when no system message was sent
+    user_length: int | None  # None: no user message in the row
+    user_head: str
+    user_tail: str
+    user_sha256: str
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> CachedRow:
+        messages = row.get('messages')
+        contents: dict[str, Any] = {}
+        for message in messages if isinstance(messages, list) else []:
+            if isinstance(message, dict):
+                contents.setdefault(message.get('role'), message.get('content'))
+        system, user = contents.get('system'), contents.get('user')
+        user = user if isinstance(user, str) else None
+        metadata = row.get('metadata')
+        return cls(
+            metadata=metadata if isinstance(metadata, Mapping) else None,
+            system=system if isinstance(system, str) else '',
+            user_length=None if user is None else len(user),
+            user_head=(user or '')[:_PROMPT_END_CHARS],
+            user_tail=(user or '')[-_PROMPT_END_CHARS:],
+            user_sha256=_sha256(user or ''),
+        )
+
+
+def read_cached_rows(path: str | Path) -> dict[int, CachedRow]:
     """A predictions jsonl as EvalScope reads it: rows by sample index, the last row of an index winning; rows cut
-    by a crash (not JSON) or without an index are skipped, as EvalScope skips them."""
-    rows: dict[int, Mapping[str, Any]] = {}
-    try:
-        lines = Path(path).read_text(encoding='utf-8').splitlines()
-    except FileNotFoundError:
+    by a crash (not JSON) or without an index are skipped, as EvalScope skips them. Read a line at a time."""
+    rows: dict[int, CachedRow] = {}
+    if not Path(path).is_file():
         return rows
-    for line in lines:
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict) and isinstance(row.get('index'), int):
-            rows[row['index']] = row
+    with Path(path).open(encoding='utf-8', errors='replace') as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get('index'), int) and not isinstance(row['index'], bool):
+                rows[row['index']] = CachedRow.from_row(row)
     return rows
 
 
 def cached_input_changes(
-    subset: str, expected: Mapping[int, SampleMeta], rows: Mapping[int, Mapping[str, Any]], prompt: PromptSpec
+    subset: str, expected: Mapping[int, SampleMeta], rows: Mapping[int, CachedRow], prompt: PromptSpec
 ) -> list[InputChange]:
     """Every difference between the cached rows and the samples now at their index (``expected``: the planned
     metadata with the corpus and tokenizer of this run). Rows at an index this run does not have are not reused by
@@ -97,8 +132,8 @@ def cached_input_changes(
         meta = expected.get(index)
         if meta is None:
             continue
-        cached = row.get('metadata') or {}
-        if not isinstance(cached, Mapping) or 'subset' not in cached:
+        cached = row.metadata or {}
+        if 'subset' not in cached:
             changes.append(InputChange(subset, index, 'metadata (what the prompt was built from)', None, None, False))
             continue
         current = _comparable(meta.to_dict())
@@ -107,12 +142,12 @@ def cached_input_changes(
             if name in recorded and recorded[name] is not None and recorded[name] != current.get(name):
                 changes.append(InputChange(subset, index, name, recorded[name], current.get(name)))
         asked = recorded.get('question') if isinstance(recorded.get('question'), str) else meta.question
-        changes += _frame_changes(subset, index, row.get('messages'), asked, prompt)
+        changes += _frame_changes(subset, index, row, asked, prompt)
     return changes
 
 
 def spot_checked_index(
-    expected: Mapping[int, SampleMeta], rows: Mapping[int, Mapping[str, Any]], changes: Sequence[InputChange]
+    expected: Mapping[int, SampleMeta], rows: Mapping[int, CachedRow], changes: Sequence[InputChange]
 ) -> int | None:
     """The cached sample whose prompt is built again and compared whole, for what metadata does not record (the
     buffers move the haystack but are in no sample's metadata): the shortest one (cheapest to build) whose recorded
@@ -123,15 +158,9 @@ def spot_checked_index(
     return min(paired, key=lambda index: (expected[index].context_length, index)) if paired else None
 
 
-def haystack_changes(subset: str, index: int, row: Mapping[str, Any], user_prompt: str) -> list[InputChange]:
+def haystack_changes(subset: str, index: int, row: CachedRow, user_prompt: str) -> list[InputChange]:
     """The prompt built now for a cached sample against the one its row says was sent."""
-    messages = row.get('messages')
-    sent = [
-        message.get('content')
-        for message in (messages if isinstance(messages, list) else [])
-        if isinstance(message, dict) and message.get('role') == 'user'
-    ]
-    if not sent or sent[0] == user_prompt:
+    if row.user_length is None or row.user_sha256 == _sha256(user_prompt):
         return []
     note = (
         f'the prompt of cached sample {index}, built again from the same corpus, needles and question, differs: a '
@@ -180,22 +209,24 @@ def _comparable(metadata: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(json.dumps(typed, default=str))
 
 
-def _frame_changes(subset: str, index: int, messages: Any, question: str, prompt: PromptSpec) -> list[InputChange]:
+def _frame_changes(subset: str, index: int, row: CachedRow, question: str, prompt: PromptSpec) -> list[InputChange]:
     """The system prompt and the user template around the haystack, read from the prompt the cached row sent."""
-    if not isinstance(messages, list):
-        return []
-    texts = {message.get('role'): message.get('content') for message in messages if isinstance(message, dict)}
     changes = []
-    system = texts.get('system') if isinstance(texts.get('system'), str) else ''  # none sent: an empty one
-    if system != prompt.system_prompt:
-        changes.append(InputChange(subset, index, 'system_prompt', system, prompt.system_prompt))
-    user = texts.get('user')
-    if isinstance(user, str):
+    if row.system != prompt.system_prompt:
+        changes.append(InputChange(subset, index, 'system_prompt', row.system, prompt.system_prompt))
+    if row.user_length is not None:
         marker = '\0haystack\0'
         before, after = prompt.user_message(context=marker, question=question).split(marker)
-        if len(user) < len(before) + len(after) or not (user.startswith(before) and user.endswith(after)):
+        fits = row.user_length >= len(before) + len(after)
+        # Ends longer than the kept ones (a template of over 16k characters) are compared as far as they were kept.
+        head, tail = before[:_PROMPT_END_CHARS], after[-_PROMPT_END_CHARS:]
+        if not (fits and row.user_head.startswith(head) and row.user_tail.endswith(tail)):
             changes.append(InputChange(subset, index, 'prompt_template', None, prompt.user_template, False))
     return changes
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode('utf-8', errors='surrogatepass')).hexdigest()
 
 
 def _shown(field: str, value: Any) -> str:

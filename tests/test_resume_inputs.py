@@ -12,6 +12,7 @@ from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.prompts import PromptSpec
 from evalscope_niah.resume_inputs import (
+    CachedRow,
     cached_input_changes,
     check_cached_inputs,
     haystack_changes,
@@ -40,18 +41,19 @@ META = SampleMeta(
 )
 
 
-def _row(meta: SampleMeta, *, index: int = 0, prompt: PromptSpec = PROMPT, haystack: str = 'hay') -> dict:
+def _row(meta: SampleMeta, *, index: int = 0, prompt: PromptSpec = PROMPT, haystack: str = 'hay') -> CachedRow:
     """A prediction row as EvalScope writes it: JSON types (lists), measured values, the messages sent."""
     messages = [*prompt.messages(context=haystack, question=meta.question), {'role': 'assistant', 'content': 'x'}]
     metadata = json.loads(json.dumps(meta.with_build(prompt_tokens=598, divergence_token=311).to_dict()))
-    return {'index': index, 'metadata': metadata, 'messages': messages}
+    return CachedRow.from_row({'index': index, 'metadata': metadata, 'messages': messages})
 
 
 def test_rows_are_read_as_evalscope_reads_them(tmp_path: Path) -> None:
     path = tmp_path / 'predictions.jsonl'
-    lines = [json.dumps({'index': 0, 'v': 1}), '{"index": 1, "v"', json.dumps({'index': 0, 'v': 2}), '[]']
+    lines = [json.dumps({'index': 0, 'v': 1}), '{"index": 1, "v"', json.dumps({'index': 0, 'metadata': {'v': 2}}), '[]']
     path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
-    assert read_cached_rows(path) == {0: {'index': 0, 'v': 2}}  # the last row of an index wins; cut rows skipped
+    # The last row of an index wins; cut rows skipped.
+    assert read_cached_rows(path) == {0: CachedRow.from_row({'index': 0, 'metadata': {'v': 2}})}
     assert read_cached_rows(tmp_path / 'absent.jsonl') == {}
 
 
@@ -82,8 +84,9 @@ def test_the_prompt_frame_is_compared() -> None:
 
 
 def test_what_a_row_does_not_record_and_samples_this_run_lacks_are_not_compared() -> None:
-    old = _row(META)
-    del old['metadata']['corpus_sha256']  # written before the field existed
+    recorded = json.loads(json.dumps(META.to_dict()))
+    del recorded['corpus_sha256']  # written before the field existed
+    old = dataclasses.replace(_row(META), metadata=recorded)
     assert (
         cached_input_changes('english', {0: dataclasses.replace(META, corpus_sha256='c' * 64)}, {0: old}, PROMPT) == []
     )
@@ -113,3 +116,13 @@ def test_the_shortest_matching_sample_is_built_again_and_compared_whole() -> Non
     assert haystack_changes('english', 1, rows[1], PROMPT.user_message(context='hay', question=META.question)) == []
     moved = haystack_changes('english', 1, rows[1], PROMPT.user_message(context='  hay', question=META.question))
     assert [change.field for change in moved] == ['haystack'] and 'start_buffer' in moved[0].note
+
+
+def test_a_long_prompt_is_kept_by_its_ends_and_compared_by_hash() -> None:
+    haystack = 'Hay is dry grass. ' * 20_000  # 360k characters: a row keeps two bounded ends, not the haystack
+    row = _row(META, haystack=haystack)
+    assert len(row.user_head) + len(row.user_tail) < 40_000
+    assert cached_input_changes('english', {0: META}, {0: row}, PROMPT) == []
+    sent = PROMPT.user_message(context=haystack, question=META.question)
+    assert haystack_changes('english', 0, row, sent) == []
+    assert haystack_changes('english', 0, row, sent.replace('dry', 'wet', 1))[0].field == 'haystack'
