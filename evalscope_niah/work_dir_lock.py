@@ -112,5 +112,5 @@ def _busy_message(directory: Path) -> str:
         who = f'another run (pid {holder.get("pid")}, started {holder.get("started")} on {holder.get("host")})'
     return (
         f'{who} is writing into {str(directory)!r}, and two runs in one work dir mix their predictions and overwrite '
-        'each other\'s results. Wait for it to end, or give this run another work_dir (or drop --no-timestamp)'
+        "each other's results. Wait for it to end, or give this run another work_dir (or drop --no-timestamp)"
     )
