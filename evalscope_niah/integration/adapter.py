@@ -44,6 +44,7 @@ from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
+from .resume import refuse_mixed_inputs
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -129,7 +130,6 @@ class NiahAdapter(DefaultDataAdapter):
         tokenizer = samplers[0][0].tokenizer if samplers else None
         if getattr(tokenizer, 'calls', None) is not None:
             logger.info('needle_haystack: %d tokenize calls to the model server so far', tokenizer.calls)
-        self._qualify_judges(samplers)
         datasets = {}
         for sampler, _ in samplers:
             name = sampler.subset.name
@@ -149,6 +149,9 @@ class NiahAdapter(DefaultDataAdapter):
             self._expected_cells[name] = {
                 sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
             }
+        # Before any model or judge request: a resume whose cached predictions were made from other inputs stops.
+        refuse_mixed_inputs(self._task_config, self.name, datasets, self._samplers, self._prompt_spec())
+        self._qualify_judges(samplers)
         return DatasetDict(datasets), None
 
     def _endpoint(self) -> dict[str, str | None]:

@@ -1,14 +1,16 @@
-"""EvalScope's evaluator with two changes: reviews that survive a crash, and a prefix-cache-friendly request order
-(planned with the adapter's prefix gate)."""
+"""EvalScope's evaluator with three changes: reviews that survive a crash, a prefix-cache-friendly request order
+(planned with the adapter's prefix gate), and one run per work dir at a time (work_dir_lock)."""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from evalscope.evaluator import DefaultEvaluator
 
 from ..metadata import SampleMeta
 from ..ordering import PrefixInfo, prefix_friendly_order
+from ..work_dir_lock import hold_work_dir
 
 __all__ = ['NiahEvaluator']
 
@@ -18,6 +20,21 @@ class NiahEvaluator(DefaultEvaluator):
     kill -9 every finished review was lost and re-judged on resume. A fresh run has no old reviews to protect:
     publish the (empty) files at once, so each review is appended where --use-cache will find it.
     """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # EvalScope makes the evaluators of a run before it writes its config, cache or results in the work dir (only
+        # its log is opened earlier): the earliest point of a run that knows the final directory. Held until this
+        # dataset's evaluation ends, failed or not; an error before it (EvalScope refusing the cache) releases the
+        # hold when EvalScope drops the evaluator.
+        self._work_dir_hold = hold_work_dir(self.outputs.outputs_dir)
+        weakref.finalize(self, self._work_dir_hold.release)
+
+    def eval(self):
+        try:
+            return super().eval()
+        finally:
+            self._work_dir_hold.release()
 
     def _collect_work_items(self, dataset_dict):
         context = super()._collect_work_items(dataset_dict)

@@ -194,7 +194,8 @@ def test_plain_evalscope_cli_runs_ours_with_rule_scoring(tmp_path, corpus_dir):
 
 
 def test_rerun_review_of_another_grid_never_mixes_cells(judged_run, corpus_dir, tmp_path):
-    """--use-cache with --rerun-review passes EvalScope's identity check; our adapter must still refuse old cells."""
+    """--use-cache with --rerun-review passes EvalScope's identity check; our adapter must still refuse old cells
+    (before any request: the cached rows' inputs are compared with this grid's samples when they are loaded)."""
     work_dir = tmp_path / 'copy'
     shutil.copytree(judged_run['work_dir'], work_dir)
     changed = {
@@ -204,5 +205,6 @@ def test_rerun_review_of_another_grid_never_mixes_cells(judged_run, corpus_dir, 
     with OpenAICompatServer({MODEL: depth_sensitive_model, JUDGE: make_judge_responder(overlap_grader)}) as server:
         task = _task(server, corpus_dir, work_dir, use_cache=str(work_dir), rerun_review=True)
         task.dataset_args = {'needle_haystack': changed}
-        with pytest.raises(Exception, match=r'was made for cell \(length 1200, depth'):
+        with pytest.raises(NiahConfigError, match=r'subset english: context_length changed \(1200 -> 900\)'):
             run_task(task)
+        assert server.requests == []

@@ -11,6 +11,7 @@ so the reviews of a killed first run are kept too (last test).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import signal
 import subprocess
@@ -31,9 +32,11 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import register
 from evalscope_niah.params import parse_params
 from evalscope_niah.samples import iter_samples
+from evalscope_niah.work_dir_lock import HOLDER_FILE, LOCK_FILE
 
 MODEL, JUDGE = 'slow-model', 'mock-judge'
 EXTRA = {'context_lengths': [600, 900], 'document_depth_percents': [0, 25, 50, 75, 100], **UNCHECKED_JUDGE}
@@ -94,8 +97,12 @@ def _rows(path: Path) -> list[dict]:
 
 
 def _snapshot(work_dir: Path) -> dict[str, bytes]:
-    # Everything but the log, which records the refused attempt too.
-    files = [path for path in work_dir.rglob('*') if path.is_file() and path.parent.name != 'logs']
+    # Everything but the log, which records the refused attempt too, and the work dir's lock and its holder.
+    files = [
+        path
+        for path in work_dir.rglob('*')
+        if path.is_file() and path.parent.name != 'logs' and path.name not in (LOCK_FILE, HOLDER_FILE)
+    ]
     return {str(path.relative_to(work_dir)): path.read_bytes() for path in files}
 
 
@@ -241,3 +248,152 @@ def test_changed_grid_with_use_cache_is_refused_and_changes_nothing(resumed: Res
 def test_finished_reviews_of_a_killed_first_run_are_not_recomputed(resumed: Resumed) -> None:
     assert resumed.computed_reviews_1  # reviews were computed and flushed before the kill
     assert resumed.run2_judge_requests == resumed.count - len(resumed.computed_reviews_1)
+
+
+# ---- a resume never mixes inputs ------------------------------------------------------------------------------------
+
+MIXED_EXTRA = {'context_lengths': [600], 'document_depth_percents': [0, 50, 100]}
+ANSWERED_IN_RUN_1 = 2
+OTHER_NEEDLE = 'The best thing to do in San Francisco is to ride a cable car at dawn.'
+
+
+class FailsAfter:
+    """needle_finder for the first ``answers`` requests, then every request fails (500) until ``healthy`` is set."""
+
+    def __init__(self, answers: int) -> None:
+        self.left = answers
+        self.lock = threading.Lock()
+        self.healthy = threading.Event()
+
+    def __call__(self, messages: list[dict]) -> str:
+        with self.lock:
+            if not self.healthy.is_set():
+                if self.left == 0:
+                    raise RuntimeError('the model server is down')
+                self.left -= 1
+        return needle_finder(messages)
+
+
+@dataclass
+class Mixed:
+    count: int
+    predicted_1: set[int]
+    corpus_refused: NiahConfigError
+    corpus_refused_requests: int
+    resume_requests: int
+    final_indices: list[int]
+    needle_refused: NiahConfigError
+    needle_refused_requests: int
+    buffer_refused: NiahConfigError
+    buffer_refused_requests: int
+    untouched: bool  # the refused rerun_review left predictions and reviews as they were
+
+
+@pytest.fixture(scope='module')
+def mixed(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Mixed:
+    """Run 1 answers two of three samples (then its server fails); the corpus is edited and the resume refused; the
+    corpus restored, the resume finishes; then a changed needle with --rerun-review is refused."""
+    register()
+    corpus_dir = tmp_path_factory.mktemp('mixed-corpus')
+    for path in fixture_corpus_dir.iterdir():
+        (corpus_dir / path.name).write_bytes(path.read_bytes())
+    corpus = corpus_dir / 'PaulGraham_Essays.txt'
+    original = corpus.read_bytes()
+    work_dir = tmp_path_factory.mktemp('mixed') / 'run'
+    predictions = work_dir / 'predictions' / MODEL / 'needle_haystack_english.jsonl'
+    model = FailsAfter(ANSWERED_IN_RUN_1)
+
+    with OpenAICompatServer({MODEL: model}, max_seconds=120) as server:
+
+        def settings(extra: dict[str, Any], **overrides: Any) -> TaskConfig:
+            return TaskConfig(
+                **task_settings(
+                    server,
+                    corpus_dir,
+                    work_dir,
+                    model=MODEL,
+                    extra=extra,
+                    subsets=['english'],
+                    eval_batch_size=1,
+                    ignore_errors=True,
+                    generation_config={'retries': 1, 'retry_interval': 0},
+                    model_args={'max_retries': 0},
+                ),
+                **overrides,
+            )
+
+        run_task(settings(MIXED_EXTRA))
+        count = len(server.requests)
+        predicted_1 = {row['index'] for row in _rows(predictions)}
+
+        corpus.write_bytes(b'An edited first sentence. ' + original)
+        before = len(server.requests)
+        with pytest.raises(NiahConfigError) as corpus_refused:
+            run_task(settings(MIXED_EXTRA, use_cache=str(work_dir)))
+        corpus_refused_requests = len(server.requests) - before
+
+        corpus.write_bytes(original)
+        model.healthy.set()
+        before = len(server.requests)
+        run_task(settings(MIXED_EXTRA, use_cache=str(work_dir)))
+        resume_requests = len(server.requests) - before
+        final_indices = sorted(row['index'] for row in _rows(predictions))
+
+        snapshot = _snapshot(work_dir)
+        before = len(server.requests)
+        with pytest.raises(NiahConfigError) as needle_refused:
+            run_task(settings({**MIXED_EXTRA, 'needles': [OTHER_NEEDLE]}, use_cache=str(work_dir), rerun_review=True))
+        needle_refused_requests = len(server.requests) - before
+        with pytest.raises(NiahConfigError) as buffer_refused:  # in no sample's metadata: the prompt differs
+            run_task(settings({**MIXED_EXTRA, 'start_buffer': 50}, use_cache=str(work_dir), rerun_review=True))
+        buffer_refused_requests = len(server.requests) - before - needle_refused_requests
+        untouched = {name: data for name, data in _snapshot(work_dir).items() if not name.startswith('configs')} == {
+            name: data for name, data in snapshot.items() if not name.startswith('configs')
+        }
+
+    return Mixed(
+        count=count,
+        predicted_1=predicted_1,
+        corpus_refused=corpus_refused.value,
+        corpus_refused_requests=corpus_refused_requests,
+        resume_requests=resume_requests,
+        final_indices=final_indices,
+        needle_refused=needle_refused.value,
+        needle_refused_requests=needle_refused_requests,
+        buffer_refused=buffer_refused.value,
+        buffer_refused_requests=buffer_refused_requests,
+        untouched=untouched,
+    )
+
+
+def test_an_edited_corpus_refuses_the_resume_before_any_request(mixed: Mixed, fixture_corpus_dir: Path) -> None:
+    assert len(mixed.predicted_1) == ANSWERED_IN_RUN_1 < mixed.count  # run 1 stopped after some answers
+    error = mixed.corpus_refused
+    assert error.param == 'use_cache'
+    old = hashlib.sha256((fixture_corpus_dir / 'PaulGraham_Essays.txt').read_bytes()).hexdigest()
+    assert f'subset english: corpus_sha256 changed ({old[:12]}..' in error.detail
+    assert f'(in {ANSWERED_IN_RUN_1} cached samples)' in error.detail
+    assert 'new work dir' in error.detail and 'restore the inputs' in error.detail
+    assert mixed.corpus_refused_requests == 0
+
+
+def test_restored_inputs_resume_and_repeat_nothing(mixed: Mixed) -> None:
+    assert mixed.resume_requests == mixed.count - ANSWERED_IN_RUN_1  # only the samples without an answer
+    assert mixed.final_indices == list(range(mixed.count))
+
+
+def test_a_changed_needle_refuses_rerun_review_too(mixed: Mixed) -> None:
+    error = mixed.needle_refused
+    assert error.param == 'use_cache'
+    assert 'subset english: needles changed' in error.detail and OTHER_NEEDLE[:30] in error.detail
+    assert '--rerun-review' in error.detail
+    assert mixed.needle_refused_requests == 0
+    assert mixed.untouched  # predictions and reviews as they were
+
+
+def test_a_setting_that_moves_the_haystack_refuses_rerun_review(mixed: Mixed) -> None:
+    error = mixed.buffer_refused
+    assert error.param == 'use_cache'
+    assert 'subset english: haystack changed (the prompt of cached sample 0' in error.detail
+    assert 'start_buffer' in error.detail
+    assert mixed.buffer_refused_requests == 0
