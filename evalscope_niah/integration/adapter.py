@@ -28,7 +28,7 @@ from ..corpus import resolve_corpus_dir
 from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
-from ..outputs import write_run_outputs
+from ..outputs import OutputFiles, write_run_outputs
 from ..params import effective_length_mode, parse_params
 from ..prefix_gate import PlannedPrompt, PrefixGate
 from ..prompts import PromptSpec
@@ -480,6 +480,7 @@ class NiahAdapter(DefaultDataAdapter):
             mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
+            files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
         )
 
 
