@@ -102,9 +102,10 @@ def _message(
     where = '; '.join(f'{subset} {lengths}' for subset, lengths in past.items())
     counted_by = "its server's tokenizer" if counted else tokenizer_name
     message = (
-        f'the model reads at most {window} tokens ({source}), and counted by {counted_by}, {too_long} plus the '
+        f'the model reads at most {window} tokens ({source}); counted by {counted_by}, lengths {too_long} plus the '
         f'answer budget of {budget} tokens do not fit ({where})'
     )
+    lower = ', or lower max_tokens' if budget else ''
     longest = {c.subset: c for c in sorted(counted, key=lambda c: c.length) if c.subset in past}
     grown = [c for c in longest.values() if c.served > c.length]
     if grown:
@@ -113,9 +114,9 @@ def _message(
         )
         return (
             f"{message}: {shown}. Count lengths in the model's own tokens with tokenizer_path: 'server', or use "
-            'shorter lengths (context_lengths / context_lengths_max), or lower max_tokens'
+            f'shorter lengths (context_lengths / context_lengths_max){lower}'
         )
-    return f'{message}. Drop those lengths (context_lengths / context_lengths_max), or lower max_tokens'
+    return f'{message}. Drop those lengths (context_lengths / context_lengths_max){lower}'
 
 
 def served_counter(
