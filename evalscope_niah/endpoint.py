@@ -201,10 +201,10 @@ def _count_chat_vllm(
 ) -> int | None:
     body = {'model': model, 'messages': messages, 'add_generation_prompt': True, 'add_special_tokens': False}
     status, answer = _send(client, 'POST', f'{root}/tokenize', body, deadline_s=deadline_s)
-    tokens = answer.get('tokens') if isinstance(answer, dict) else None
-    if status != 200 or not isinstance(tokens, list) or 'count' not in answer:
+    if status != 200 or not isinstance(answer, dict):
         return None
-    return plausible_tokens(len(tokens), minimum=1)
+    count = _count_of(answer.get('tokens'))
+    return count if count is not None and answer.get('count') == count else None  # two counts that disagree: none
 
 
 def _count_chat_llama_cpp(
@@ -216,9 +216,17 @@ def _count_chat_llama_cpp(
         return None
     status, answer = _send(client, 'POST', f'{root}/tokenize', {'content': prompt}, deadline_s=deadline_s)
     tokens = answer.get('tokens') if isinstance(answer, dict) else None
-    if status != 200 or not isinstance(tokens, list):
+    count = _count_of(tokens) if status == 200 else None
+    if count is not None:
+        _CHAT_FLAVORS[root] = LLAMA_CPP  # its next count skips vLLM's form
+    return count
+
+
+def _count_of(tokens: Any) -> int | None:
+    """The number of token ids in a tokenize answer; None when it is not a list of ids (a server that says
+    nonsense does not get to let a prompt through)."""
+    if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
         return None
-    _CHAT_FLAVORS[root] = LLAMA_CPP  # its next count skips vLLM's form
     return plausible_tokens(len(tokens), minimum=1)
 
 

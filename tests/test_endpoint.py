@@ -12,7 +12,7 @@ import pytest
 from evalscope_niah import tokenization
 from evalscope_niah.endpoint import ServerTokenizer, count_chat_tokens, probe_context_window, server_root
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import Lies, OpenAICompatServer, needle_finder
 from evalscope_niah.tokenization import load_tokenizer, shipped_qwen3_dir, token_index
 
 MODEL = 'served-qwen3'
@@ -268,3 +268,9 @@ def fixture_texts_by_language(fixture_corpus_dir) -> dict[str, str]:
         'en': (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8'),
         'zh': (fixture_corpus_dir / 'Journey_to_the_West.txt').read_text(encoding='utf-8'),
     }
+
+
+@pytest.mark.parametrize('lie', ['garbage', 'wrong_count'])
+def test_count_chat_tokens_of_a_lying_tokenizer_is_none(lie: str) -> None:
+    with serve('vllm', lies=Lies(tokenize=lie)) as server:
+        assert count_chat_tokens(server.base_url, model=MODEL, messages=[{'role': 'user', 'content': lie}]) is None
