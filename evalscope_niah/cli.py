@@ -20,6 +20,7 @@ from .run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
+    from .outputs import OutputFiles
     from .records import SampleResult
     from .stats import CellSummary
 
@@ -216,15 +217,16 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
-    from .outputs import HEATMAP_PREFIX, RESULTS_FILE, draw_heatmaps, in_served_tokens
+    from .outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
     from .results import read_results_to_draw
 
-    found = [path for work_dir in args.work_dirs for path in sorted(Path(work_dir).rglob(RESULTS_FILE))]
+    found = [path for work_dir in args.work_dirs for path in find_results_files(work_dir)]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
     if missing or not found:
         where = ', '.join(missing) if missing else ', '.join(str(work_dir) for work_dir in args.work_dirs)
         print(
-            f'evalscope-niah plot: no {RESULTS_FILE} under {where}; pass the output directory of a finished '
+            f'evalscope-niah plot: no {" or ".join(results_file_names())} under {where}; pass the output directory '
+            'of a finished '
             'needle_haystack run (the folder holding reports/)',
             file=sys.stderr,
         )
@@ -235,12 +237,13 @@ def _plot(args: argparse.Namespace) -> int:
         except (ValueError, OSError) as exc:  # a malformed row names its file and line; nothing is drawn for it
             print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
             return 1
-        effective = _effective_lengths(results_file.parent, results)
-        options = {}
+        files = OutputFiles.of_results_file(results_file)  # a run of both names keeps both sets of heatmaps
+        effective = _effective_lengths(results_file.parent, results, files)
+        options = {'prefix': files.heatmap_prefix}
         if args.served_tokens:
             results, effective = in_served_tokens(results, effective)
             options = {
-                'prefix': f'{HEATMAP_PREFIX}_served',
+                'prefix': f'{files.heatmap_prefix}_served',
                 'title': 'Needle in a haystack (tokens the model read)',
             }
         for path in draw_heatmaps(
@@ -250,9 +253,8 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dict[str, int | None]:
+def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files: OutputFiles) -> dict[str, int | None]:
     """Effective lengths as the run stored them (its threshold and mode), else computed with the defaults."""
-    from .outputs import RESULTS_FILE, SUMMARY_FILE
     from .results import read_summary_json
     from .stats import effective_context_length
 
@@ -260,14 +262,14 @@ def _effective_lengths(report_dir: Path, results: Sequence[SampleResult]) -> dic
     for result in results:
         if not result.control:
             grid.setdefault(result.subset, set()).add(result.context_length)
-    stored = report_dir / SUMMARY_FILE
+    stored = report_dir / files.summary
     if stored.is_file():
         try:
             lengths = {s: e.length for s, e in read_summary_json(stored).effective_context_length.items()}
             # A summary from another grid (a rerun that left it behind) would mark a column that is not there.
             if all(length is None or length in grid.get(subset, ()) for subset, length in lengths.items()):
                 return lengths
-            print(f'evalscope-niah plot: ignoring {stored}: it does not match {RESULTS_FILE}', file=sys.stderr)
+            print(f'evalscope-niah plot: ignoring {stored}: it does not match {files.results}', file=sys.stderr)
         except ValueError as exc:
             print(f'evalscope-niah plot: ignoring {stored}: {exc}', file=sys.stderr)
     fields = NiahParams.model_fields  # the parameter model owns the defaults
@@ -317,7 +319,7 @@ def _plot_csv(args: argparse.Namespace) -> int:
 
 def _compare(args: argparse.Namespace) -> int:
     from .compare import NoResultsError, run_compare
-    from .outputs import RESULTS_FILE
+    from .outputs import results_file_names
 
     if not 0.0 < args.threshold <= 1.0:
         raise NiahConfigError('--threshold', f'must be in (0, 1], got {args.threshold}')
@@ -327,8 +329,8 @@ def _compare(args: argparse.Namespace) -> int:
         )
     except NoResultsError as exc:
         print(
-            f'evalscope-niah compare: no {RESULTS_FILE} under {", ".join(exc.dirs)}; pass the output directory of a '
-            'finished needle_haystack run (the folder holding reports/)',
+            f'evalscope-niah compare: no {" or ".join(results_file_names())} under {", ".join(exc.dirs)}; pass the '
+            'output directory of a finished needle_haystack run (the folder holding reports/)',
             file=sys.stderr,
         )
         return 1

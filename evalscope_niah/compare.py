@@ -1,8 +1,9 @@
 """Compare finished runs side by side: one PNG of heatmaps (rows = subsets, columns = models) on one colour scale,
 the effective context length marked in every panel, plus a table of effective lengths (text and CSV).
 
-Runs are found as `reports/<model_id>/` + `outputs.RESULTS_FILE` under EvalScope work directories, so nothing
-is recomputed from model outputs; the figure is built on an Agg-backed `Figure`, never through pyplot.
+Runs are found as `reports/<model_id>/` + a results file (`outputs.find_results_files`) under EvalScope work
+directories, so nothing is recomputed from model outputs; the figure is built on an Agg-backed `Figure`, never
+through pyplot.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from matplotlib.figure import Figure
 
 from .atomic import atomic_write_bytes, atomic_write_text
 from .labels import length_labels
-from .outputs import RESULTS_FILE
+from .outputs import OutputFiles, find_results_files, results_file_names
 from .plotting import add_accuracy_colorbar, draw_heatmap
 from .records import SampleResult
 from .results import csv_text, read_results_to_draw
@@ -76,7 +77,7 @@ class NoResultsError(FileNotFoundError):
 
     def __init__(self, dirs: Sequence[str]) -> None:
         self.dirs = list(dirs)
-        super().__init__(f'no {RESULTS_FILE} under {", ".join(self.dirs)}')
+        super().__init__(f'no {" or ".join(results_file_names())} under {", ".join(self.dirs)}')
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ def _unique_labels(candidates: Sequence[Sequence[str]]) -> list[str]:
 
 
 def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
-    """Every `reports/<model_id>/` + `outputs.RESULTS_FILE` under each work dir, read, in the order given.
+    """Every `reports/<model_id>/` + results file (either benchmark name's) under each work dir, read, in the order
+    given.
 
     Labels are the model ids; where two are equal the work dir name is added ('qwen (run-a)'), then the path
     inside the work dir.  Raises `NoResultsError` naming every dir without results (or that is not a dir), and
@@ -156,17 +158,21 @@ def find_runs(work_dirs: Sequence[str | os.PathLike[str]]) -> list[ModelRun]:
     missing: list[str] = []
     for work_dir in work_dirs:
         root = Path(work_dir)
-        files = sorted(root.rglob(RESULTS_FILE)) if root.is_dir() else []
+        files = find_results_files(root)
         if not files:
             missing.append(str(work_dir))
         found.extend((root, path) for path in files)
     if missing:
         raise NoResultsError(missing)
+    # A run of both benchmark names holds two results files per model: the name tells them apart.
+    prefixes = {path: OutputFiles.of_results_file(path).prefix for _, path in found}
+    tagged = {path: f' [{prefix}]' if len(set(prefixes.values())) > 1 else '' for path, prefix in prefixes.items()}
     candidates = [
         (
             path.parent.name,
-            f'{path.parent.name} ({root.resolve().name})',
-            f'{path.parent.name} ({root.resolve().name}/{path.parent.relative_to(root).as_posix()})',
+            f'{path.parent.name}{tagged[path]}',
+            f'{path.parent.name}{tagged[path]} ({root.resolve().name})',
+            f'{path.parent.name}{tagged[path]} ({root.resolve().name}/{path.parent.relative_to(root).as_posix()})',
         )
         for root, path in found
     ]

@@ -145,6 +145,91 @@ def _window_of_props(body: Any, model: str) -> tuple[str, Any]:
     return 'n_ctx', body.get('n_ctx')
 
 
+# ---- one chat counted by the server ---------------------------------------------------------------------------
+
+# (server root, model, sha256 of the messages) -> the server's count: the window check asks once per prompt per
+# process, however many benchmark names or runs of one process ask again.
+_CHAT_COUNTS: dict[tuple[str, str, str], int] = {}
+_CHAT_COUNTS_LOCK = threading.Lock()
+_MAX_CHAT_COUNTS = 256
+_CHAT_FLAVORS: dict[str, str] = {}  # server root -> LLAMA_CPP once its form answered (a few roots per process)
+
+
+def count_chat_tokens(
+    api_url: str, *, model: str, messages: Sequence[Message], api_key: str | None = None, timeout: float = 60
+) -> int | None:
+    """The tokens the server's own tokenizer gives ``messages`` with its chat template (what it bills as the
+    prompt), or None when the server has no tokenize API that answers.
+
+    vLLM (and servers answering its form): ``POST /tokenize`` with the messages, one call; llama.cpp:
+    ``POST /apply-template`` then ``POST /tokenize``, two calls. Advisory: a network error, an error status or an
+    answer of another shape is not counting (logged at debug level); nothing here raises.
+    """
+    root = server_root(api_url)
+    key = (root, model, hashlib.sha256(json.dumps(list(messages), sort_keys=True).encode()).hexdigest())
+    with _CHAT_COUNTS_LOCK:
+        if key in _CHAT_COUNTS:
+            return _CHAT_COUNTS[key]
+    try:
+        with httpx.Client(timeout=timeout, headers=_headers(api_key)) as client:
+            count = _count_chat(client, root, model, list(messages), deadline_s=timeout)
+    except Exception as exc:  # a refused connection, a reply too large or too slow
+        logger.debug('counting a chat at %s failed: %r', root, exc)
+        return None
+    if count is not None:
+        with _CHAT_COUNTS_LOCK:
+            if len(_CHAT_COUNTS) >= _MAX_CHAT_COUNTS:
+                _CHAT_COUNTS.pop(next(iter(_CHAT_COUNTS)))
+            _CHAT_COUNTS[key] = count
+    return count
+
+
+def _count_chat(
+    client: httpx.Client, root: str, model: str, messages: list[Message], *, deadline_s: float
+) -> int | None:
+    forms = (_count_chat_vllm, _count_chat_llama_cpp)
+    for count_in in reversed(forms) if _CHAT_FLAVORS.get(root) == LLAMA_CPP else forms:
+        count = count_in(client, root, model, messages, deadline_s=deadline_s)
+        if count is not None:
+            return count
+    logger.debug("%s counts no chat: neither vLLM's /tokenize nor llama.cpp's /apply-template answered", root)
+    return None
+
+
+def _count_chat_vllm(
+    client: httpx.Client, root: str, model: str, messages: list[Message], *, deadline_s: float
+) -> int | None:
+    body = {'model': model, 'messages': messages, 'add_generation_prompt': True, 'add_special_tokens': False}
+    status, answer = _send(client, 'POST', f'{root}/tokenize', body, deadline_s=deadline_s)
+    if status != 200 or not isinstance(answer, dict):
+        return None
+    count = _count_of(answer.get('tokens'))
+    return count if count is not None and answer.get('count') == count else None  # two counts that disagree: none
+
+
+def _count_chat_llama_cpp(
+    client: httpx.Client, root: str, model: str, messages: list[Message], *, deadline_s: float
+) -> int | None:
+    status, answer = _send(client, 'POST', f'{root}/apply-template', {'messages': messages}, deadline_s=deadline_s)
+    prompt = answer.get('prompt') if isinstance(answer, dict) else None
+    if status != 200 or not isinstance(prompt, str):
+        return None
+    status, answer = _send(client, 'POST', f'{root}/tokenize', {'content': prompt}, deadline_s=deadline_s)
+    tokens = answer.get('tokens') if isinstance(answer, dict) else None
+    count = _count_of(tokens) if status == 200 else None
+    if count is not None:
+        _CHAT_FLAVORS[root] = LLAMA_CPP  # its next count skips vLLM's form
+    return count
+
+
+def _count_of(tokens: Any) -> int | None:
+    """The number of token ids in a tokenize answer; None when it is not a list of ids (a server that says
+    nonsense does not get to let a prompt through)."""
+    if not isinstance(tokens, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in tokens):
+        return None
+    return plausible_tokens(len(tokens), minimum=1)
+
+
 # ---- the server's tokenizer ----------------------------------------------------------------------------------
 
 VLLM = 'vllm'

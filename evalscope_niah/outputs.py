@@ -23,15 +23,20 @@ from .tasks import reported_values
 
 __all__ = [
     'CELLS_FILE',
+    'DEFAULT_PREFIX',
     'HEATMAP_PREFIX',
     'JUDGE_CHECK_FILE',
     'OPENCOMPASS_SUMMARY_PREFIX',
     'OUTPUT_FILE_NAMES',
+    'OUTPUT_PREFIXES',
     'RESULTS_FILE',
     'SUMMARY_FILE',
+    'OutputFiles',
     'draw_heatmaps',
+    'find_results_files',
     'in_served_tokens',
     'opencompass_summary_file',
+    'results_file_names',
     'scoring_notes',
     'write_opencompass_summaries',
     'write_run_outputs',
@@ -41,6 +46,10 @@ logger = logging.getLogger(__name__)
 
 # The files of a run, inside EvalScope's report directory (reports/<model_id>/), read back by `evalscope-niah plot`
 # and `demo`. Renaming one breaks reading the runs already on disk: these names are the format.
+# Each name the benchmark runs under (registration.py: 'needle_haystack' and 'niah') writes its files with that name
+# as the prefix, so a run of both keeps both; the constants below are the needle_haystack ones (`OutputFiles`).
+DEFAULT_PREFIX = 'needle_haystack'
+OUTPUT_PREFIXES: tuple[str, ...] = (DEFAULT_PREFIX, 'niah')
 RESULTS_FILE = 'needle_haystack_results.jsonl'  # one SampleResult per line
 CELLS_FILE = 'needle_haystack_cells.csv'  # one CellSummary per row
 SUMMARY_FILE = 'needle_haystack_summary.json'  # effective lengths, control and subset summaries
@@ -60,6 +69,68 @@ OUTPUT_FILE_NAMES: tuple[str, ...] = (
     HEATMAP_PREFIX,
 )
 
+
+@dataclasses.dataclass(frozen=True)
+class OutputFiles:
+    """The file names one benchmark name writes: the constants above with its prefix in place of needle_haystack's
+    (``OutputFiles('niah').results == 'niah_results.jsonl'``)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if self.prefix not in OUTPUT_PREFIXES:
+            raise ValueError(f'output prefix must be one of {OUTPUT_PREFIXES}, got {self.prefix!r}')
+
+    @classmethod
+    def of_results_file(cls, path: str | os.PathLike[str]) -> OutputFiles:
+        """The files beside a results file found by `find_results_files`, by its name."""
+        name = Path(path).name
+        prefix = next((p for p in OUTPUT_PREFIXES if name == cls(p).results), None)
+        if prefix is None:
+            raise ValueError(f'{name!r} is not a results file ({", ".join(results_file_names())})')
+        return cls(prefix)
+
+    def _renamed(self, name: str) -> str:
+        return self.prefix + name.removeprefix(DEFAULT_PREFIX)
+
+    @property
+    def results(self) -> str:
+        return self._renamed(RESULTS_FILE)
+
+    @property
+    def cells(self) -> str:
+        return self._renamed(CELLS_FILE)
+
+    @property
+    def summary(self) -> str:
+        return self._renamed(SUMMARY_FILE)
+
+    @property
+    def judge_check(self) -> str:
+        return self._renamed(JUDGE_CHECK_FILE)
+
+    @property
+    def opencompass_summary_prefix(self) -> str:
+        return self._renamed(OPENCOMPASS_SUMMARY_PREFIX)
+
+    @property
+    def heatmap_prefix(self) -> str:
+        return self._renamed(HEATMAP_PREFIX)
+
+
+def results_file_names() -> tuple[str, ...]:
+    """Every name a results file may have, one per prefix."""
+    return tuple(OutputFiles(prefix).results for prefix in OUTPUT_PREFIXES)
+
+
+def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
+    """Every results file (any prefix) under ``root``, sorted by path; none when ``root`` is not a directory."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(path for name in results_file_names() for path in root.rglob(name))
+
+
 RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
 
 
@@ -76,22 +147,24 @@ def write_run_outputs(
     show_score: bool = False,
     plot: bool = True,
     judge_check: Mapping[str, Any] | None = None,
+    files: OutputFiles = OutputFiles(),
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
-    files of two runs of one grid line up. Drawing may fail without losing the scores: it is logged, not raised."""
+    files of two runs of one grid line up; named by ``files`` (the benchmark name run). Drawing may fail without
+    losing the scores: it is logged, not raised."""
     if not results:
         return
     results = sorted(results, key=_grid_order)
-    write_results(os.path.join(output_dir, RESULTS_FILE), results)
+    write_results(os.path.join(output_dir, files.results), results)
     cells = summarize_cells(results)
     # A column per value the tasks report, so the header is the same whichever cells hold one.
-    write_cells_csv(os.path.join(output_dir, CELLS_FILE), cells, value_columns=reported_values())
-    summary_path = os.path.join(output_dir, SUMMARY_FILE)
+    write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
+    summary_path = os.path.join(output_dir, files.summary)
     write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
-    write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)))
+    write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)), files=files)
     if judge_check:
         atomic_write_text(
-            os.path.join(output_dir, JUDGE_CHECK_FILE), json.dumps(judge_check, ensure_ascii=False, indent=2) + '\n'
+            os.path.join(output_dir, files.judge_check), json.dumps(judge_check, ensure_ascii=False, indent=2) + '\n'
         )
     if not plot:
         return
@@ -100,7 +173,9 @@ def write_run_outputs(
         for subset in sorted({result.subset for result in results})
     }
     try:
-        paths = draw_heatmaps(output_dir, results, effective_lengths=effective, show_score=show_score)
+        paths = draw_heatmaps(
+            output_dir, results, effective_lengths=effective, show_score=show_score, prefix=files.heatmap_prefix
+        )
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
     except Exception:  # plotting must not lose the scores, but it must not be silent either
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
@@ -157,13 +232,13 @@ def draw_heatmaps(
     )
 
 
-def opencompass_summary_file(subset: str) -> str:
+def opencompass_summary_file(subset: str, files: OutputFiles = OutputFiles()) -> str:
     """File name of one subset's summary; characters outside [A-Za-z0-9._-] become '_' (as heatmap file names)."""
-    return f'{OPENCOMPASS_SUMMARY_PREFIX}_{file_name_part(subset)}.csv'
+    return f'{files.opencompass_summary_prefix}_{file_name_part(subset)}.csv'
 
 
 def write_opencompass_summaries(
-    output_dir: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str
+    output_dir: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str, files: OutputFiles = OutputFiles()
 ) -> list[Path]:
     """One `opencompass.write_opencompass_summary` file per subset in `output_dir` (`opencompass_summary_file`), in
     subset order.
@@ -173,7 +248,7 @@ def write_opencompass_summaries(
     by_subset: dict[str, list[CellSummary]] = {}
     for cell in cells:
         by_subset.setdefault(cell.subset, []).append(cell)
-    names = {subset: opencompass_summary_file(subset) for subset in sorted(by_subset)}
+    names = {subset: opencompass_summary_file(subset, files) for subset in sorted(by_subset)}
     if len(set(names.values())) != len(names):
         raise ValueError(f'subset names collide after making them file-name safe: {names}')
     return [

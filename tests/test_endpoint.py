@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from evalscope_niah import tokenization
-from evalscope_niah.endpoint import ServerTokenizer, probe_context_window, server_root
+from evalscope_niah.endpoint import ServerTokenizer, count_chat_tokens, probe_context_window, server_root
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
+from evalscope_niah.testing.openai_server import Lies, OpenAICompatServer, needle_finder
 from evalscope_niah.tokenization import load_tokenizer, shipped_qwen3_dir, token_index
 
 MODEL = 'served-qwen3'
@@ -196,6 +196,29 @@ def test_an_unreachable_server_is_a_config_error() -> None:
     assert caught.value.param == 'tokenizer_path'
 
 
+def test_count_chat_tokens_is_what_the_server_bills_and_asked_once(served) -> None:
+    server, tokenizer = served
+    messages = [{'role': 'user', 'content': f'Count me once ({server.api_style}).'}]
+    expected = tokenizer.count(tokenizer.render_chat(messages))
+    before = server.tokenize_requests
+    assert count_chat_tokens(server.base_url, model=MODEL, messages=messages) == expected
+    asked = server.tokenize_requests - before
+    assert asked == (1 if server.api_style == 'vllm' else 3)  # llama.cpp: vLLM's form tried first, once per server
+    assert count_chat_tokens(server.base_url, model=MODEL, messages=messages) == expected
+    assert server.tokenize_requests - before == asked  # cached
+    other = [{'role': 'user', 'content': 'And me.'}]
+    count_chat_tokens(server.base_url, model=MODEL, messages=other)
+    assert server.tokenize_requests - before == asked + (1 if server.api_style == 'vllm' else 2)
+
+
+@pytest.mark.parametrize('style', ['openai', 'vllm', 'llama.cpp'])
+def test_count_chat_tokens_without_a_tokenize_api_is_none(style: str) -> None:
+    with serve(style, tokenize=False) as server:
+        assert count_chat_tokens(server.base_url, model=MODEL, messages=MESSAGES) is None
+        assert server.requests == []
+    assert count_chat_tokens(f'http://127.0.0.1:{free_port()}/v1', model=MODEL, messages=MESSAGES, timeout=2) is None
+
+
 @pytest.mark.parametrize('usage', [True, False])
 def test_chat_replies_omit_usage_on_request(usage: bool) -> None:
     import openai
@@ -245,3 +268,9 @@ def fixture_texts_by_language(fixture_corpus_dir) -> dict[str, str]:
         'en': (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8'),
         'zh': (fixture_corpus_dir / 'Journey_to_the_West.txt').read_text(encoding='utf-8'),
     }
+
+
+@pytest.mark.parametrize('lie', ['garbage', 'wrong_count'])
+def test_count_chat_tokens_of_a_lying_tokenizer_is_none(lie: str) -> None:
+    with serve('vllm', lies=Lies(tokenize=lie)) as server:
+        assert count_chat_tokens(server.base_url, model=MODEL, messages=[{'role': 'user', 'content': lie}]) is None

@@ -29,7 +29,7 @@ from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
 from ..metadata import GridCell, SampleMeta
 from ..no_answer import no_answer_message
-from ..outputs import write_run_outputs
+from ..outputs import OutputFiles, write_run_outputs
 from ..params import effective_length_mode, parse_params
 from ..prefix_gate import PlannedPrompt, PrefixGate
 from ..prompts import PromptSpec
@@ -41,6 +41,7 @@ from ..scoring import PromptText, strip_reasoning
 from ..server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
 from ..tokenization import SERVER_TOKENIZER
+from ..window import check_window, served_counter
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
@@ -126,7 +127,7 @@ class NiahAdapter(DefaultDataAdapter):
             shuffle=self.shuffle,
             endpoint=endpoint,
         )
-        self._check_model_window(endpoint, [cell for _, cells in samplers for cell in cells])
+        self._check_model_window(endpoint, samplers)
         tokenizer = samplers[0][0].tokenizer if samplers else None
         if getattr(tokenizer, 'calls', None) is not None:
             logger.info('needle_haystack: %d tokenize calls to the model server so far', tokenizer.calls)
@@ -161,24 +162,32 @@ class NiahAdapter(DefaultDataAdapter):
             return {}
         return {'api_url': config.api_url, 'model': config.model_id or config.model, 'api_key': config.api_key}
 
-    def _check_model_window(self, endpoint: dict[str, str | None], cells: list[GridCell]) -> None:
+    def _check_model_window(self, endpoint: dict[str, str | None], samplers: list[Any]) -> None:
         """Refuse, before any request, lengths whose prompt plus the answer budget the model cannot read: its window
-        comes from the user's model_length, else from the server (vLLM /v1/models, llama.cpp /props)."""
+        comes from the user's model_length, else from the server (vLLM /v1/models, llama.cpp /props); prompts are
+        counted by the server's tokenizer where it has a tokenize API (``window``)."""
         config = self._task_config
         window = getattr(config, 'model_length', None) if config is not None else None
+        source = 'model_length'
         if not window and endpoint.get('api_url'):
             window = probe_context_window(endpoint['api_url'], model=endpoint['model'], api_key=endpoint['api_key'])
-        if not window:
+            source = 'its server says so'
+        if not window or not samplers:
             return  # the endpoint does not say: run as before
         budget = (config.generation_config.max_tokens if config and config.generation_config else None) or 0
-        too_long = sorted({cell.context_length for cell in cells if cell.context_length + budget > window})
-        if too_long:
-            raise NiahConfigError(
-                'context_lengths',
-                f'the model reads at most {window} tokens (its server says so), and {too_long} plus the answer budget '
-                f'of {budget} tokens do not fit. Drop those lengths (context_lengths / context_lengths_max), or lower '
-                'max_tokens',
+        count = None
+        if endpoint.get('api_url') and self.params.tokenizer_path != SERVER_TOKENIZER:  # 'server': ours are its
+            count = served_counter(
+                samplers, api_url=endpoint['api_url'], model=endpoint['model'], api_key=endpoint['api_key']
             )
+        check_window(
+            [cell for _, cells in samplers for cell in cells],
+            window=window,
+            budget=budget,
+            count=count,
+            tokenizer_name=samplers[0][0].tokenizer.name,
+            source=source,
+        )
 
     def _qualify_judges(self, samplers: list[Any]) -> None:
         """Before any model request: the judge grades calibration answers built from each judged subset's needle."""
@@ -504,6 +513,7 @@ class NiahAdapter(DefaultDataAdapter):
             mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
+            files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
         )
 
 

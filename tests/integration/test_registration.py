@@ -15,12 +15,17 @@ import pytest
 
 pytest.importorskip('evalscope')
 
+from evalscope import TaskConfig, run_task
 from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY
 
+from evalscope_niah.cli import main
+from evalscope_niah.compare import find_runs
 from evalscope_niah.integration import registration
 from evalscope_niah.integration.adapter import NiahAdapter
 from evalscope_niah.integration.evaluator import NiahEvaluator
-from evalscope_niah.integration.registration import PUBLIC_NAME, register, resolves_to_ours
+from evalscope_niah.integration.registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
+from evalscope_niah.outputs import OUTPUT_PREFIXES, OutputFiles
+from evalscope_niah.results import read_cells_csv, read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
@@ -167,5 +172,50 @@ def test_niah_runs_end_to_end_with_the_override_disabled(fixture_corpus_dir: Pat
         assert completed.returncode == 0, completed.stderr[-3000:]
         assert len(server.requests_for('m')) == 1
     assert completed.stdout.split()[-1] == BUILTIN_ADAPTER_MODULE
-    results = (tmp_path / 'reports' / 'm' / 'needle_haystack_results.jsonl').read_text(encoding='utf-8')
+    results = (tmp_path / 'reports' / 'm' / OutputFiles(PUBLIC_NAME).results).read_text(encoding='utf-8')
     assert json.loads(results.splitlines()[0])['accuracy'] == 1.0
+
+
+def test_the_output_prefixes_are_the_registered_names() -> None:
+    assert set(OUTPUT_PREFIXES) == {PUBLIC_NAME, OVERRIDDEN_NAME}
+
+
+def test_both_names_in_one_run_keep_their_own_outputs(fixture_corpus_dir: Path, tmp_path: Path, capsys) -> None:
+    """Each name its own grid (lengths 400 and 500), so every row shows whose it is; plot and compare find both."""
+    answer = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
+    grids = {OVERRIDDEN_NAME: 400, PUBLIC_NAME: 500}
+    with OpenAICompatServer({'m': lambda messages: answer}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model='m', extra={}, datasets=list(grids))
+        settings['dataset_args'] = {
+            name: {
+                'local_path': str(fixture_corpus_dir),
+                'subset_list': ['english', 'chinese'],
+                'extra_params': {'context_lengths': [length], 'document_depth_percents': [25, 75]},
+            }
+            for name, length in grids.items()
+        }
+        report = run_task(TaskConfig(**settings))
+        assert set(report) == set(grids)
+        sent = len(server.requests_for('m'))
+    report_dir = tmp_path / 'reports' / 'm'
+    rows = {}
+    for name, length in grids.items():
+        files = OutputFiles(name)
+        rows[name] = read_results(report_dir / files.results)
+        assert {row.context_length for row in rows[name]} == {length}, name
+        assert {row.subset for row in rows[name]} == {'english', 'chinese'}
+        assert {cell.context_length for cell in read_cells_csv(report_dir / files.cells)} == {length}
+        summary = json.loads((report_dir / files.summary).read_text(encoding='utf-8'))
+        assert set(summary['effective_context_length']) == {'english', 'chinese'}
+        for subset in ('english', 'chinese'):
+            assert (report_dir / f'{files.heatmap_prefix}_{subset}.png').is_file()
+            assert (report_dir / f'{files.opencompass_summary_prefix}_{subset}.csv').is_file()
+    assert len(rows[OVERRIDDEN_NAME]) == len(rows[PUBLIC_NAME]) and len(rows[PUBLIC_NAME]) >= 4
+    assert len(rows[OVERRIDDEN_NAME]) + len(rows[PUBLIC_NAME]) == sent
+    # The readers find either prefix and keep the two apart.
+    assert main(['plot', str(tmp_path), '--served-tokens']) == 0
+    drawn = capsys.readouterr().out.split()
+    for name in grids:
+        assert str(report_dir / f'{OutputFiles(name).heatmap_prefix}_served_english.png') in drawn
+    labels = [run.label for run in find_runs([tmp_path])]
+    assert sorted(labels) == [f'm [{OVERRIDDEN_NAME}]', f'm [{PUBLIC_NAME}]']
