@@ -174,8 +174,8 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     extra_params = dataset_args.get('extra_params')
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
-    if isinstance(extra_params, Mapping):  # ours before EvalScope's KeyError for a name not in its spec
-        _check_names(extra_params, parameters())
+    if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
+        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, parameters())
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 
@@ -265,8 +265,8 @@ def _reads_needles(task: str, keyword: str | None) -> bool:
 def _ignored_needles(task: str, field: str) -> str:
     if get_task(task).uses_user_chain:
         return (
-            f'task {task!r} uses your needles only as a chain with keyword (the word of the last link that '
-            f"answers, CDME's keyword), so {field} would be ignored; give keyword, or use task 'single'"
+            f'task {task!r} brings its own needles and question unless keyword (CDME\'s: the word of your last '
+            f"link that answers) makes yours a chain, so {field} would be ignored; give keyword, or use task 'single'"
         )
     if field == 'keyword':
         return f"applies to a reasoning chain of your needles; task {task!r} would ignore it (leave task out)"

@@ -26,12 +26,12 @@ from .run_size import (
 from .subsets import (
     DEFAULT_SUBSETS,
     SUBSET_NAME_RULE,
-    LanguageName,
     ResolvedSubset,
     SubsetConfig,
     check_needles,
     check_subset_list,
     is_safe_subset_name,
+    language_code,
     own_line,
     resolved_corpus,
 )
@@ -190,7 +190,7 @@ class NiahParams(BaseModel):
         description="The answer to retrieval_question: task 'single': the short answer inside the needle (for the "
         "guide and guess detection); with keyword: the full reference answer (CDME's answer).",
     )
-    language: LanguageName | None = Field(
+    language: str | None = Field(
         None,
         description="Language of every subset without its own: 'en' or 'zh', or CDME's 'English' / 'Chinese' "
         '(any case).',
@@ -253,6 +253,8 @@ class NiahParams(BaseModel):
             if alias == 'tokenizer_model':
                 value = _tiktoken_for_model(value)
             elif alias in ONE_VALUE_ALIASES:
+                if isinstance(value, list | tuple):
+                    raise NiahConfigError(alias, f'is one value (CDME\'s name); give a list as {canonical} (got {value!r})')
                 value = [value]
             if values.get(canonical) is not None and values[canonical] != value:
                 raise NiahConfigError(
@@ -268,6 +270,11 @@ class NiahParams(BaseModel):
         if values.get('keyword') is not None and values.get('task') is None:
             values['task'] = KEYWORD_TASK
         return values
+
+    @field_validator('language')
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return None if value is None else language_code(value)
 
     @field_validator('file_list')
     @classmethod

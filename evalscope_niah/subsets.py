@@ -32,9 +32,11 @@ _LANGUAGE_WORDS = {'en': 'en', 'english': 'en', 'zh': 'zh', 'chinese': 'zh'}
 
 
 def language_code(value: Any) -> Any:
-    """'English' / 'Chinese' (CDME's words, any case) or 'en' / 'zh' as our code; anything else is left for the
-    Literal check to refuse."""
-    return _LANGUAGE_WORDS.get(value.strip().lower(), value) if isinstance(value, str) else value
+    """'English' / 'Chinese' (CDME's words) or 'en' / 'zh', any case, as our code; else ValueError."""
+    code = _LANGUAGE_WORDS.get(value.strip().lower()) if isinstance(value, str) else None
+    if code is None:
+        raise ValueError(f"must be 'en' or 'zh' (or CDME's 'English' / 'Chinese', any case), got {value!r}")
+    return code
 
 
 LanguageName = Annotated[Language, BeforeValidator(language_code)]

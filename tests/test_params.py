@@ -394,6 +394,13 @@ EXPECTED_TYPES = {
     'n_positions': 'int',
     'num_repeats_per_file': 'int',
     'tokenizer_model': 'str',
+    'needle': 'str',
+    'keyword': 'str',
+    'answer': 'str',
+    'language': 'str',
+    'file_list': 'list[str]',
+    'length': 'int',
+    'depth': 'float',
     'max_corpus_repeats': 'int',
     'allow_large_grid': 'bool',
     'subsets': 'dict',
@@ -481,8 +488,8 @@ def test_bad_input_table_is_large() -> None:
 
 def test_unknown_key_lists_every_allowed_key() -> None:
     with pytest.raises(NiahConfigError) as info:
-        parse_params({'needle': ['typo'], 'context_lengths_min': 1000})
-    assert info.value.param == 'needle'
+        parse_params({'needls': ['typo'], 'context_lengths_min': 1000})
+    assert info.value.param == 'needls'
     for name in parameters():
         assert name in info.value.detail
 
