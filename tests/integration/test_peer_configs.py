@@ -110,3 +110,23 @@ def test_opencompass_objects_are_refused_with_what_to_write(key: str, fragment: 
             run_task(task_config(server, tmp_path, tmp_path / 'work', model=MODEL, extra={**CDME_SINGLE, key: 'x'}))
         assert not server.requests
     assert info.value.param == key and fragment in info.value.detail
+
+
+def _readme_cdme_block() -> dict:
+    readme = Path(__file__).resolve().parents[2].joinpath('README.md').read_text(encoding='utf-8')
+    section = readme.split('## Coming from inspect_evals or OpenCompass', 1)[1].split('\n## ', 1)[0]
+    code = section.split('A CDME multi-needle dict as written', 1)[1].split('```python\n', 1)[1].split('```', 1)[0]
+    namespace: dict = {}
+    exec(code, namespace)  # the README's own text, nothing else
+    return namespace['extra_params']
+
+
+def test_readme_cdme_example_runs(tmp_path: Path, fixture_corpus_dir: Path):
+    extra = _readme_cdme_block()
+    config = PEER_CONFIGS[1]  # the chain: its right model answers when all three links are in the prompt
+    assert extra['needles'] == config.extra_params['needles'] and extra['keyword'] == config.extra_params['keyword']
+    corpus = _corpus(config, tmp_path, fixture_corpus_dir)
+    with OpenAICompatServer({MODEL: _right_model(config)}) as server:
+        report = run_task(task_config(server, corpus, tmp_path / 'work', model=MODEL, extra=extra, subsets=['chinese']))
+        assert len(server.requests) == extra['num_repeats_per_file']
+    assert overall_scores(report['needle_haystack'])['accuracy'] >= 0.9
