@@ -114,7 +114,8 @@ OPENCOMPASS_ONLY: dict[str, str] = {
     'reader_cfg': "is an OpenCompass config object; prompt and answer columns are the benchmark's own, leave it out",
     'infer_cfg': 'is an OpenCompass config object; set prompt_template / system_prompt in dataset_args and the '
     'answer budget in generation_config (max_tokens), and leave it out',
-    'eval_cfg': "is an OpenCompass config object; scoring is set by the task's judge settings (judge: {strategy: rule} for rule scores only), leave it out",
+    'eval_cfg': 'is an OpenCompass config object; scoring is set by the task config (judge: {strategy: rule} for '
+    'rule scores only), so leave it out',
 }
 
 
@@ -265,11 +266,11 @@ def _reads_needles(task: str, keyword: str | None) -> bool:
 def _ignored_needles(task: str, field: str) -> str:
     if get_task(task).uses_user_chain:
         return (
-            f'task {task!r} brings its own needles and question unless keyword (CDME\'s: the word of your last '
+            f"task {task!r} brings its own needles and question unless keyword (CDME's: the word of your last "
             f"link that answers) makes yours a chain, so {field} would be ignored; give keyword, or use task 'single'"
         )
     if field == 'keyword':
-        return f"applies to a reasoning chain of your needles; task {task!r} would ignore it (leave task out)"
+        return f'applies to a reasoning chain of your needles; task {task!r} would ignore it (leave task out)'
     return f"task {task!r} brings its own needles and question, so {field} would be ignored; use task 'single'"
 
 

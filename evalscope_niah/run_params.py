@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from .cdme_names import KEYWORD_TASK, alias_value, check_chain
 from .errors import NiahConfigError
 from .grid_axes import context_length_axis, depth_axis
 from .routing import ROUTER_KEY_HEADERS, check_routing_key_header
@@ -49,10 +50,6 @@ ALIASES: dict[str, str] = {
     'length': 'context_lengths',
     'depth': 'document_depth_percents',
 }
-# CDME's one-value names of our lists: needle -> needles [needle], length / depth -> a one-value grid axis.
-ONE_VALUE_ALIASES = ('needle', 'length', 'depth')
-# The task of needles given with a keyword (CDME's multi-needle dicts have no task): the user's reasoning chain.
-KEYWORD_TASK = 'reasoning'
 # Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
 BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
 
@@ -177,12 +174,12 @@ class NiahParams(BaseModel):
     )
     needle: str | None = Field(
         None,
-        description="OpenCompass CDME: one needle sentence, the same as needles [needle]; written with a line break "
+        description='OpenCompass CDME: one needle sentence, the same as needles [needle]; written with a line break '
         "around it ('\\n...\\n') it is inserted on a line of its own, as CDME does (in needles too).",
     )
     keyword: str | None = Field(
         None,
-        description="OpenCompass CDME multi-needle: the word of the last link that answers retrieval_question. "
+        description='OpenCompass CDME multi-needle: the word of the last link that answers retrieval_question. '
         "Given, needles are your own reasoning chain: task 'reasoning' (also without task), scored by this keyword.",
     )
     answer: str | None = Field(
@@ -250,12 +247,7 @@ class NiahParams(BaseModel):
             if values.get(alias) is None:
                 continue
             value = values[alias]
-            if alias == 'tokenizer_model':
-                value = _tiktoken_for_model(value)
-            elif alias in ONE_VALUE_ALIASES:
-                if isinstance(value, list | tuple):
-                    raise NiahConfigError(alias, f'is one value (CDME\'s name); give a list as {canonical} (got {value!r})')
-                value = [value]
+            value = alias_value(alias, canonical, value)
             if values.get(canonical) is not None and values[canonical] != value:
                 raise NiahConfigError(
                     alias,
@@ -454,8 +446,11 @@ class NiahParams(BaseModel):
         task = self.task_of(override)
         keyword = (override.keyword or self.keyword) if task == KEYWORD_TASK else None
         if keyword is not None:
-            _check_chain(
-                name, keyword=keyword, needles=None if own_needles else needles, question=None if own_question else question
+            check_chain(
+                name,
+                keyword=keyword,
+                needles=None if own_needles else needles,
+                question=None if own_question else question,
             )
         return ResolvedSubset(
             name=name,
@@ -499,31 +494,3 @@ class NiahParams(BaseModel):
         copy = self.model_copy()
         copy._task_params = {type(model): model for model in given if model != type(model)()}
         return copy
-
-
-def _check_chain(name: str, *, keyword: str, needles: list[str] | None, question: str | None) -> None:
-    """A keyword chain is the user's own: its needles and question are given, and the keyword is in a link."""
-    if needles is None:
-        raise NiahConfigError(f'subsets.{name}.needles', f'keyword {keyword!r} needs the needles of your chain')
-    if question is None:
-        raise NiahConfigError(f'subsets.{name}.retrieval_question', f'the chain of keyword {keyword!r} needs its question')
-    if not any(keyword.strip() in needle for needle in needles):
-        raise NiahConfigError(
-            f'subsets.{name}.keyword', f'{keyword!r} occurs in none of the needles, so the chain cannot be answered'
-        )
-
-
-def _tiktoken_for_model(model: Any) -> str:
-    # CDME's tokenizer_model names an OpenAI model; tiktoken's own table maps it to an encoding, offline.
-    import tiktoken.model
-
-    if not isinstance(model, str) or not model.strip():
-        raise NiahConfigError('tokenizer_model', f"must be an OpenAI model name such as 'gpt-4' (got {model!r})")
-    try:
-        return f'tiktoken:{tiktoken.model.encoding_name_for_model(model.strip())}'
-    except KeyError:
-        known = ', '.join(sorted(tiktoken.model.MODEL_TO_ENCODING)[:12])
-        raise NiahConfigError(
-            'tokenizer_model',
-            f'unknown OpenAI model {model!r}; known to tiktoken: {known}, ... (or set tokenizer_path)',
-        ) from None

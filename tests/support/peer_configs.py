@@ -44,7 +44,9 @@ CDME_CHAIN: dict[str, Any] = {
     'language': 'Chinese',
     'needles': CDME_CHAIN_NEEDLES,
     'diff': 25,
-    'retrieval_question': "制作佛罗伦萨中排行第一的餐馆的特色菜肴的人叫什么？请按照'制作佛罗伦萨中排行第一的餐馆的特色菜肴的人叫______。'的格式回答。",
+    'retrieval_question': (
+        "制作佛罗伦萨中排行第一的餐馆的特色菜肴的人叫什么？请按照'制作佛罗伦萨中排行第一的餐馆的特色菜肴的人叫______。'的格式回答。"
+    ),
     'answer': '制作佛罗伦萨中排行第一的餐馆的特色菜肴的人叫Jack',
     'keyword': 'Jack',
 }
