@@ -195,6 +195,13 @@ def _validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
         given = [name for name, canonical in ALIASES.items() if canonical == location and values.get(name) is not None]
         if given and values.get(location) is None:
             location, message = given[0], f'{message} ({given[0]} is the alias of {location})'
+        # A CDME dict copied into a subset brings run-wide names: say where they go.
+        key = str(first['loc'][-1]) if first['loc'] else ''
+        if first['type'] == 'extra_forbidden' and first['loc'][0] == 'subsets':
+            if key in OPENCOMPASS_ONLY:
+                raise NiahConfigError(location, OPENCOMPASS_ONLY[key]) from None
+            if key in parameters():
+                message = 'applies to the whole run: put it at the top level of extra_params, not in a subset'
         raise NiahConfigError(location, f'{message} (got {first.get("input")!r})') from None
 
 

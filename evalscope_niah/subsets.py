@@ -35,7 +35,7 @@ def language_code(value: Any) -> Any:
     """'English' / 'Chinese' (CDME's words) or 'en' / 'zh', any case, as our code; else ValueError."""
     code = _LANGUAGE_WORDS.get(value.strip().lower()) if isinstance(value, str) else None
     if code is None:
-        raise ValueError(f"must be 'en' or 'zh' (or CDME's 'English' / 'Chinese', any case), got {value!r}")
+        raise ValueError("must be 'en' or 'zh' (or CDME's 'English' / 'Chinese', any case)")
     return code
 
 
