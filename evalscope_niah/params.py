@@ -227,7 +227,7 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
 
 def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
     """Refuse values the chosen task or needle source would silently replace."""
-    for field in ('needles', 'retrieval_question'):
+    for field in ('needles', 'retrieval_question', 'answer'):
         if getattr(params, field) is None:
             continue
         if params.needle_bank is not None:

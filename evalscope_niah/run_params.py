@@ -139,7 +139,11 @@ class NiahParams(BaseModel):
     length_buffer: int = Field(
         0, description='Tokens of each context length left free (CDME length_buffer): the prompt is this much shorter.'
     )
-    guide: bool = Field(False, description="Append an answer-format hint to the question, as CDME's questions do.")
+    guide: bool = Field(
+        False,
+        description="Append an answer-format hint to the question, as CDME's questions do; a question that already "
+        "asks a format gets CDME's think-first hint before that request instead.",
+    )
     effective_length_threshold: float = Field(
         0.85, description='Score a context length must reach to count as effective (0.85 as RULER uses).'
     )

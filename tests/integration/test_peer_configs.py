@@ -60,9 +60,9 @@ def _corpus(config: PeerConfig, tmp_path: Path, fixture_corpus_dir: Path) -> Pat
         return fixture_corpus_dir
     folder = tmp_path / 'CDME'
     folder.mkdir()
-    paragraphs = [p for p in (DEMO_CORPUS_DIR / DEMO_CORPUS_FILES['chinese']).read_text('utf-8').split('\n') if p]
-    for name in config.jsonl_files:
-        lines = [json.dumps({'text': paragraph}, ensure_ascii=False) for paragraph in paragraphs]
+    for name, language in config.jsonl_files.items():
+        text = (DEMO_CORPUS_DIR / DEMO_CORPUS_FILES[language]).read_text('utf-8')
+        lines = [json.dumps({'text': paragraph}, ensure_ascii=False) for paragraph in text.split('\n') if paragraph]
         (folder / name).write_text('\n'.join(lines) + '\n', encoding='utf-8')
     return folder
 
@@ -83,8 +83,17 @@ def test_peer_config_runs_as_written(config: PeerConfig, right: bool, tmp_path: 
         assert accuracy >= 0.9, accuracy
     else:
         assert accuracy <= 0.3, accuracy
-    for needle in config.needles:  # inserted as written: CDME's '\n...\n' needle stands on its own line
-        assert all(needle in prompt for prompt in prompts)
+    for needle in _raw_needles(config.extra_params):  # as written: a '\n...\n' needle stands on its own line
+        inserted = f'\n{needle.strip()}\n' if needle != needle.strip('\n') else needle.strip()
+        assert all(inserted in prompt for prompt in prompts), inserted
+
+
+def _raw_needles(extra: dict) -> list[str]:
+    """Every needle a config writes, top level and per subset, as written."""
+    found = []
+    for entry in (extra, *extra.get('subsets', {}).values()):
+        found += ([entry['needle']] if 'needle' in entry else []) + list(entry.get('needles', []))
+    return found
 
 
 def test_cdme_needle_keeps_its_own_line(tmp_path: Path, fixture_corpus_dir: Path):

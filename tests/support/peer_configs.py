@@ -83,6 +83,35 @@ EVALSCOPE_MULTI: dict[str, Any] = {
     'show_score': True,
 }
 
+# EvalScope's own test of the benchmark (tests/benchmark/test_eval.py): lengths up to 10000 in 5 intervals, shrunk to
+# 1000..2000 in 2.
+EVALSCOPE_TEST: dict[str, Any] = {
+    'context_lengths_max': 2000,
+    'context_lengths_num_intervals': 2,
+    'document_depth_percent_intervals': 5,
+    'show_score': True,
+}
+
+# CDME's single-needle dict moved into a subset of its own, in English (CDME's prompts have an English branch; the
+# file name is the one NeedleBench uses for Paul Graham's essays).
+CDME_SUBSET_EN: dict[str, Any] = {
+    'tokenizer_model': 'gpt-4',
+    'num_repeats_per_file': 2,
+    'length_buffer': 200,
+    'guide': True,
+    'length': 1000,
+    'depth': 50,
+    'subsets': {
+        'cdme_en': {
+            'file_list': ['PaulGrahamEssays.jsonl'],
+            'language': 'English',
+            'needle': '\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n',
+            'retrieval_question': 'What is the best thing to do in San Francisco? Please answer in the format '
+            "'The best thing to do in San Francisco is ________.'",
+        }
+    },
+}
+
 # inspect_evals niah's options (min_context, max_context, n_contexts, n_positions, start_buffer, end_buffer,
 # n_needles, sample_method, fixed_index, n_runs); its lengths (10k..120k) shrunk to 1000..2000.
 INSPECT_NIAH: dict[str, Any] = {
@@ -107,7 +136,7 @@ class PeerConfig:
     name: str
     extra_params: dict[str, Any]
     subsets: list[str] | None
-    jsonl_files: tuple[str, ...] = ()  # file_list names the test writes as JSON Lines in the corpus folder
+    jsonl_files: dict[str, str] = field(default_factory=dict)  # file_list name -> language of the text written
     needles: tuple[str, ...] = ()  # texts a right model must find in the prompt ('' : answers from the prompt)
     right_answer: str | None = None  # None: the right model answers from the prompt (needle_finder)
     all_matches: bool = False  # the right model names every sentence as close to the question as the best
@@ -119,7 +148,7 @@ PEER_CONFIGS = [
         'cdme_single',
         CDME_SINGLE,
         ['chinese'],
-        jsonl_files=('zh_finance.jsonl',),
+        jsonl_files={'zh_finance.jsonl': 'chinese'},
         needles=(CDME_SINGLE['needle'].strip(),),
         right_answer='小明最喜欢的实习地点就是上海人工智能实验室。',
     ),
@@ -127,11 +156,19 @@ PEER_CONFIGS = [
         'cdme_chain',
         CDME_CHAIN,
         ['chinese'],
-        jsonl_files=('zh_finance.jsonl',),
+        jsonl_files={'zh_finance.jsonl': 'chinese'},
         needles=tuple(needle.strip() for needle in CDME_CHAIN_NEEDLES),
         right_answer=CDME_CHAIN['answer'] + '。',
     ),
-    PeerConfig('evalscope_single', EVALSCOPE_SINGLE, None),
+    PeerConfig(
+        'cdme_subset_en',
+        CDME_SUBSET_EN,
+        ['cdme_en'],
+        jsonl_files={'PaulGrahamEssays.jsonl': 'english'},
+        needles=(CDME_SUBSET_EN['subsets']['cdme_en']['needle'].strip(),),
+    ),
+    PeerConfig('evalscope_single', EVALSCOPE_SINGLE, ['chinese', 'english']),
+    PeerConfig('evalscope_test', EVALSCOPE_TEST, ['english']),
     PeerConfig('evalscope_multi', EVALSCOPE_MULTI, ['chinese', 'english'], all_matches=True),
     PeerConfig('inspect_niah', INSPECT_NIAH, ['english']),
 ]
