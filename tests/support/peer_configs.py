@@ -105,7 +105,7 @@ CDME_SUBSET_EN: dict[str, Any] = {
         'cdme_en': {
             'file_list': ['PaulGrahamEssays.jsonl'],
             'language': 'English',
-            'needle': '\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n',
+            'needle': EVALSCOPE_SINGLE['needles'][0],  # the same sentence, written '\n...\n'
             'retrieval_question': 'What is the best thing to do in San Francisco? Please answer in the format '
             "'The best thing to do in San Francisco is ________.'",
         }
