@@ -29,6 +29,7 @@ from .subsets import (
     SUBSET_NAME_RULE,
     ResolvedSubset,
     SubsetConfig,
+    check_file_list,
     check_needles,
     check_subset_list,
     is_safe_subset_name,
@@ -275,9 +276,7 @@ class NiahParams(BaseModel):
     @field_validator('file_list')
     @classmethod
     def _file_list(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            SubsetConfig(file_list=value)  # the same rule as a subset's file_list
-        return value
+        return check_file_list(value)
 
     @field_validator(
         'context_lengths_num_intervals',
@@ -383,7 +382,7 @@ class NiahParams(BaseModel):
                 raise NiahConfigError(
                     f'subsets.{name}',
                     f"a new subset needs 'corpus_file' and 'language' ('en' or 'zh'), or 'file_list' in place of "
-                    f'corpus_file; built-in subsets are {sorted(DEFAULT_SUBSETS)}',
+                    f'corpus_file (per subset or at the top level); built-in subsets are {sorted(DEFAULT_SUBSETS)}',
                 )
         return self
 

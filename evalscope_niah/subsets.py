@@ -88,12 +88,7 @@ class SubsetConfig(BaseModel):
     @field_validator('file_list')
     @classmethod
     def _file_names(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            if not 1 <= len(value) <= MAX_CORPUS_FILES:
-                raise ValueError(f'must name 1 to {MAX_CORPUS_FILES} corpus files')
-            if any(not name.strip() for name in value):
-                raise ValueError('every file name must be non-empty')
-        return value
+        return check_file_list(value)
 
     @model_validator(mode='after')
     def _one_corpus(self) -> SubsetConfig:
@@ -182,6 +177,16 @@ DEFAULT_SUBSETS: dict[str, SubsetConfig] = {
         answer=ZH_ANSWER,
     ),
 }
+
+
+def check_file_list(value: list[str] | None) -> list[str] | None:
+    """A ``file_list`` (a subset's or the top-level one): 1 to ``MAX_CORPUS_FILES`` non-empty names."""
+    if value is not None:
+        if not 1 <= len(value) <= MAX_CORPUS_FILES:
+            raise ValueError(f'must name 1 to {MAX_CORPUS_FILES} corpus files')
+        if any(not name.strip() for name in value):
+            raise ValueError('every file name must be non-empty')
+    return value
 
 
 def is_safe_subset_name(name: Any) -> bool:
