@@ -14,7 +14,7 @@ and replaces the cached count of the same span. Windows are re-measured at twice
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 
 from .errors import NiahConfigError
@@ -158,12 +158,16 @@ class HaystackBuilder:
         counter: Callable[[str], int] | None = None,
         start_buffer: int = 0,
         end_buffer: int = 0,
+        own_line: Collection[str] = (),
     ) -> None:
         self.corpus = corpus
+        self.own_line = frozenset(needle.strip() for needle in own_line)
         self.tokenizer = tokenizer
         self.frame = frame
         self.language = language
-        self.needle_texts = [needle_text(needle, language) for needle in needles]
+        self.needle_texts = [
+            needle_text(needle, language, own_line=needle.strip() in self.own_line) for needle in needles
+        ]
         self._count = counter or TokenCounter(tokenizer, persistent=False)
         self.needle_tokens = sum(self._count(text) for text in self.needle_texts)
         self.start_buffer = start_buffer
@@ -213,7 +217,10 @@ class HaystackBuilder:
             if padded:
                 texts, depths = ([separator], [100.0]) if separator else ([], [])
             else:
-                texts = [needle.strip() + separator for needle in self.needle_texts]
+                texts = [
+                    needle_text(needle, self.language, separator=separator, own_line=needle.strip() in self.own_line)
+                    for needle in self.needle_texts
+                ]
                 depths = list(needle_depths or spread_depths(depth_percent, len(texts)))
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
@@ -439,9 +446,15 @@ _PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000', '\n', '  ')}
 _SENTENCE_END_CHARACTERS = '.!?"\'”’)]。！？；…」』）'
 
 
-def needle_text(needle: str, language: str) -> str:
-    """A needle as inserted: stripped, then followed by what separates it from the next sentence."""
-    return needle.strip() + _NEEDLE_SEPARATORS[language][0]
+def needle_text(needle: str, language: str, *, own_line: bool = False, separator: str | None = None) -> str:
+    """A needle as inserted: stripped, then followed by what separates it from the next sentence (``separator``,
+    else the natural one). ``own_line``: written as CDME's '\\n...\\n' needles are, it stands on a line of its own
+    (a fall-back separator still follows it, to shift the count)."""
+    natural = _NEEDLE_SEPARATORS[language][0]
+    separator = natural if separator is None else separator
+    if own_line:
+        return f'\n{needle.strip()}\n' + ('' if separator == natural else separator)
+    return needle.strip() + separator
 
 
 def minimum_context_length(*, frame: PromptFrame, needle_tokens: int, start_buffer: int, end_buffer: int) -> int:

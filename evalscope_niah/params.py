@@ -94,9 +94,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         )
     values = dict(extra_params)
     known = parameters()
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise NiahConfigError(unknown[0], f'unknown parameter; allowed parameters are: {", ".join(known)}')
+    _check_names(values, known)
     run_values = {name: value for name, value in values.items() if known[name].owner is None}
     params = _validated(NiahParams, run_values)
     task_models = []
@@ -106,6 +104,30 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         task_models.append((task, _validated(task.params_model, own)))
     _check_tasks(params, task_models)
     return params.with_task_params(model for _, model in task_models)
+
+
+# The keys of an OpenCompass CDME dataset dict that are not benchmark parameters here, and what to write instead.
+OPENCOMPASS_ONLY: dict[str, str] = {
+    'abbr': 'is the name OpenCompass gives each cell dataset; here cells are named by the grid, so leave it out',
+    'type': 'is an OpenCompass dataset class; here the benchmark is needle_haystack in datasets, so leave it out',
+    'path': "is OpenCompass' data folder; put it in dataset_args as local_path (file_list names lie inside it)",
+    'reader_cfg': "is an OpenCompass config object; prompt and answer columns are the benchmark's own, leave it out",
+    'infer_cfg': 'is an OpenCompass config object; set prompt_template / system_prompt in dataset_args and the '
+    'answer budget in generation_config (max_tokens), and leave it out',
+    'eval_cfg': 'is an OpenCompass config object; scoring is set by the task config (judge: {strategy: rule} for '
+    'rule scores only), so leave it out',
+}
+
+
+def _check_names(values: Mapping[str, Any], known: Mapping[str, Parameter]) -> None:
+    """Every name a parameter: an OpenCompass-only key is refused with what to write instead."""
+    unknown = sorted(str(name) for name in values if name not in known)
+    if not unknown:
+        return
+    foreign = [name for name in unknown if name in OPENCOMPASS_ONLY]
+    if foreign:
+        raise NiahConfigError(foreign[0], OPENCOMPASS_ONLY[foreign[0]])
+    raise NiahConfigError(unknown[0], f'unknown parameter; allowed parameters are: {", ".join(known)}')
 
 
 def parameter_value(params: NiahParams, name: str) -> Any:
@@ -153,6 +175,8 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     extra_params = dataset_args.get('extra_params')
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
+    if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
+        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, parameters())
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 
@@ -171,6 +195,13 @@ def _validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
         given = [name for name, canonical in ALIASES.items() if canonical == location and values.get(name) is not None]
         if given and values.get(location) is None:
             location, message = given[0], f'{message} ({given[0]} is the alias of {location})'
+        # A CDME dict copied into a subset brings run-wide names: say where they go.
+        key = str(first['loc'][-1]) if first['loc'] else ''
+        if first['type'] == 'extra_forbidden' and first['loc'][0] == 'subsets':
+            if key in OPENCOMPASS_ONLY:
+                raise NiahConfigError(location, OPENCOMPASS_ONLY[key]) from None
+            if key in parameters():
+                message = 'applies to the whole run: put it at the top level of extra_params, not in a subset'
         raise NiahConfigError(location, f'{message} (got {first.get("input")!r})') from None
 
 
@@ -188,6 +219,7 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
             'needle_bank', f"draws single needles; task {params.task!r} brings its own needles (use task 'single')"
         )
     _nothing_ignored(params, task_models)
+    _check_user_chains(params)
     for name, override in params.subsets.items():
         if params.needle_bank is not None and override.task is not None and not get_task(override.task).accepts_bank:
             raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
@@ -195,27 +227,22 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
 
 def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
     """Refuse values the chosen task or needle source would silently replace."""
-    for field in ('needles', 'retrieval_question'):
+    for field in ('needles', 'retrieval_question', 'answer'):
         if getattr(params, field) is None:
             continue
         if params.needle_bank is not None:
             raise NiahConfigError(field, f'{_bank_reason(params)}, so {field} would be ignored; give one or the other')
-        # Top-level values reach the subsets of task 'single' that do not bring their own.
-        used = get_task(params.task).uses_subset_needles or any(
-            override.task is not None
-            and get_task(override.task).uses_subset_needles
+        # Top-level values reach the subsets of task 'single' (or of a keyword chain) that do not bring their own.
+        used = _reads_needles(params.task, params.keyword) or any(
+            _reads_needles(params.task_of(override), override.keyword or params.keyword)
             and getattr(override, field) is None
             for override in params.subsets.values()
         )
         if not used:
-            raise NiahConfigError(
-                field,
-                f'task {params.task!r} brings its own needles and question, so {field} would be ignored; use '
-                "task 'single' with your own needles",
-            )
+            raise NiahConfigError(field, _ignored_needles(params.task, field))
     for name, override in params.subsets.items():
-        task = override.task or params.task
-        for field in ('needles', 'retrieval_question', 'answer'):
+        task = params.task_of(override)
+        for field in ('needles', 'retrieval_question', 'answer', 'keyword'):
             if getattr(override, field, None) is None:
                 continue
             if params.needle_bank is not None:
@@ -223,13 +250,10 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
                     f'subsets.{name}.{field}',
                     f'{_bank_reason(params)}, so it would be ignored; give one or the other',
                 )
-            if not get_task(task).uses_subset_needles:
-                raise NiahConfigError(
-                    f'subsets.{name}.{field}',
-                    f"task {task!r} brings its own needles and question, so it would be ignored; use task 'single'",
-                )
+            if not _reads_needles(task, override.keyword or params.keyword):
+                raise NiahConfigError(f'subsets.{name}.{field}', _ignored_needles(task, field))
     # model_fields_set holds what the user gave (aliases resolved): a default is never "given".
-    tasks = {params.task, *(override.task for override in params.subsets.values() if override.task)}
+    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
     for task, model in task_models:
         defaults = type(model)()
         for field in type(model).model_fields:
@@ -238,6 +262,32 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
                 raise NiahConfigError(
                     field, f'only applies to task {task.name!r} (tasks here: {sorted(tasks)}), so it would be ignored'
                 )
+
+
+def _reads_needles(task: str, keyword: str | None) -> bool:
+    """Whether a subset of ``task`` asks about the user's needles: task 'single', or a chain task given a keyword."""
+    found = get_task(task)
+    return found.uses_subset_needles or (found.uses_user_chain and keyword is not None)
+
+
+def _ignored_needles(task: str, field: str) -> str:
+    if get_task(task).uses_user_chain:
+        return (
+            f"task {task!r} brings its own needles and question unless keyword (CDME's: the word of your last "
+            f"link that answers) makes yours a chain, so {field} would be ignored; give keyword, or use task 'single'"
+        )
+    if field == 'keyword':
+        return f'applies to a reasoning chain of your needles; task {task!r} would ignore it (leave task out)'
+    return f"task {task!r} brings its own needles and question, so {field} would be ignored; use task 'single'"
+
+
+def _check_user_chains(params: NiahParams) -> None:
+    """A top-level keyword needs a task that reads it (each subset's chain is checked when it is resolved)."""
+    if params.keyword is None:
+        return
+    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
+    if not any(get_task(task).uses_user_chain for task in tasks):
+        raise NiahConfigError('keyword', _ignored_needles(params.task, 'keyword'))
 
 
 def _bank_reason(params: NiahParams) -> str:

@@ -12,6 +12,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
+from .cdme_names import KEYWORD_TASK, alias_value, check_chain
 from .errors import NiahConfigError
 from .grid_axes import context_length_axis, depth_axis
 from .routing import ROUTER_KEY_HEADERS, check_routing_key_header
@@ -28,9 +29,12 @@ from .subsets import (
     SUBSET_NAME_RULE,
     ResolvedSubset,
     SubsetConfig,
+    check_file_list,
     check_needles,
     check_subset_list,
     is_safe_subset_name,
+    language_code,
+    own_line,
     resolved_corpus,
 )
 from .vocabulary import EffectiveLengthMode, RequestOrder
@@ -43,6 +47,9 @@ ALIASES: dict[str, str] = {
     'n_positions': 'document_depth_percent_intervals',
     'num_repeats_per_file': 'num_repeats',
     'tokenizer_model': 'tokenizer_path',
+    'needle': 'needles',
+    'length': 'context_lengths',
+    'depth': 'document_depth_percents',
 }
 # Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
 BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
@@ -133,7 +140,11 @@ class NiahParams(BaseModel):
     length_buffer: int = Field(
         0, description='Tokens of each context length left free (CDME length_buffer): the prompt is this much shorter.'
     )
-    guide: bool = Field(False, description="Append an answer-format hint to the question, as CDME's questions do.")
+    guide: bool = Field(
+        False,
+        description="Append an answer-format hint to the question, as CDME's questions do; a question that already "
+        "asks a format gets CDME's think-first hint before that request instead.",
+    )
     effective_length_threshold: float = Field(
         0.85, description='Score a context length must reach to count as effective (0.85 as RULER uses).'
     )
@@ -165,6 +176,35 @@ class NiahParams(BaseModel):
         None,
         description="OpenCompass CDME: an OpenAI model name such as 'gpt-4', counted with tiktoken offline "
         '(sets tokenizer_path).',
+    )
+    needle: str | None = Field(
+        None,
+        description='OpenCompass CDME: one needle sentence, the same as needles [needle]; written with a line break '
+        "around it ('\\n...\\n') it is inserted on a line of its own, as CDME does (in needles too).",
+    )
+    keyword: str | None = Field(
+        None,
+        description='OpenCompass CDME multi-needle: the word of the last link that answers retrieval_question. '
+        "Given, needles are your own reasoning chain: task 'reasoning' (also without task), scored by this keyword.",
+    )
+    answer: str | None = Field(
+        None,
+        description="The answer to retrieval_question: task 'single': the short answer inside the needle (for the "
+        "guide and guess detection); with keyword: the full reference answer (CDME's answer).",
+    )
+    language: str | None = Field(
+        None,
+        description="Language of every subset without its own: 'en' or 'zh', or CDME's 'English' / 'Chinese' "
+        '(any case).',
+    )
+    file_list: list[str] | None = Field(
+        None,
+        description='Corpus files of every subset without its own (CDME file_list): plain text or JSON Lines (field '
+        'text), joined in order, inside local_path.',
+    )
+    length: int | None = Field(None, description='OpenCompass CDME: one context length (context_lengths [length]).')
+    depth: float | None = Field(
+        None, description='OpenCompass CDME: one needle depth in percent (document_depth_percents [depth]).'
     )
     max_corpus_repeats: int = Field(
         DEFAULT_MAX_CORPUS_REPEATS,
@@ -212,8 +252,7 @@ class NiahParams(BaseModel):
             if values.get(alias) is None:
                 continue
             value = values[alias]
-            if alias == 'tokenizer_model':
-                value = _tiktoken_for_model(value)
+            value = alias_value(alias, canonical, value)
             if values.get(canonical) is not None and values[canonical] != value:
                 raise NiahConfigError(
                     alias,
@@ -224,7 +263,20 @@ class NiahParams(BaseModel):
         changed = [name for name in BANK_OPTIONS if values.get(name) not in (None, cls.model_fields[name].default)]
         if values.get('needle_bank') is None and changed:
             values['needle_bank'] = 'builtin'
+        # A CDME multi-needle dict has no task: its keyword says the needles are a reasoning chain.
+        if values.get('keyword') is not None and values.get('task') is None:
+            values['task'] = KEYWORD_TASK
         return values
+
+    @field_validator('language')
+    @classmethod
+    def _language(cls, value: str | None) -> str | None:
+        return None if value is None else language_code(value)
+
+    @field_validator('file_list')
+    @classmethod
+    def _file_list(cls, value: list[str] | None) -> list[str] | None:
+        return check_file_list(value)
 
     @field_validator(
         'context_lengths_num_intervals',
@@ -303,7 +355,7 @@ class NiahParams(BaseModel):
     def _needles(cls, value: list[str] | None) -> list[str] | None:
         return check_needles(value)
 
-    @field_validator('retrieval_question', 'tokenizer_path')
+    @field_validator('retrieval_question', 'tokenizer_path', 'keyword', 'answer')
     @classmethod
     def _non_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -325,11 +377,12 @@ class NiahParams(BaseModel):
             )
         for name, override in self.subsets.items():
             check_needles(override.needles, param=f'subsets.{name}.needles')
-            if name not in DEFAULT_SUBSETS and (override.corpus_file_names() is None or override.language is None):
+            no_corpus = override.corpus_file_names() is None and self.file_list is None
+            if name not in DEFAULT_SUBSETS and (no_corpus or (override.language or self.language) is None):
                 raise NiahConfigError(
                     f'subsets.{name}',
                     f"a new subset needs 'corpus_file' and 'language' ('en' or 'zh'), or 'file_list' in place of "
-                    f'corpus_file; built-in subsets are {sorted(DEFAULT_SUBSETS)}',
+                    f'corpus_file (per subset or at the top level); built-in subsets are {sorted(DEFAULT_SUBSETS)}',
                 )
         return self
 
@@ -380,8 +433,11 @@ class NiahParams(BaseModel):
             raise NiahConfigError('subset_list', f'unknown subset {name!r}; available: {self.subset_names()}')
         default = DEFAULT_SUBSETS.get(name, SubsetConfig())
         override = self.subsets.get(name, SubsetConfig())
+        if override.corpus_file_names() is None and self.file_list is not None:  # top-level files, then built-in
+            default = default.model_copy(update={'corpus_file': None, 'file_list': list(self.file_list)})
         needles = override.needles or self.needles or default.needles
         question = override.retrieval_question or self.retrieval_question or default.retrieval_question
+        own_question = override.retrieval_question is None and self.retrieval_question is None
         if not needles or not question:
             missing = 'needles' if not needles else 'retrieval_question'
             raise NiahConfigError(
@@ -389,16 +445,31 @@ class NiahParams(BaseModel):
             )
         # A default answer belongs to the default needle: it is dropped when the needles are replaced.
         own_needles = override.needles is None and self.needles is None
-        answer = override.answer or (default.answer if own_needles else None)
+        answer = override.answer or self.answer or (default.answer if own_needles else None)
+        task = self.task_of(override)
+        keyword = (override.keyword or self.keyword) if task == KEYWORD_TASK else None
+        if keyword is not None:
+            check_chain(
+                name,
+                keyword=keyword,
+                needles=None if own_needles else needles,
+                question=None if own_question else question,
+            )
         return ResolvedSubset(
             name=name,
             **resolved_corpus(default, override),
-            language=override.language or default.language or 'en',
+            language=override.language or self.language or default.language or 'en',
             needles=tuple(needle.strip() for needle in needles),
             retrieval_question=question.strip(),
             answer=answer.strip() if answer else None,
-            task=override.task or self.task,
+            task=task,
+            keyword=keyword.strip() if keyword else None,
+            own_line_needles=frozenset(needle.strip() for needle in needles if own_line(needle)),
         )
+
+    def task_of(self, override: SubsetConfig) -> str:
+        """A subset's task: its own, else the reasoning chain when it gives a keyword, else the run's."""
+        return override.task or (KEYWORD_TASK if override.keyword is not None else self.task)
 
     def draws_per_cell(self) -> int:
         """Needle draws per cell: n_needles x n_runs with a needle bank, else one."""
@@ -426,19 +497,3 @@ class NiahParams(BaseModel):
         copy = self.model_copy()
         copy._task_params = {type(model): model for model in given if model != type(model)()}
         return copy
-
-
-def _tiktoken_for_model(model: Any) -> str:
-    # CDME's tokenizer_model names an OpenAI model; tiktoken's own table maps it to an encoding, offline.
-    import tiktoken.model
-
-    if not isinstance(model, str) or not model.strip():
-        raise NiahConfigError('tokenizer_model', f"must be an OpenAI model name such as 'gpt-4' (got {model!r})")
-    try:
-        return f'tiktoken:{tiktoken.model.encoding_name_for_model(model.strip())}'
-    except KeyError:
-        known = ', '.join(sorted(tiktoken.model.MODEL_TO_ENCODING)[:12])
-        raise NiahConfigError(
-            'tokenizer_model',
-            f'unknown OpenAI model {model!r}; known to tiktoken: {known}, ... (or set tokenizer_path)',
-        ) from None

@@ -29,6 +29,7 @@ from .run_params import NiahParams
 from .run_size import check_corpus_repeats
 from .subsets import ResolvedSubset
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
+from .tasks.guide import guided_question
 from .tasks.single.bank import BankNeedle, draw_needles, load_needle_bank
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
@@ -196,7 +197,7 @@ class SubsetSampler:
         )
         guide = choice.guide
         if params.guide and guide:
-            question = f'{question} {guide}' if language == 'en' else f'{question}{guide}'
+            question = guided_question(question, guide, language=language)
         distractors = choice.distractors
         if distractors:
             # Explicit depths for every inserted text: the needles' own (or spread from the cell depth), then the
@@ -282,6 +283,7 @@ class SubsetSampler:
                 counter=self._counter,
                 start_buffer=self.params.start_buffer,
                 end_buffer=self.params.end_buffer,
+                own_line=self.subset.own_line_needles,
             )
             self._builders[key] = builder
         return builder
@@ -312,7 +314,10 @@ class SubsetSampler:
 
     def minimum_length(self, needles: tuple[str, ...], question: str) -> int:
         """What ``HaystackBuilder.minimum_length`` gives for these needles, without making a builder."""
-        needle_tokens = sum(self._counter(needle_text(needle, self.subset.language)) for needle in needles)
+        own_line = self.subset.own_line_needles
+        needle_tokens = sum(
+            self._counter(needle_text(needle, self.subset.language, own_line=needle in own_line)) for needle in needles
+        )
         return minimum_context_length(
             frame=self._frame(question),
             needle_tokens=needle_tokens,

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, field_validator, model_validator
 
 from .corpus_format import DEFAULT_TEXT_FIELD, JSONL_SUFFIXES, MAX_CORPUS_FILES, is_jsonl_file
 from .errors import NiahConfigError, quoted
@@ -27,6 +27,26 @@ ZH_ANSWER = '上海人工智能实验室'
 SUBSET_NAME_RULE = "ASCII letters, digits, '.', '_' and '-', not starting with '.', at most 64 characters"
 _SUBSET_NAME = re.compile(r'[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}')
 
+# OpenCompass CDME writes the language as a word ('English', 'Chinese'); any case of it or of the code is read.
+_LANGUAGE_WORDS = {'en': 'en', 'english': 'en', 'zh': 'zh', 'chinese': 'zh'}
+
+
+def language_code(value: Any) -> Any:
+    """'English' / 'Chinese' (CDME's words) or 'en' / 'zh', any case, as our code; else ValueError."""
+    code = _LANGUAGE_WORDS.get(value.strip().lower()) if isinstance(value, str) else None
+    if code is None:
+        raise ValueError("must be 'en' or 'zh' (or CDME's 'English' / 'Chinese', any case)")
+    return code
+
+
+LanguageName = Annotated[Language, BeforeValidator(language_code)]
+
+
+def own_line(needle: str) -> bool:
+    """Whether a needle was written with a line break before or after it (CDME's '\\n...\\n'): it is then inserted
+    on a line of its own, as CDME's splice of the raw string puts it."""
+    return needle[:1] in ('\r', '\n') or needle[-1:] in ('\r', '\n')
+
 
 class SubsetConfig(BaseModel):
     """One subset: its corpus (one file, or a list joined in order), language and optionally needles and question.
@@ -40,13 +60,25 @@ class SubsetConfig(BaseModel):
     corpus_file: str | None = None
     file_list: list[str] | None = None
     text_field: str | None = None
-    language: Language | None = None
+    language: LanguageName | None = None
     needles: list[str] | None = None
+    needle: str | None = None  # CDME's single needle: the same as needles [needle]
     retrieval_question: str | None = None
     answer: str | None = None
+    keyword: str | None = None  # CDME's multi-needle keyword: the needles are then the user's reasoning chain
     task: str | None = None  # a registered task name: checked by params.parse_params, which knows the tasks
 
-    @field_validator('retrieval_question', 'corpus_file', 'answer', 'text_field')
+    @model_validator(mode='before')
+    @classmethod
+    def _one_needle(cls, values: Any) -> Any:
+        # CDME's 'needle' is read as a one-needle list, so everything after this sees 'needles' only.
+        if isinstance(values, dict) and values.get('needle') is not None:
+            if values.get('needles') is not None:
+                raise ValueError("give 'needle' (one sentence, CDME's name) or 'needles' (a list), not both")
+            values = {**values, 'needles': [values['needle']], 'needle': None}
+        return values
+
+    @field_validator('retrieval_question', 'corpus_file', 'answer', 'text_field', 'keyword')
     @classmethod
     def _non_blank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():
@@ -56,12 +88,7 @@ class SubsetConfig(BaseModel):
     @field_validator('file_list')
     @classmethod
     def _file_names(cls, value: list[str] | None) -> list[str] | None:
-        if value is not None:
-            if not 1 <= len(value) <= MAX_CORPUS_FILES:
-                raise ValueError(f'must name 1 to {MAX_CORPUS_FILES} corpus files')
-            if any(not name.strip() for name in value):
-                raise ValueError('every file name must be non-empty')
-        return value
+        return check_file_list(value)
 
     @model_validator(mode='after')
     def _one_corpus(self) -> SubsetConfig:
@@ -100,6 +127,11 @@ class ResolvedSubset(BaseModel):
     retrieval_question: str
     answer: str | None  # the short answer inside the needle, when known: the guide and guess detection use it
     task: str
+    # A user's reasoning chain (CDME multi-needle): the word of the last link that answers; ``answer`` is then the
+    # full reference answer. None: no user chain.
+    keyword: str | None = None
+    # The needles (stripped, as in ``needles``) written with a line break around them: inserted on their own line.
+    own_line_needles: frozenset[str] = frozenset()
 
     @property
     def reference_answer(self) -> str:
@@ -145,6 +177,16 @@ DEFAULT_SUBSETS: dict[str, SubsetConfig] = {
         answer=ZH_ANSWER,
     ),
 }
+
+
+def check_file_list(value: list[str] | None) -> list[str] | None:
+    """A ``file_list`` (a subset's or the top-level one): 1 to ``MAX_CORPUS_FILES`` non-empty names."""
+    if value is not None:
+        if not 1 <= len(value) <= MAX_CORPUS_FILES:
+            raise ValueError(f'must name 1 to {MAX_CORPUS_FILES} corpus files')
+        if any(not name.strip() for name in value):
+            raise ValueError('every file name must be non-empty')
+    return value
 
 
 def is_safe_subset_name(name: Any) -> bool:

@@ -510,3 +510,30 @@ def test_next_sentence_start_at_a_sentence_start_keeps_it(
     text: str, position: int, language: str, expected: int
 ) -> None:
     assert next_sentence_start(text, position, language) == expected
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+@pytest.mark.parametrize('subset', SUBSETS)
+def test_own_line_needles_stand_on_their_own_line_at_exact_lengths(
+    path: str, subset: str, fixture_corpus_dir: Path
+) -> None:
+    """A needle written as CDME writes it ('\\n...\\n') is inserted on a line of its own; the others as usual."""
+    needles = THREE_NEEDLES[subset]
+    tokenizer = load_tokenizer(path)
+    resolved = parse_params({}).resolve_subset(subset)
+    corpus = load_corpus(fixture_corpus_dir, resolved)
+    index = token_index(tokenizer, corpus.text, text_sha256=corpus.sha256)
+    frame = prompt_frame(tokenizer, PromptSpec(), question=resolved.retrieval_question)
+    builder = HaystackBuilder(
+        corpus=RepeatedCorpus(corpus.text, index),
+        tokenizer=tokenizer,
+        frame=frame,
+        needles=needles,
+        language=resolved.language,
+        own_line={needles[0]},
+    )
+    for length in (builder.minimum_length(), 1200, 1201, 2500):
+        haystack = builder.build(context_length=length, depth_percent=20)
+        assert tokenizer.count(frame.prefix + haystack.context + frame.suffix) == length == haystack.prompt_tokens
+        assert haystack.context.count(f'\n{needles[0]}\n') == 1
+        assert f'\n{needles[1]}\n' not in haystack.context and haystack.context.count(needles[1]) == 1

@@ -394,6 +394,13 @@ EXPECTED_TYPES = {
     'n_positions': 'int',
     'num_repeats_per_file': 'int',
     'tokenizer_model': 'str',
+    'needle': 'str',
+    'keyword': 'str',
+    'answer': 'str',
+    'language': 'str',
+    'file_list': 'list[str]',
+    'length': 'int',
+    'depth': 'float',
     'max_corpus_repeats': 'int',
     'allow_large_grid': 'bool',
     'subsets': 'dict',
@@ -481,8 +488,8 @@ def test_bad_input_table_is_large() -> None:
 
 def test_unknown_key_lists_every_allowed_key() -> None:
     with pytest.raises(NiahConfigError) as info:
-        parse_params({'needle': ['typo'], 'context_lengths_min': 1000})
-    assert info.value.param == 'needle'
+        parse_params({'needls': ['typo'], 'context_lengths_min': 1000})
+    assert info.value.param == 'needls'
     for name in parameters():
         assert name in info.value.detail
 
@@ -1019,3 +1026,107 @@ def test_dataset_args_shape() -> None:
         with pytest.raises(NiahConfigError) as info:
             check_dataset_args(args, allowed_keys={'local_path', 'subset_list', 'extra_params'})
         assert info.value.param == param and fragment in info.value.detail
+
+
+# ---- OpenCompass CDME's dict names ------------------------------------------------------------------------------
+
+CDME_CHAIN = {
+    'needles': ['\nLa Giostra is the best restaurant.\n', 'Its dish is truffle pasta.', 'The pasta is made by Jack.'],
+    'keyword': 'Jack',
+    'answer': 'Jack makes it.',
+    'retrieval_question': 'Who makes the dish of the best restaurant?',
+}
+
+
+@pytest.mark.parametrize('word', ['Chinese', 'chinese', 'CHINESE', 'zh', 'ZH'])
+def test_cdme_language_words_any_case(word: str) -> None:
+    new = {'corpus_file': 'c.txt', 'language': word, 'needle': '甲。', 'retrieval_question': '问？'}
+    params = parse_params({'language': word, 'subsets': {'c': new}})
+    assert params.resolve_subset('english').language == 'zh'
+    assert params.resolve_subset('c').language == 'zh'
+
+
+@pytest.mark.parametrize('extra', [{'language': 'French'}, {'subsets': {'english': {'language': 'fr'}}}])
+def test_unknown_language_names_what_is_allowed(extra: dict) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param.endswith('language') and "'English' / 'Chinese'" in info.value.detail
+
+
+def test_cdme_single_dict_names() -> None:
+    params = parse_params(
+        {'needle': '\nA needle.\n', 'length': 8000, 'depth': 50, 'file_list': ['zh_finance.jsonl'], 'answer': 'A'}
+    )
+    assert params.context_length_grid() == [8000] and params.depth_percent_grid() == [50]
+    subset = params.resolve_subset('chinese')
+    assert subset.needles == ('A needle.',) and subset.own_line_needles == {'A needle.'}
+    assert subset.file_list == ('zh_finance.jsonl',) and subset.answer == 'A' and subset.task == 'single'
+    # A subset's own corpus wins over the top-level file_list.
+    own = parse_params({'file_list': ['a.jsonl'], 'subsets': {'english': {'corpus_file': 'b.txt'}}})
+    assert own.resolve_subset('english').corpus_files == ('b.txt',)
+    assert own.resolve_subset('chinese').corpus_files == ('a.jsonl',)
+
+
+def test_needle_and_needles_conflict() -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'needle': 'One.', 'needles': ['Two.']})
+    assert info.value.param == 'needle'
+
+
+def test_keyword_makes_the_needles_a_user_chain() -> None:
+    params = parse_params({**CDME_CHAIN, 'diff': 25})
+    assert params.task == 'reasoning'
+    subset = params.resolve_subset('english')
+    assert subset.task == 'reasoning' and subset.keyword == 'Jack' and subset.answer == 'Jack makes it.'
+    assert subset.needles[0] == 'La Giostra is the best restaurant.'
+    # Per subset too: the subset's keyword makes its task the chain, the others keep theirs.
+    per_subset = parse_params({'subsets': {'english': CDME_CHAIN}})
+    assert per_subset.resolve_subset('english').task == 'reasoning'
+    assert per_subset.resolve_subset('chinese').task == 'single'
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param', 'fragment'),
+    [
+        ({**CDME_CHAIN, 'task': 'single'}, 'keyword', 'leave task out'),
+        ({'needles': ['A b.'], 'task': 'reasoning'}, 'needles', 'give keyword'),
+        ({'subsets': {'english': {'needles': ['A b.'], 'task': 'reasoning'}}}, 'subsets.english.needles', 'keyword'),
+    ],
+)
+def test_chain_values_that_would_be_ignored(extra: dict, param: str, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param and fragment in info.value.detail
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param'),
+    [
+        ({**CDME_CHAIN, 'keyword': 'Bob'}, 'subsets.english.keyword'),
+        ({'keyword': 'Jack', 'retrieval_question': 'Who?'}, 'subsets.english.needles'),
+        ({'keyword': 'Jack', 'needles': CDME_CHAIN['needles']}, 'subsets.english.retrieval_question'),
+    ],
+)
+def test_unanswerable_chains_are_refused_when_resolved(extra: dict, param: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra).resolve_subsets(['english'])
+    assert info.value.param == param
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param', 'fragment'),
+    [
+        ({'abbr': 'CDME_Length1000Depth0'}, 'abbr', 'leave it out'),
+        ({'path': './data/CDME'}, 'path', 'local_path'),
+        ({'infer_cfg': {}}, 'infer_cfg', 'max_tokens'),
+        ({'subsets': {'english': {'type': 'CDMEDataset'}}}, 'subsets.english.type', 'leave it out'),
+        ({'subsets': {'english': {'length_buffer': 200}}}, 'subsets.english.length_buffer', 'top level'),
+    ],
+)
+def test_opencompass_keys_say_what_to_write(extra: dict, param: str, fragment: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param and fragment in info.value.detail
+    if param in ('abbr', 'path'):  # refused before EvalScope's own KeyError, which would not say what to write
+        with pytest.raises(NiahConfigError):
+            check_dataset_args({'extra_params': extra})

@@ -34,6 +34,7 @@ def _type_name(annotation: Any) -> str:
         ('list[int] | None', 'list[int]'),
         ('list[float] | None', 'list[float]'),
         ('list[str] | None', 'list[str]'),
+        ('float | None', 'float'),
         ('str | None', 'str'),
     ):
         if text == raw:

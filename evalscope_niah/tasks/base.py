@@ -115,6 +115,8 @@ class Task(ABC):
     judged: ClassVar[bool] = False
     # Whether the subset's own needles / retrieval_question (and a needle bank) are what it asks about.
     uses_subset_needles: ClassVar[bool] = False
+    # Whether the subset's needles, question, keyword and answer, given with a keyword, are a user chain it asks.
+    uses_user_chain: ClassVar[bool] = False
     # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
     accepts_bank: ClassVar[bool] = False
     # Its own parameters: flat extra_params names, unique across tasks and the run model, each with its default and

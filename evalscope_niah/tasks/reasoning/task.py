@@ -11,7 +11,7 @@ from ...metadata import GridCell, SampleMeta
 from ...scoring import PromptText, RuleScore, keyword_score
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
-from .chains import pick_chain, reasoning_chains
+from .chains import Chain, pick_chain, reasoning_chains
 from .params import ReasoningParams
 from .rules import chain_answer_score
 
@@ -20,13 +20,16 @@ class ReasoningChain(Task):
     name = 'reasoning'
     description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
     params_model = ReasoningParams
+    uses_user_chain = True
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
+        if context.subset.keyword is not None:
+            return [(context.subset.needles, f'subsets.{context.subset.name}.needles')]
         return [(chain.needles, 'task') for chain in reasoning_chains(context.language)]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         options = context.options(ReasoningParams)
-        chain = pick_chain(context.language, index=cell.repeat)
+        chain = _user_chain(context) or pick_chain(context.language, index=cell.repeat)
         needles = chain.needles
         if options.shuffle_links:
             order = list(needles)
@@ -56,3 +59,19 @@ class ReasoningChain(Task):
         )
         keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
         return with_levenshtein(rule, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)
+
+
+def _user_chain(context: PlanContext) -> Chain | None:
+    """The subset's own chain (CDME's needles, keyword, answer and question), when it gives a keyword."""
+    subset = context.subset
+    if subset.keyword is None:
+        return None
+    return Chain(
+        id=f'user-{subset.name}',
+        language=subset.language,
+        needles=subset.needles,
+        question=subset.retrieval_question,
+        answer=subset.keyword,
+        # CDME compares the reply with its answer; without one the links are the reference.
+        reference=subset.answer or subset.reference_answer,
+    )
