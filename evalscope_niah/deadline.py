@@ -1,0 +1,196 @@
+"""A deadline for a whole HTTP request, and a stop that ends every request in flight (Ctrl-C).
+
+httpx's timeouts bound each read, not the request: a server that sends one byte every few seconds, or stalls inside a
+body longer than it declared, holds a request (and the worker thread waiting on it) for as long as it likes.
+:class:`DeadlineTransport` wraps an httpx transport: a request not complete within its timeout (httpx's read timeout,
+which the caller sets per call) is abandoned by shutting its socket down, and fails as an ``httpx.ReadTimeout``, so
+the openai SDK and EvalScope retry or record it as they do any timeout.
+
+:func:`stop_requests` (the Ctrl-C handler calls it) shuts down every request in flight and refuses new ones with
+:class:`RequestsStopped`, a ``KeyboardInterrupt``: no retry loop catches it, so a worker thread blocked on a server
+returns at once and the process can stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+
+__all__ = ['DeadlineExceeded', 'DeadlineTransport', 'RequestsStopped', 'allow_requests', 'stop_requests']
+
+
+class DeadlineExceeded(httpx.ReadTimeout):
+    """The whole request took longer than its timeout (whatever the server sent meanwhile)."""
+
+
+class RequestsStopped(KeyboardInterrupt):
+    """The run is stopping (Ctrl-C): requests in flight were cut and no new one is sent."""
+
+
+_stopped = threading.Event()
+_active_lock = threading.Lock()
+_active: set[_Watch] = set()
+
+
+def stop_requests() -> None:
+    """Cut every request in flight and refuse new ones until :func:`allow_requests`."""
+    _stopped.set()
+    with _active_lock:
+        watches = list(_active)
+    for watch in watches:
+        watch.cut()
+
+
+def allow_requests() -> None:
+    """Requests may be sent again (a new run in the same process)."""
+    _stopped.clear()
+
+
+def requests_stopped() -> bool:
+    return _stopped.is_set()
+
+
+class _Watch:
+    """One request's deadline: the sockets it uses, shut down when the deadline passes or the run stops."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watch:
+        with _active_lock:
+            _active.add(self)
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.finish()
+
+    def finish(self) -> None:
+        self._timer.cancel()
+        with _active_lock:
+            _active.discard(self)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.cut()
+        with _active_lock:  # cut for good: a reply nobody closes leaves nothing behind
+            _active.discard(self)
+
+    def cut(self) -> None:
+        with self._lock:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def add_stream(self, stream: Any) -> None:
+        """The connection's socket (a new connection from the trace, a reused one from the response)."""
+        get_extra_info = getattr(stream, 'get_extra_info', None)
+        sock = get_extra_info('socket') if callable(get_extra_info) else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(sock)
+        if self.expired or _stopped.is_set():  # the deadline passed while the connection was being made
+            _shut(sock)
+
+    def trace(self, chained: Callable[[str, dict], Any] | None) -> Callable[[str, dict], Any]:
+        def trace(event: str, info: dict) -> Any:
+            if event in ('connection.connect_tcp.complete', 'connection.connect_unix_socket.complete'):
+                self.add_stream(info.get('return_value'))
+            return chained(event, info) if chained is not None else None
+
+        return trace
+
+    def failure(self, exc: BaseException | None = None) -> BaseException | None:
+        """What to raise instead of ``exc`` (a read cut by us), or None when the request is still in time."""
+        if _stopped.is_set():
+            return RequestsStopped('the run is stopping: request abandoned')
+        if self.expired:
+            return DeadlineExceeded(f'no complete reply within the {self.seconds:g} s request timeout')
+        return None
+
+
+def _shut(sock: socket.socket) -> None:
+    # shutdown, not close: it wakes a thread blocked reading the socket (close would leave it waiting).
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _deadline_of(request: httpx.Request) -> float | None:
+    timeout = request.extensions.get('timeout') or {}
+    seconds = timeout.get('read') if isinstance(timeout, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+class _DeadlineStream(httpx.SyncByteStream):
+    def __init__(self, inner: Any, watch: _Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                failure = self._watch.failure()
+                if failure is not None:
+                    raise failure
+                yield chunk
+        except Exception as exc:
+            failure = self._watch.failure(exc)
+            if failure is not None:
+                raise failure from exc
+            raise
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._watch.finish()
+
+
+class DeadlineTransport(httpx.BaseTransport):
+    """``inner`` with a deadline per request: its read timeout bounds the whole request, body included."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if _stopped.is_set():
+            raise RequestsStopped('the run is stopping: request not sent')
+        seconds = _deadline_of(request)
+        if seconds is None:
+            return self.inner.handle_request(request)
+        watch = _Watch(seconds)
+        request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
+        watch.__enter__()
+        try:
+            response = self.inner.handle_request(request)
+        except Exception as exc:
+            watch.finish()
+            failure = watch.failure(exc)
+            if failure is not None:
+                raise failure from exc
+            raise
+        except BaseException:
+            watch.finish()
+            raise
+        watch.add_stream(response.extensions.get('network_stream'))
+        failure = watch.failure()
+        if failure is not None:
+            response.close()
+            watch.finish()
+            raise failure
+        response.stream = _DeadlineStream(response.stream, watch)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
