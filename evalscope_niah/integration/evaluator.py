@@ -1,5 +1,5 @@
-"""EvalScope's evaluator with two changes: reviews that survive a crash, and a prefix-cache-friendly request order
-(planned with the adapter's prefix gate)."""
+"""EvalScope's evaluator with three changes: reviews that survive a crash, a prefix-cache-friendly request order
+(planned with the adapter's prefix gate), and requests with a deadline that Ctrl-C cuts (interrupt.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from evalscope.evaluator import DefaultEvaluator
 
 from ..metadata import SampleMeta
 from ..ordering import PrefixInfo, prefix_friendly_order
+from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 
 __all__ = ['NiahEvaluator']
 
@@ -18,6 +19,19 @@ class NiahEvaluator(DefaultEvaluator):
     kill -9 every finished review was lost and re-judged on resume. A fresh run has no old reviews to protect:
     publish the (empty) files at once, so each review is appended where --use-cache will find it.
     """
+
+    def eval(self):
+        with stop_on_interrupt():
+            try:
+                return super().eval()
+            except KeyboardInterrupt:
+                # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
+                exit_interrupted(self.outputs.outputs_dir)
+
+    def _predict_sample(self, sample, model_prediction_dir):
+        # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
+        install_deadline(self.model)
+        return super()._predict_sample(sample, model_prediction_dir)
 
     def _collect_work_items(self, dataset_dict):
         context = super()._collect_work_items(dataset_dict)
