@@ -2,9 +2,10 @@
 
 httpx's timeouts bound each read, not the request: a server that sends one byte every few seconds, or stalls inside a
 body longer than it declared, holds a request (and the worker thread waiting on it) for as long as it likes.
-:class:`DeadlineTransport` wraps an httpx transport: a request not complete within its timeout (httpx's read timeout,
-which the caller sets per call) is abandoned by shutting its socket down, and fails as an ``httpx.ReadTimeout``, so
-the openai SDK and EvalScope retry or record it as they do any timeout.
+:func:`deadline_transport` wraps an httpx transport: a request not complete within its timeout (httpx's read timeout,
+which the caller sets per call) is abandoned by shutting its socket down, and fails as the library's ``ReadTimeout``,
+so the openai SDK and EvalScope retry or record it as they do any timeout. The openai SDK uses ``httpx2`` (httpx's
+API under another name), other clients ``httpx``: the wrapper is built for the library of the transport it wraps.
 
 :func:`stop_requests` (the Ctrl-C handler calls it) shuts down every request in flight and refuses new ones with
 :class:`RequestsStopped`, a ``KeyboardInterrupt``: no retry loop catches it, so a worker thread blocked on a server
@@ -14,18 +15,20 @@ returns at once and the process can stop.
 from __future__ import annotations
 
 import contextlib
+import functools
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any
 
-import httpx
-
-__all__ = ['DeadlineExceeded', 'DeadlineTransport', 'RequestsStopped', 'allow_requests', 'stop_requests']
+__all__ = ['DeadlineExceeded', 'RequestsStopped', 'allow_requests', 'deadline_transport', 'stop_requests']
 
 
-class DeadlineExceeded(httpx.ReadTimeout):
-    """The whole request took longer than its timeout (whatever the server sent meanwhile)."""
+class DeadlineExceeded(Exception):
+    """The whole request took longer than its timeout (whatever the server sent meanwhile). Raised as a subclass of
+    the transport library's ReadTimeout too."""
 
 
 class RequestsStopped(KeyboardInterrupt):
@@ -66,14 +69,10 @@ class _Watch:
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
-    def __enter__(self) -> _Watch:
+    def start(self) -> None:
         with _active_lock:
             _active.add(self)
         self._timer.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.finish()
 
     def finish(self) -> None:
         self._timer.cancel()
@@ -111,14 +110,6 @@ class _Watch:
 
         return trace
 
-    def failure(self, exc: BaseException | None = None) -> BaseException | None:
-        """What to raise instead of ``exc`` (a read cut by us), or None when the request is still in time."""
-        if _stopped.is_set():
-            return RequestsStopped('the run is stopping: request abandoned')
-        if self.expired:
-            return DeadlineExceeded(f'no complete reply within the {self.seconds:g} s request timeout')
-        return None
-
 
 def _shut(sock: socket.socket) -> None:
     # shutdown, not close: it wakes a thread blocked reading the socket (close would leave it waiting).
@@ -126,71 +117,102 @@ def _shut(sock: socket.socket) -> None:
         sock.shutdown(socket.SHUT_RDWR)
 
 
-def _deadline_of(request: httpx.Request) -> float | None:
+def _deadline_of(request: Any) -> float | None:
     timeout = request.extensions.get('timeout') or {}
     seconds = timeout.get('read') if isinstance(timeout, dict) else None
     return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
 
-class _DeadlineStream(httpx.SyncByteStream):
-    def __init__(self, inner: Any, watch: _Watch) -> None:
-        self._inner = inner
-        self._watch = watch
-
-    def __iter__(self) -> Iterator[bytes]:
-        try:
-            for chunk in self._inner:
-                failure = self._watch.failure()
-                if failure is not None:
-                    raise failure
-                yield chunk
-        except Exception as exc:
-            failure = self._watch.failure(exc)
-            if failure is not None:
-                raise failure from exc
-            raise
-
-    def close(self) -> None:
-        try:
-            self._inner.close()
-        finally:
-            self._watch.finish()
+def deadline_transport(inner: Any) -> Any:
+    """``inner`` (an httpx or httpx2 transport) with a deadline per request: its read timeout bounds the whole
+    request, body included. A transport that has one already is returned as is."""
+    if getattr(inner, 'has_deadline', False):
+        return inner
+    library = sys.modules[type(inner).__module__.partition('.')[0]]
+    return _classes(library).transport(inner)
 
 
-class DeadlineTransport(httpx.BaseTransport):
-    """``inner`` with a deadline per request: its read timeout bounds the whole request, body included."""
+class _Classes:
+    def __init__(self, exceeded: type[Exception], transport: type) -> None:
+        self.exceeded = exceeded
+        self.transport = transport
 
-    def __init__(self, inner: httpx.BaseTransport) -> None:
-        self.inner = inner
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+@functools.cache
+def _classes(lib: ModuleType) -> _Classes:
+    """The wrapper's classes for one library: its client checks the stream's class, the SDK the exception's."""
+
+    class Exceeded(lib.ReadTimeout, DeadlineExceeded):
+        pass
+
+    def failure(watch: _Watch) -> BaseException | None:
+        """What to raise instead of a read error (a read cut by us), or None when the request is still in time."""
         if _stopped.is_set():
-            raise RequestsStopped('the run is stopping: request not sent')
-        seconds = _deadline_of(request)
-        if seconds is None:
-            return self.inner.handle_request(request)
-        watch = _Watch(seconds)
-        request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
-        watch.__enter__()
-        try:
-            response = self.inner.handle_request(request)
-        except Exception as exc:
-            watch.finish()
-            failure = watch.failure(exc)
-            if failure is not None:
-                raise failure from exc
-            raise
-        except BaseException:
-            watch.finish()
-            raise
-        watch.add_stream(response.extensions.get('network_stream'))
-        failure = watch.failure()
-        if failure is not None:
-            response.close()
-            watch.finish()
-            raise failure
-        response.stream = _DeadlineStream(response.stream, watch)
-        return response
+            return RequestsStopped('the run is stopping: request abandoned')
+        if watch.expired:
+            return Exceeded(f'no complete reply within the {watch.seconds:g} s request timeout')
+        return None
 
-    def close(self) -> None:
-        self.inner.close()
+    class Stream(lib.SyncByteStream):
+        def __init__(self, inner: Any, watch: _Watch) -> None:
+            self._inner = inner
+            self._watch = watch
+
+        def __iter__(self) -> Iterator[bytes]:
+            try:
+                for chunk in self._inner:
+                    cut = failure(self._watch)
+                    if cut is not None:
+                        raise cut
+                    yield chunk
+            except Exception as exc:
+                cut = failure(self._watch)
+                if cut is not None:
+                    raise cut from exc
+                raise
+
+        def close(self) -> None:
+            try:
+                self._inner.close()
+            finally:
+                self._watch.finish()
+
+    class Transport(lib.BaseTransport):
+        has_deadline = True
+
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        def handle_request(self, request: Any) -> Any:
+            if _stopped.is_set():
+                raise RequestsStopped('the run is stopping: request not sent')
+            seconds = _deadline_of(request)
+            if seconds is None:
+                return self.inner.handle_request(request)
+            watch = _Watch(seconds)
+            request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
+            watch.start()
+            try:
+                response = self.inner.handle_request(request)
+            except Exception as exc:
+                watch.finish()
+                cut = failure(watch)
+                if cut is not None:
+                    raise cut from exc
+                raise
+            except BaseException:
+                watch.finish()
+                raise
+            watch.add_stream(response.extensions.get('network_stream'))
+            cut = failure(watch)
+            if cut is not None:
+                response.close()
+                watch.finish()
+                raise cut
+            response.stream = Stream(response.stream, watch)
+            return response
+
+        def close(self) -> None:
+            self.inner.close()
+
+    return _Classes(Exceeded, Transport)

@@ -9,7 +9,13 @@ import threading
 import httpx
 import pytest
 
-from evalscope_niah.deadline import DeadlineExceeded, DeadlineTransport, RequestsStopped, allow_requests, stop_requests
+from evalscope_niah.deadline import (
+    DeadlineExceeded,
+    RequestsStopped,
+    allow_requests,
+    deadline_transport,
+    stop_requests,
+)
 from evalscope_niah.testing.openai_server import FaultPlan, OpenAICompatServer, needle_finder
 
 MODEL = 'slow-model'
@@ -17,7 +23,7 @@ CHAT = {'model': MODEL, 'messages': [{'role': 'user', 'content': 'The needle is:
 
 
 def _client(server: OpenAICompatServer, timeout: float) -> httpx.Client:
-    return httpx.Client(transport=DeadlineTransport(httpx.HTTPTransport()), base_url=server.base_url, timeout=timeout)
+    return httpx.Client(transport=deadline_transport(httpx.HTTPTransport()), base_url=server.base_url, timeout=timeout)
 
 
 @pytest.mark.parametrize('fault', ['drip', 'long_body'])

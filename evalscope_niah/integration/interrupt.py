@@ -1,7 +1,7 @@
 """Deadlines on EvalScope's model clients, and a Ctrl-C that stops a run within seconds.
 
 EvalScope's OpenAI-compatible model keeps one openai client (one httpx client) per model; :func:`install_deadline`
-wraps its transports in ``deadline.DeadlineTransport``, so the per-call timeout the adapter sets bounds each whole
+wraps its transports with ``deadline.deadline_transport``, so the per-call timeout the adapter sets bounds each whole
 request. On Ctrl-C EvalScope's pool waits for its worker threads, and a worker blocked on a dripping server kept the
 process alive for minutes: :func:`stop_on_interrupt` cuts every request in flight first, then lets the
 KeyboardInterrupt unwind the run.
@@ -16,9 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import httpx
-
-from ..deadline import DeadlineTransport, allow_requests, stop_requests
+from ..deadline import allow_requests, deadline_transport, stop_requests
 
 __all__ = ['install_deadline', 'interrupted_message', 'stop_on_interrupt']
 
@@ -31,19 +29,18 @@ def install_deadline(model: Any) -> bool:
     Models without an httpx client of their own (a local checkpoint, a mock) are left as they are.
     """
     api = getattr(model, 'api', model)
-    http = getattr(getattr(api, 'client', None), '_client', None)
-    if not isinstance(http, httpx.Client):
+    http = getattr(getattr(api, 'client', None), '_client', None)  # the openai SDK's httpx2 (or httpx) client
+    transport = getattr(http, '_transport', None)
+    if not callable(getattr(transport, 'handle_request', None)):
         return False
     with _install_lock:
-        transport = getattr(http, '_transport', None)
-        if isinstance(transport, httpx.BaseTransport) and not isinstance(transport, DeadlineTransport):
-            http._transport = DeadlineTransport(transport)
+        http._transport = deadline_transport(http._transport)
         mounts = getattr(http, '_mounts', None)
         if isinstance(mounts, dict):  # proxies (HTTPS_PROXY...) route through their own transports
             for pattern, mounted in mounts.items():
-                if isinstance(mounted, httpx.BaseTransport) and not isinstance(mounted, DeadlineTransport):
-                    mounts[pattern] = DeadlineTransport(mounted)
-        return isinstance(http._transport, DeadlineTransport)
+                if mounted is not None:
+                    mounts[pattern] = deadline_transport(mounted)
+    return True
 
 
 @contextmanager
