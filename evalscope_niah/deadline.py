@@ -129,90 +129,93 @@ def deadline_transport(inner: Any) -> Any:
     if getattr(inner, 'has_deadline', False):
         return inner
     library = sys.modules[type(inner).__module__.partition('.')[0]]
-    return _classes(library).transport(inner)
+    return _kinds(library).transport(inner)
 
 
-class _Classes:
-    def __init__(self, exceeded: type[Exception], transport: type) -> None:
-        self.exceeded = exceeded
-        self.transport = transport
-
-
-@functools.cache
-def _classes(lib: ModuleType) -> _Classes:
+class _Kinds:
     """The wrapper's classes for one library: its client checks the stream's class, the SDK the exception's."""
 
-    class Exceeded(lib.ReadTimeout, DeadlineExceeded):
-        pass
+    def __init__(self, lib: ModuleType) -> None:
+        self.exceeded: type[Exception] = type('DeadlineExceeded', (lib.ReadTimeout, DeadlineExceeded), {})
+        self.stream: type = type('DeadlineStream', (_Stream, lib.SyncByteStream), {'kinds': self})
+        self.transport: type = type('DeadlineTransport', (_Transport, lib.BaseTransport), {'kinds': self})
 
-    def failure(watch: _Watch) -> BaseException | None:
+    def failure(self, watch: _Watch) -> BaseException | None:
         """What to raise instead of a read error (a read cut by us), or None when the request is still in time."""
         if _stopped.is_set():
             return RequestsStopped('the run is stopping: request abandoned')
         if watch.expired:
-            return Exceeded(f'no complete reply within the {watch.seconds:g} s request timeout')
+            return self.exceeded(f'no complete reply within the {watch.seconds:g} s request timeout')
         return None
 
-    class Stream(lib.SyncByteStream):
-        def __init__(self, inner: Any, watch: _Watch) -> None:
-            self._inner = inner
-            self._watch = watch
 
-        def __iter__(self) -> Iterator[bytes]:
-            try:
-                for chunk in self._inner:
-                    cut = failure(self._watch)
-                    if cut is not None:
-                        raise cut
-                    yield chunk
-            except Exception as exc:
-                cut = failure(self._watch)
+@functools.cache
+def _kinds(lib: ModuleType) -> _Kinds:
+    return _Kinds(lib)
+
+
+class _Stream:
+    kinds: _Kinds
+
+    def __init__(self, inner: Any, watch: _Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                cut = self.kinds.failure(self._watch)
                 if cut is not None:
-                    raise cut from exc
-                raise
-
-        def close(self) -> None:
-            try:
-                self._inner.close()
-            finally:
-                self._watch.finish()
-
-    class Transport(lib.BaseTransport):
-        has_deadline = True
-
-        def __init__(self, inner: Any) -> None:
-            self.inner = inner
-
-        def handle_request(self, request: Any) -> Any:
-            if _stopped.is_set():
-                raise RequestsStopped('the run is stopping: request not sent')
-            seconds = _deadline_of(request)
-            if seconds is None:
-                return self.inner.handle_request(request)
-            watch = _Watch(seconds)
-            request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
-            watch.start()
-            try:
-                response = self.inner.handle_request(request)
-            except Exception as exc:
-                watch.finish()
-                cut = failure(watch)
-                if cut is not None:
-                    raise cut from exc
-                raise
-            except BaseException:
-                watch.finish()
-                raise
-            watch.add_stream(response.extensions.get('network_stream'))
-            cut = failure(watch)
+                    raise cut
+                yield chunk
+        except Exception as exc:
+            cut = self.kinds.failure(self._watch)
             if cut is not None:
-                response.close()
-                watch.finish()
-                raise cut
-            response.stream = Stream(response.stream, watch)
-            return response
+                raise cut from exc
+            raise
 
-        def close(self) -> None:
-            self.inner.close()
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._watch.finish()
 
-    return _Classes(Exceeded, Transport)
+
+class _Transport:
+    kinds: _Kinds
+    has_deadline = True
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: Any) -> Any:
+        if _stopped.is_set():
+            raise RequestsStopped('the run is stopping: request not sent')
+        seconds = _deadline_of(request)
+        if seconds is None:
+            return self.inner.handle_request(request)
+        watch = _Watch(seconds)
+        request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
+        watch.start()
+        try:
+            response = self.inner.handle_request(request)
+        except Exception as exc:
+            watch.finish()
+            cut = self.kinds.failure(watch)
+            if cut is not None:
+                raise cut from exc
+            raise
+        except BaseException:
+            watch.finish()
+            raise
+        watch.add_stream(response.extensions.get('network_stream'))
+        cut = self.kinds.failure(watch)
+        if cut is not None:
+            response.close()
+            watch.finish()
+            raise cut
+        response.stream = self.kinds.stream(response.stream, watch)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()

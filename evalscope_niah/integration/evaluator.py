@@ -7,6 +7,7 @@ from typing import Any
 
 from evalscope.evaluator import DefaultEvaluator
 
+from ..disk_space import disk_full_error, disk_full_message
 from ..metadata import SampleMeta
 from ..ordering import PrefixInfo, prefix_friendly_order
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
@@ -27,6 +28,11 @@ class NiahEvaluator(DefaultEvaluator):
             except KeyboardInterrupt:
                 # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                 exit_interrupted(self.outputs.outputs_dir)
+            except Exception as exc:
+                full = disk_full_error(exc)
+                if full is None:
+                    raise
+                raise SystemExit(disk_full_message(full, self.outputs.outputs_dir)) from None
 
     def _predict_sample(self, sample, model_prediction_dir):
         # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
