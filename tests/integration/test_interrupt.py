@@ -100,7 +100,20 @@ run_task(TaskConfig(**json.loads(sys.argv[1])))
 """
 
 
-def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fixture_corpus_dir):
+def _command(how: str, settings: dict[str, Any]) -> list[str]:
+    if how == 'run_task':
+        return [sys.executable, '-c', _INTERRUPTED_RUN, json.dumps(settings)]
+    return [
+        str(Path(sys.executable).with_name('evalscope-niah')), 'eval', '--model', settings['model'],
+        '--api-url', settings['api_url'], '--api-key', 'x', '--datasets', 'needle_haystack',
+        '--dataset-args', json.dumps(settings['dataset_args']), '--judge', json.dumps(settings['judge']),
+        '--eval-batch-size', '1', '--generation-config', json.dumps(settings['generation_config']),
+        '--work-dir', settings['work_dir'], '--no-timestamp',
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize('how', ['run_task', 'evalscope-niah eval'])
+def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fixture_corpus_dir, how):
     plan = FaultPlan(drip=0.5, drip_interval_s=0.2, drip_seconds=60)
     with OpenAICompatServer({'slow-model': needle_finder}, {'slow-model': plan}, _SEED, max_seconds=120) as server:
         settings: dict[str, Any] = task_settings(
@@ -110,8 +123,8 @@ def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fix
         )  # fmt: skip
         env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')])}
         process = subprocess.Popen(
-            [sys.executable, '-c', _INTERRUPTED_RUN, json.dumps(settings)],
-            cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            _command(how, settings), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
         )  # fmt: skip
         try:
             assert server.wait_for_requests(2, timeout=120), 'the run never sent its second request'
@@ -126,5 +139,7 @@ def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fix
     assert 'Traceback' not in output, output
     [line] = [line for line in output.splitlines() if '--use-cache' in line]
     assert f'--use-cache {tmp_path}' in line and 'interrupted' in line
-    [kept] = _predictions(tmp_path, 'slow-model')  # the answered sample is kept; the cut one has no row, so a resume asks again
+    [kept] = _predictions(
+        tmp_path, 'slow-model'
+    )  # the answered sample is kept; the cut one has no row, so a resume asks again
     assert server.requests[0].reply in json.dumps(kept, ensure_ascii=False)
