@@ -15,8 +15,8 @@ from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
 from ..server_values import plausible_tokens, shown
-from .interrupt import install_deadline
 from ..vocabulary import BudgetReason
+from .interrupt import install_deadline
 
 logger = logging.getLogger(__name__)
 
