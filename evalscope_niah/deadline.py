@@ -54,10 +54,6 @@ def allow_requests() -> None:
     _stopped.clear()
 
 
-def requests_stopped() -> bool:
-    return _stopped.is_set()
-
-
 class _Watch:
     """One request's deadline: the sockets it uses, shut down when the deadline passes or the run stops."""
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..deadline import allow_requests, deadline_transport, stop_requests
 
-__all__ = ['install_deadline', 'interrupted_message', 'stop_on_interrupt']
+__all__ = ['exit_interrupted', 'install_deadline', 'interrupted_message', 'stop_on_interrupt']
 
 _install_lock = threading.Lock()
 
