@@ -9,10 +9,19 @@ from __future__ import annotations
 
 import errno
 
-__all__ = ['disk_full_error', 'disk_full_message']
+__all__ = ['DiskFull', 'disk_full_error', 'disk_full_message']
 
 # No space left on the device, or over the user's quota: both mean 'free space, then resume'.
 _FULL = frozenset({errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC)})
+
+
+class DiskFull(BaseException):
+    """A full disk, carried past the handlers that would count it as one sample's error and go on (EvalScope's
+    ``ignore_errors`` logs a traceback per sample): no later write would succeed either."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error)
+        self.error = error
 
 
 def disk_full_error(exc: BaseException) -> OSError | None:

@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from evalscope.evaluator import DefaultEvaluator
 
-from ..disk_space import disk_full_error, disk_full_message
+from ..deadline import stop_requests
+from ..disk_space import DiskFull, disk_full_error, disk_full_message
 from ..metadata import SampleMeta
 from ..ordering import PrefixInfo, prefix_friendly_order
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
@@ -28,11 +31,21 @@ class NiahEvaluator(DefaultEvaluator):
             except KeyboardInterrupt:
                 # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                 exit_interrupted(self.outputs.outputs_dir)
+            except DiskFull as stop:
+                raise SystemExit(disk_full_message(stop.error, self.outputs.outputs_dir)) from None
             except Exception as exc:
                 full = disk_full_error(exc)
                 if full is None:
                     raise
                 raise SystemExit(disk_full_message(full, self.outputs.outputs_dir)) from None
+
+    def _process_work_item(self, item, model_prediction_dir):
+        with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)
+            return super()._process_work_item(item, model_prediction_dir)
+
+    def _persist_result(self, *args: Any, **kwargs: Any) -> None:
+        with _disk_full_stops_the_run():  # the review row is written here
+            return super()._persist_result(*args, **kwargs)
 
     def _predict_sample(self, sample, model_prediction_dir):
         # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
@@ -54,6 +67,18 @@ class NiahEvaluator(DefaultEvaluator):
         self.benchmark.plan_prefix_turns([item.sample for item in predictions])
         context.work_items[:] = reviews + predictions
         return context
+
+
+@contextmanager
+def _disk_full_stops_the_run() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        full = disk_full_error(exc)
+        if full is None:
+            raise
+        stop_requests()  # the other samples' answers could not be saved either
+        raise DiskFull(full) from exc
 
 
 def _prefix_info(item: Any) -> PrefixInfo:

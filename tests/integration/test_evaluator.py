@@ -49,3 +49,34 @@ def test_a_full_disk_ends_the_run_with_one_line_naming_the_file_and_what_is_kept
     lines = (tmp_path / 'predictions' / MODEL / 'needle_haystack_english.jsonl').read_text(encoding='utf-8')
     assert len([json.loads(line) for line in lines.splitlines()]) == 2
     assert not results.exists() and list(results.parent.glob('*.tmp')) == []
+
+
+def test_a_full_disk_stops_the_run_at_the_first_row_it_cannot_save(tmp_path, fixture_corpus_dir, monkeypatch, capfd):
+    """With ignore_errors, each row that could not be saved was one sample's error and a traceback, and the run went
+    on: a full disk stops it at once, keeping the rows saved before."""
+    from evalscope.api.evaluator.cache import CacheManager
+
+    real_save = CacheManager.save_prediction_cache
+    saved: list[object] = []
+
+    def save(self, *args, **kwargs):  # the disk fills up after the first row
+        if saved:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        saved.append(real_save(self, *args, **kwargs))
+        return saved[-1]
+
+    monkeypatch.setattr(CacheManager, 'save_prediction_cache', save)
+    extra = {'context_lengths': [600], 'document_depth_percents': [0, 50, 100]}
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        task = task_config(
+            server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, subsets=['english'], eval_batch_size=1,
+            ignore_errors=True,
+        )  # fmt: skip
+        with pytest.raises(SystemExit) as stopped:
+            run_task(task)
+        assert len(server.requests_for(MODEL)) == 2  # the third sample is not asked for
+    message = str(stopped.value.code)
+    assert '\n' not in message and f'(writing under {tmp_path}: No space left on device)' in message
+    assert 'Traceback' not in ''.join(capfd.readouterr())
+    lines = (tmp_path / 'predictions' / MODEL / 'needle_haystack_english.jsonl').read_text(encoding='utf-8')
+    assert len(lines.splitlines()) == 1
