@@ -112,6 +112,28 @@ def _command(how: str, settings: dict[str, Any]) -> list[str]:
     ]  # fmt: skip
 
 
+def _interrupt(server: OpenAICompatServer, settings: dict[str, Any], how: str, requests: int) -> str:
+    """Run in a child process; Ctrl-C once the server has ``requests`` requests; the output, once it has ended."""
+    env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')])}
+    process = subprocess.Popen(
+        _command(how, settings), cwd=settings['work_dir'], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert server.wait_for_requests(requests, timeout=120), f'the run never sent request {requests}'
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=30)  # the drip would last 60 s, the deadline 60 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert process.returncode == 130, output
+    assert 'Traceback' not in output, output
+    [line] = [line for line in output.splitlines() if '--use-cache' in line]
+    assert f'--use-cache {settings["work_dir"]}' in line and 'interrupted' in line
+    return output
+
+
 @pytest.mark.parametrize('how', ['run_task', 'evalscope-niah eval'])
 def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fixture_corpus_dir, how):
     plan = FaultPlan(drip=0.5, drip_interval_s=0.2, drip_seconds=60)
@@ -121,25 +143,19 @@ def test_the_first_ctrl_c_stops_a_run_blocked_on_a_dripping_server(tmp_path, fix
             extra={'context_lengths': [600, 700], 'document_depth_percents': [0], **UNCHECKED_JUDGE},
             subsets=['english'], eval_batch_size=1, generation_config={'timeout': 60, 'retries': 5},
         )  # fmt: skip
-        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')])}
-        process = subprocess.Popen(
-            _command(how, settings), cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
-        )  # fmt: skip
-        try:
-            assert server.wait_for_requests(2, timeout=120), 'the run never sent its second request'
-            assert server.fault_counts['drip'] == 1
-            process.send_signal(signal.SIGINT)
-            output, _ = process.communicate(timeout=30)  # the drip would last 60 s, the deadline 60 s
-        finally:
-            if process.poll() is None:
-                process.kill()
-                process.communicate()
-    assert process.returncode == 130, output
-    assert 'Traceback' not in output, output
-    [line] = [line for line in output.splitlines() if '--use-cache' in line]
-    assert f'--use-cache {tmp_path}' in line and 'interrupted' in line
-    [kept] = _predictions(
-        tmp_path, 'slow-model'
-    )  # the answered sample is kept; the cut one has no row, so a resume asks again
+        _interrupt(server, settings, how, requests=2)
+        assert server.fault_counts['drip'] == 1
+    # The answered sample is kept; the cut one has no row, so a resume asks for it again.
+    [kept] = _predictions(tmp_path, 'slow-model')
     assert server.requests[0].reply in json.dumps(kept, ensure_ascii=False)
+
+
+def test_the_first_ctrl_c_stops_a_judge_check_blocked_on_a_dripping_judge(tmp_path, fixture_corpus_dir):
+    responders = {MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}
+    with OpenAICompatServer(responders, {JUDGE: DRIP}, max_seconds=120) as server:
+        settings = task_settings(
+            server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'],
+            judge=judge_block(server, JUDGE, timeout=60, retries=5), generation_config={'timeout': 60},
+        )  # fmt: skip
+        _interrupt(server, settings, 'run_task', requests=1)
+        assert server.requests_for(MODEL) == []
