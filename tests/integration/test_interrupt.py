@@ -23,6 +23,7 @@ pytest.importorskip('evalscope')
 from evalscope import run_task
 
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.integration.interrupt import install_deadline
 from evalscope_niah.results import read_results
 from evalscope_niah.testing.openai_server import (
     FaultPlan,
@@ -48,6 +49,18 @@ def _results(work_dir: Path) -> list:
 def _predictions(work_dir: Path, model: str = MODEL) -> list[dict]:
     path = work_dir / 'predictions' / model / 'needle_haystack_english.jsonl'
     return [json.loads(line) for line in path.read_text(encoding='utf-8').splitlines()] if path.exists() else []
+
+
+def test_evalscopes_openai_model_gets_the_deadline_once():
+    # install_deadline reaches into the openai SDK's client (its private httpx client): this fails if that moves.
+    from evalscope.models.openai_compatible import OpenAICompatibleAPI
+
+    api = OpenAICompatibleAPI(model_name='m', base_url='http://127.0.0.1:9/v1', api_key='x')
+    assert install_deadline(api) is True
+    transport = api.client._client._transport
+    assert getattr(transport, 'has_deadline', False)
+    assert install_deadline(api) is True and api.client._client._transport is transport
+    assert install_deadline(object()) is False
 
 
 @pytest.mark.parametrize('fault', ['drip', 'long_body'])
