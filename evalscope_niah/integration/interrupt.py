@@ -46,8 +46,19 @@ def install_deadline(model: Any) -> bool:
 @contextmanager
 def stop_on_interrupt() -> Iterator[None]:
     """While the block runs (in the main thread), the first Ctrl-C cuts every request, then raises
-    KeyboardInterrupt as usual; a second one is Python's own. Elsewhere (a worker thread) only requests are allowed."""
+    KeyboardInterrupt as usual; a second one is Python's own. Elsewhere (a worker thread) only requests are allowed.
+    Requests are allowed again when the block ends (EvalScope's pools have joined their workers by then): a later
+    run in the same process, or another client, is not refused."""
     allow_requests()
+    try:
+        with _handling_sigint():
+            yield
+    finally:
+        allow_requests()
+
+
+@contextmanager
+def _handling_sigint() -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -10,12 +10,14 @@ import json
 import os
 from pathlib import Path
 
+import httpx
 import pytest
 
 pytest.importorskip('evalscope')
 
 from evalscope import run_task
 
+from evalscope_niah.deadline import deadline_transport
 from evalscope_niah.outputs import RESULTS_FILE
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_config
@@ -75,6 +77,9 @@ def test_a_full_disk_stops_the_run_at_the_first_row_it_cannot_save(tmp_path, fix
         with pytest.raises(SystemExit) as stopped:
             run_task(task)
         assert len(server.requests_for(MODEL)) == 2  # the third sample is not asked for
+        # The stop ended with the run: a later client in this process is not refused.
+        with httpx.Client(transport=deadline_transport(httpx.HTTPTransport()), timeout=10) as client:
+            assert client.get(f'{server.base_url}/models').status_code == 200
     message = str(stopped.value.code)
     assert '\n' not in message and f'(writing under {tmp_path}: No space left on device)' in message
     assert 'Traceback' not in ''.join(capfd.readouterr())
