@@ -44,6 +44,13 @@ def atomic_writer(path: str | os.PathLike[str], *, binary: bool = False) -> Iter
             os.fsync(handle.fileno())
         os.chmod(tmp_name, mode)
         os.replace(tmp_name, target)
+    except OSError as exc:
+        Path(tmp_name).unlink(missing_ok=True)
+        if (
+            exc.filename is None and exc.errno is not None
+        ):  # a failed write or fsync (a full disk) names no file: name the one being written
+            exc.filename = str(target)
+        raise
     except BaseException:
         # Also on KeyboardInterrupt: never leave the temp file behind.
         Path(tmp_name).unlink(missing_ok=True)

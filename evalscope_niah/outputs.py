@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write_text
+from .disk_space import disk_full_error
 from .labels import file_name_part
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
@@ -177,7 +178,9 @@ def write_run_outputs(
             output_dir, results, effective_lengths=effective, show_score=show_score, prefix=files.heatmap_prefix
         )
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
-    except Exception:  # plotting must not lose the scores, but it must not be silent either
+    except Exception as exc:  # plotting must not lose the scores, but it must not be silent either
+        if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)
+            raise
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 

@@ -1,16 +1,22 @@
 """EvalScope's evaluator with three changes: reviews that survive a crash, a prefix-cache-friendly request order
-(planned with the adapter's prefix gate), and one run per work dir at a time (work_dir_lock)."""
+(planned with the adapter's prefix gate), requests with a deadline that Ctrl-C cuts (interrupt.py), and one run per
+work dir at a time (work_dir_lock)."""
 
 from __future__ import annotations
 
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from evalscope.evaluator import DefaultEvaluator
 
+from ..deadline import stop_requests
+from ..disk_space import DiskFull, disk_full_error, disk_full_message
 from ..metadata import SampleMeta
 from ..ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
+from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 
 __all__ = ['NiahEvaluator']
 
@@ -25,16 +31,41 @@ class NiahEvaluator(DefaultEvaluator):
         super().__init__(*args, **kwargs)
         # EvalScope makes the evaluators of a run before it writes its config, cache or results in the work dir (only
         # its log is opened earlier): the earliest point of a run that knows the final directory. Held until this
-        # dataset's evaluation ends, failed or not; an error before it (EvalScope refusing the cache) releases the
-        # hold when EvalScope drops the evaluator.
+        # dataset's evaluation ends, failed or interrupted; an error before it (EvalScope refusing the cache) releases
+        # the hold when EvalScope drops the evaluator.
         self._work_dir_hold = hold_work_dir(self.outputs.outputs_dir)
         weakref.finalize(self, self._work_dir_hold.release)
 
     def eval(self):
         try:
-            return super().eval()
+            with stop_on_interrupt():
+                try:
+                    return super().eval()
+                except KeyboardInterrupt:
+                    # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
+                    exit_interrupted(self.outputs.outputs_dir)
+                except DiskFull as stop:
+                    raise SystemExit(disk_full_message(stop.error, self.outputs.outputs_dir)) from None
+                except Exception as exc:
+                    full = disk_full_error(exc)
+                    if full is None:
+                        raise
+                    raise SystemExit(disk_full_message(full, self.outputs.outputs_dir)) from None
         finally:
             self._work_dir_hold.release()
+
+    def _process_work_item(self, item, model_prediction_dir):
+        with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)
+            return super()._process_work_item(item, model_prediction_dir)
+
+    def _persist_result(self, *args: Any, **kwargs: Any) -> None:
+        with _disk_full_stops_the_run():  # the review row is written here
+            return super()._persist_result(*args, **kwargs)
+
+    def _predict_sample(self, sample, model_prediction_dir):
+        # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
+        install_deadline(self.model)
+        return super()._predict_sample(sample, model_prediction_dir)
 
     def _collect_work_items(self, dataset_dict):
         context = super()._collect_work_items(dataset_dict)
@@ -51,6 +82,18 @@ class NiahEvaluator(DefaultEvaluator):
         self.benchmark.plan_prefix_turns([item.sample for item in predictions])
         context.work_items[:] = reviews + predictions
         return context
+
+
+@contextmanager
+def _disk_full_stops_the_run() -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        full = disk_full_error(exc)
+        if full is None:
+            raise
+        stop_requests()  # the other samples' answers could not be saved either
+        raise DiskFull(full) from exc
 
 
 def _prefix_info(item: Any) -> PrefixInfo:

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from ..server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
+from .interrupt import install_deadline
 
 logger = logging.getLogger(__name__)
 
@@ -180,6 +181,7 @@ def model_call_config(
 def judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
     """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict)."""
     model = judge.model
+    install_deadline(model)  # the run's judges and the judge check's alike; once per client
     config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)
     output = generate_checked(
         lambda: model.generate(messages, config=config), what='judge', max_tokens=model.config.max_tokens

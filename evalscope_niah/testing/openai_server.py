@@ -95,7 +95,17 @@ class Reply:
 Responder = Callable[[list[dict]], str | Reply]
 
 #: Fault names, in the order their rates are stacked when one is drawn.
-FAULT_KINDS: tuple[str, ...] = ('http_500', 'http_429', 'hang', 'drop', 'malformed_json', 'empty_content', 'length')
+FAULT_KINDS: tuple[str, ...] = (
+    'http_500',
+    'http_429',
+    'hang',
+    'drop',
+    'malformed_json',
+    'empty_content',
+    'length',
+    'drip',
+    'long_body',
+)
 
 #: Placeholders of ``evalscope_niah.judge.JUDGE_USER_TEMPLATE`` that the judge responder extracts.
 JUDGE_FIELDS: tuple[str, ...] = ('question', 'reference', 'answer')
@@ -121,6 +131,11 @@ class FaultPlan:
 
     ``fail_first_n`` makes the first N requests to the model fail with HTTP 500 whatever the
     draw (the draw is still made, so later requests are unaffected).
+
+    ``drip`` sends the headers, then the (non-streamed) reply one byte every ``drip_interval_s``; it stops after
+    ``drip_seconds`` by closing the connection (a reply finished late, or never). ``long_body`` declares a
+    Content-Length larger than the reply it sends, then holds the connection for ``hang_seconds``. Both keep every
+    read of the client short: only a deadline for the whole request gives up on them.
     """
 
     http_500: float = 0.0
@@ -133,6 +148,10 @@ class FaultPlan:
     fail_first_n: int = 0
     retry_after_seconds: float = 1
     hang_seconds: float = 30.0
+    drip: float = 0.0
+    long_body: float = 0.0
+    drip_interval_s: float = 0.2
+    drip_seconds: float = 60.0
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -148,6 +167,8 @@ class FaultPlan:
             raise ValueError('FaultPlan.retry_after_seconds must be >= 0')
         if self.hang_seconds < 0:
             raise ValueError('FaultPlan.hang_seconds must be >= 0')
+        if self.drip_interval_s <= 0 or self.drip_seconds < 0:
+            raise ValueError('FaultPlan.drip_interval_s must be > 0 and drip_seconds >= 0')
 
     def pick(self, draw: float) -> str | None:
         """The fault for a uniform draw in [0, 1), or None."""
@@ -837,8 +858,38 @@ class _Handler(BaseHTTPRequestHandler):
             text = json.dumps(completion, ensure_ascii=False)
             self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
             return None
+        if fault in ('drip', 'long_body'):
+            assert plan is not None
+            return self._send_slowly(completion, plan, fault)
         self._send_json(200, completion)
         return None
+
+    def _send_slowly(self, completion: dict, plan: FaultPlan, fault: str) -> None:
+        """The 'drip' and 'long_body' faults: headers at once, then a body that does not end in time."""
+        owner = self.owner
+        body = json.dumps(completion, ensure_ascii=False).encode('utf-8')
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body) + (1000 if fault == 'long_body' else 0)))
+        self.end_headers()
+        self.close_connection = True
+        try:
+            if fault == 'long_body':
+                self.wfile.write(body)
+                self.wfile.flush()
+                owner._stopping.wait(plan.hang_seconds)
+            else:
+                self.wfile.flush()
+                end = time.monotonic() + plan.drip_seconds
+                for index in range(len(body)):
+                    if time.monotonic() >= end or owner._stopping.wait(plan.drip_interval_s):
+                        break
+                    self.wfile.write(body[index : index + 1])
+                    self.wfile.flush()
+        except OSError:  # the client gave up and closed: what the fault is for
+            pass
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _send_lies(self, completion: dict, lies: Lies) -> None:
         if isinstance(lies.usage, Mapping) and 'usage' in completion:

@@ -375,6 +375,33 @@ def test_fault_drop_is_a_connection_error():
         assert s.requests[0].fault == 'drop'
 
 
+def test_fault_drip_keeps_every_read_short():
+    # Each byte comes within 0.2 s, so a 1 s timeout per read never fires: only a deadline for the whole request
+    # (evalscope_niah.deadline) ends it. A drip stops by closing the connection after drip_seconds.
+    payload = {'model': 'm', 'messages': [{'role': 'user', 'content': 'a. b'}]}
+    with faulty('drip', drip_interval_s=0.05, drip_seconds=60) as s:
+        request = urllib.request.Request(f'{s.base_url}/chat/completions', data=json.dumps(payload).encode())
+        with urllib.request.urlopen(request, timeout=1) as response:
+            declared = int(response.headers['Content-Length'])
+            chunks = [response.read(1) for _ in range(30)]  # 1.5 s of dripping, no read over 1 s
+            assert response.status == 200 and all(len(chunk) == 1 for chunk in chunks) and declared > 30
+        assert s.fault_counts['drip'] == 1
+
+
+def test_fault_long_body_declares_more_than_it_sends():
+    payload = {'model': 'm', 'messages': [{'role': 'user', 'content': 'a. b'}]}
+    with faulty('long_body', hang_seconds=60) as s:
+        request = urllib.request.Request(f'{s.base_url}/chat/completions', data=json.dumps(payload).encode())
+        with urllib.request.urlopen(request, timeout=0.5) as response:
+            declared = int(response.headers['Content-Length'])
+            received = b''
+            with pytest.raises(TimeoutError):  # the body is sent, then the connection stalls
+                while True:
+                    received += response.read1(65536)
+        assert declared == len(received) + 1000
+        assert json.loads(received)['object'] == 'chat.completion'
+
+
 @pytest.mark.parametrize('stream', [False, True])
 def test_fault_malformed_json(stream):
     with faulty('malformed_json') as s:

@@ -1,0 +1,217 @@
+"""A deadline for a whole HTTP request, and a stop that ends every request in flight (Ctrl-C).
+
+httpx's timeouts bound each read, not the request: a server that sends one byte every few seconds, or stalls inside a
+body longer than it declared, holds a request (and the worker thread waiting on it) for as long as it likes.
+:func:`deadline_transport` wraps an httpx transport: a request not complete within its timeout (httpx's read timeout,
+which the caller sets per call) is abandoned by shutting its socket down, and fails as the library's ``ReadTimeout``,
+so the openai SDK and EvalScope retry or record it as they do any timeout. The openai SDK uses ``httpx2`` (httpx's
+API under another name), other clients ``httpx``: the wrapper is built for the library of the transport it wraps.
+
+:func:`stop_requests` (the Ctrl-C handler calls it) shuts down every request in flight and refuses new ones with
+:class:`RequestsStopped`, a ``KeyboardInterrupt``: no retry loop catches it, so a worker thread blocked on a server
+returns at once and the process can stop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import socket
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+__all__ = ['DeadlineExceeded', 'RequestsStopped', 'allow_requests', 'deadline_transport', 'stop_requests']
+
+
+class DeadlineExceeded(Exception):
+    """The whole request took longer than its timeout (whatever the server sent meanwhile). Raised as a subclass of
+    the transport library's ReadTimeout too."""
+
+
+class RequestsStopped(KeyboardInterrupt):
+    """The run is stopping (Ctrl-C): requests in flight were cut and no new one is sent."""
+
+
+_stopped = threading.Event()
+_active_lock = threading.Lock()
+_active: set[_Watch] = set()
+
+
+def stop_requests() -> None:
+    """Cut every request in flight and refuse new ones until :func:`allow_requests`."""
+    _stopped.set()
+    with _active_lock:
+        watches = list(_active)
+    for watch in watches:
+        watch.cut()
+
+
+def allow_requests() -> None:
+    """Requests may be sent again (a new run in the same process)."""
+    _stopped.clear()
+
+
+class _Watch:
+    """One request's deadline: the sockets it uses, shut down when the deadline passes or the run stops."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expired = False
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        with _active_lock:
+            _active.add(self)
+        self._timer.start()
+
+    def finish(self) -> None:
+        self._timer.cancel()
+        with _active_lock:
+            _active.discard(self)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self.cut()
+        with _active_lock:  # cut for good: a reply nobody closes leaves nothing behind
+            _active.discard(self)
+
+    def cut(self) -> None:
+        with self._lock:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            _shut(sock)
+
+    def add_stream(self, stream: Any) -> None:
+        """The connection's socket (a new connection from the trace, a reused one from the response)."""
+        get_extra_info = getattr(stream, 'get_extra_info', None)
+        sock = get_extra_info('socket') if callable(get_extra_info) else None
+        if not isinstance(sock, socket.socket):
+            return
+        with self._lock:
+            self._sockets.append(sock)
+        if self.expired or _stopped.is_set():  # the deadline passed while the connection was being made
+            _shut(sock)
+
+    def trace(self, chained: Callable[[str, dict], Any] | None) -> Callable[[str, dict], Any]:
+        def trace(event: str, info: dict) -> Any:
+            if event in ('connection.connect_tcp.complete', 'connection.connect_unix_socket.complete'):
+                self.add_stream(info.get('return_value'))
+            return chained(event, info) if chained is not None else None
+
+        return trace
+
+
+def _shut(sock: socket.socket) -> None:
+    # shutdown, not close: it wakes a thread blocked reading the socket (close would leave it waiting).
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+def _deadline_of(request: Any) -> float | None:
+    timeout = request.extensions.get('timeout') or {}
+    seconds = timeout.get('read') if isinstance(timeout, dict) else None
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def deadline_transport(inner: Any) -> Any:
+    """``inner`` (an httpx or httpx2 transport) with a deadline per request: its read timeout bounds the whole
+    request, body included. A transport that has one already is returned as is."""
+    if getattr(inner, 'has_deadline', False):
+        return inner
+    library = sys.modules[type(inner).__module__.partition('.')[0]]
+    return _kinds(library).transport(inner)
+
+
+class _Kinds:
+    """The wrapper's classes for one library: its client checks the stream's class, the SDK the exception's."""
+
+    def __init__(self, lib: ModuleType) -> None:
+        self.exceeded: type[Exception] = type('DeadlineExceeded', (lib.ReadTimeout, DeadlineExceeded), {})
+        self.stream: type = type('DeadlineStream', (_Stream, lib.SyncByteStream), {'kinds': self})
+        self.transport: type = type('DeadlineTransport', (_Transport, lib.BaseTransport), {'kinds': self})
+
+    def failure(self, watch: _Watch) -> BaseException | None:
+        """What to raise instead of a read error (a read cut by us), or None when the request is still in time."""
+        if _stopped.is_set():
+            return RequestsStopped('the run is stopping: request abandoned')
+        if watch.expired:
+            return self.exceeded(f'no complete reply within the {watch.seconds:g} s request timeout')
+        return None
+
+
+@functools.cache
+def _kinds(lib: ModuleType) -> _Kinds:
+    return _Kinds(lib)
+
+
+class _Stream:
+    kinds: _Kinds
+
+    def __init__(self, inner: Any, watch: _Watch) -> None:
+        self._inner = inner
+        self._watch = watch
+
+    def __iter__(self) -> Iterator[bytes]:
+        try:
+            for chunk in self._inner:
+                cut = self.kinds.failure(self._watch)
+                if cut is not None:
+                    raise cut
+                yield chunk
+        except Exception as exc:
+            cut = self.kinds.failure(self._watch)
+            if cut is not None:
+                raise cut from exc
+            raise
+
+    def close(self) -> None:
+        try:
+            self._inner.close()
+        finally:
+            self._watch.finish()
+
+
+class _Transport:
+    kinds: _Kinds
+    has_deadline = True
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def handle_request(self, request: Any) -> Any:
+        if _stopped.is_set():
+            raise RequestsStopped('the run is stopping: request not sent')
+        seconds = _deadline_of(request)
+        if seconds is None:
+            return self.inner.handle_request(request)
+        watch = _Watch(seconds)
+        request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
+        watch.start()
+        try:
+            response = self.inner.handle_request(request)
+        except Exception as exc:
+            watch.finish()
+            cut = self.kinds.failure(watch)
+            if cut is not None:
+                raise cut from exc
+            raise
+        except BaseException:
+            watch.finish()
+            raise
+        watch.add_stream(response.extensions.get('network_stream'))
+        cut = self.kinds.failure(watch)
+        if cut is not None:
+            response.close()
+            watch.finish()
+            raise cut
+        response.stream = self.kinds.stream(response.stream, watch)
+        return response
+
+    def close(self) -> None:
+        self.inner.close()
