@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
+from .scoring.text import CJK_CHAR, EN_STOPWORDS, en_words, text_language
 from .vocabulary import LANGUAGES
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     'build_calibration',
     'calibration_prompts',
     'judge_check_mode',
+    'is_whole_fact',
     'judge_qualifies',
     'key_fact',
     'qualification_error_message',
@@ -155,9 +157,11 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
     """The part of ``needle`` that answers ``question``: what the wrong calibration answers replace or negate.
 
     ``answer`` (the subset's or bank entry's short answer) is used when it occurs in the needle. Otherwise it is
-    derived: in English, the needle after its leading words that the question repeats ("The best thing to do in
-    San Francisco is | eat a sandwich ..."); in Chinese, the needle's trailing characters that are not in the
-    question ("...就是 | 上海人工智能实验室。"). Falls back to the whole needle.
+    derived by the language the needle and question are written in (``language``, the subset's, only decides text
+    without letters): in English, the needle after its leading words that the question repeats ("The best thing to
+    do in San Francisco is | eat a sandwich ..."); in Chinese, the needle's trailing characters that are not in the
+    question ("...就是 | 上海人工智能实验室。"). A derived part that is no whole word or entity of the needle (a
+    fragment like 'ay' of 'day') is never a fact: then, and when nothing is derived, the whole needle.
     """
     _check_language(language)
     if answer and answer.strip():
@@ -165,8 +169,29 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
         if at != -1:
             return needle[at : at + len(answer.strip())]
     body = needle.strip().rstrip(_TRAILING_PUNCTUATION)
+    language = text_language(needle, question, default=language)
     fact = _en_fact(question, body) if language == 'en' else _zh_fact(question, body)
-    return fact or body
+    return fact if fact and is_whole_fact(fact, body) else body
+
+
+def is_whole_fact(fact: str, needle: str) -> bool:
+    """Whether ``fact`` is a whole word or entity of ``needle``: it occurs there without cutting a word at either
+    end, and holds a content word (an English word that is no stopword, a number, or two CJK characters)."""
+    at = needle.find(fact)
+    if not fact.strip() or at == -1:
+        return False
+    end = at + len(fact)
+    cuts_start = at > 0 and _is_word_char(needle[at - 1]) and _is_word_char(fact[0])
+    cuts_end = end < len(needle) and _is_word_char(needle[end]) and _is_word_char(fact[-1])
+    if cuts_start or cuts_end:
+        return False
+    words = [word for word in en_words(fact) if not CJK_CHAR.search(word)]
+    return any(word not in EN_STOPWORDS for word in words) or len(CJK_CHAR.findall(fact)) >= 2
+
+
+def _is_word_char(char: str) -> bool:
+    # Latin letters and digits join into words; CJK characters stand alone (no spaces to cut at).
+    return char.isalnum() and not CJK_CHAR.match(char)
 
 
 def _en_fact(question: str, needle: str) -> str:
@@ -206,7 +231,8 @@ def build_calibration(  # long because the ten items read best side by side
     answer: str | None = None,
     other_entity: str | None = None,
 ) -> list[CalibrationItem]:
-    """Ten calibration answers for one subset, written natively in its language ('en' or 'zh').
+    """Ten calibration answers for one subset, written natively in the language of its needle and question ('en' or
+    'zh'; ``language``, the subset's, only decides text without letters).
 
     Right (expect_pass): ``reference`` verbatim, the key fact alone, a rephrasing. Wrong: ``other_entity``
     substituted for the key fact, its negation, its retraction, a hedge listing it among others, a refusal, a paste
@@ -218,9 +244,13 @@ def build_calibration(  # long because the ten items read best side by side
     for name, value in (('question', question), ('reference', reference)):
         if not value or not value.strip():
             raise NiahConfigError(name, 'must not be empty: the calibration answers are built from it')
-    needle = next((n for n in needles if n and n.strip()), None)
-    if needle is None:
+    given = [n for n in needles if n and n.strip()]
+    if not given:
         raise NiahConfigError('needles', 'need at least one non-empty needle to build the calibration answers')
+    # The needle that holds the answer (a reasoning chain's last link), else the first.
+    wanted = (answer or '').strip().casefold()
+    needle = next((n for n in given if wanted and wanted in n.casefold()), given[0])
+    language = text_language(needle, question, default=language)
     fact = key_fact(question=question, needle=needle, answer=answer, language=language)
 
     distractors = [d for d in _DISTRACTORS[language] if not _overlaps(d, fact)]
