@@ -4,6 +4,7 @@ judge endpoint (the test server), decide whether the run goes on, stops, or is s
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,7 @@ from tests.support.tasks import judge_block, task_settings
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 EXTRA = {'context_lengths': [600], 'document_depth_percents': [0, 100]}
 EN_RIGHT = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
+CJK = re.compile(r'[\u4e00-\u9fff]')
 
 
 def wrong_model(messages: list[dict]) -> str:
@@ -124,3 +126,43 @@ def test_an_unreachable_judge_is_found_before_the_model_runs(fixture_corpus_dir:
             run_task(TaskConfig(**settings))
         assert server.requests_for(MODEL) == []
     assert error.value.param == 'judge_check' and 'unparsable' in str(error.value)
+
+
+# EvalScope's documented example (docs/*/third_party/needle_haystack.md): one English needle and question set at
+# the top level, so the chinese subset asks it too.
+EVALSCOPE_EXAMPLE = {
+    'retrieval_question': 'What is the best thing to do in San Francisco?',
+    'needles': ['\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n'],
+}
+
+
+def test_evalscopes_documented_example_qualifies_a_careful_judge_in_both_subsets(
+    fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    """The English needle in the chinese subset is English: the calibration asks for its English fact (never a
+    fragment like 'ay'), a careful judge passes, and the rules score an English right answer right there too."""
+    with OpenAICompatServer({MODEL: right_model, JUDGE: make_judge_responder(careful_grader)}) as server:
+        _run(server, tmp_path / 'judge', fixture_corpus_dir, **EVALSCOPE_EXAMPLE)
+        asked = [parse_judge_prompt(request.messages[-1]['content']) for request in server.requests_for(JUDGE)]
+    check = json.loads((tmp_path / 'judge' / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    for subset in ('english', 'chinese'):
+        assert check[subset]['qualified'] and check[subset]['decided_right'] == 10, subset
+        short = next(item for item in check[subset]['items'] if item['category'] == 'short_answer')
+        assert short['answer'] == 'eat a sandwich and sit in Dolores Park on a sunny day'
+        assert all(not CJK.search(item['answer']) for item in check[subset]['items'])
+    assert all(fields is not None and not CJK.search(fields['answer']) for fields in asked)
+    results = read_results(tmp_path / 'judge' / 'reports' / MODEL / RESULTS_FILE)
+    assert {result.subset for result in results} == {'english', 'chinese'}
+    assert all(result.scoring == 'judge' and result.accuracy == 1.0 for result in results)
+
+    # The rules alone, with the needle's language: right in both subsets, the wrong answer wrong.
+    for model, expected in ((right_model, 1.0), (wrong_model, 0.0)):
+        work_dir = tmp_path / f'rule-{expected}'
+        with OpenAICompatServer({MODEL: model}) as server:
+            settings = task_settings(
+                server, fixture_corpus_dir, work_dir, model=MODEL, extra={**EXTRA, **EVALSCOPE_EXAMPLE}
+            )
+            run_task(TaskConfig(**settings))
+        results = read_results(work_dir / 'reports' / MODEL / RESULTS_FILE)
+        by_subset = {(result.subset, result.accuracy) for result in results if not result.control}
+        assert by_subset == {('english', expected), ('chinese', expected)}
