@@ -19,6 +19,7 @@ from typing import Any, Literal, get_args
 
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
+from .judge_failures import JudgeCallFailure
 from .scoring.text import CJK_CHAR, EN_STOPWORDS, en_words, text_language
 from .vocabulary import LANGUAGES
 
@@ -325,9 +326,12 @@ class ItemResult:
     reason: str  # why the reply was unparsable, else the judge's own reasoning (may be '')
     answer: str
     reply: str  # the judge's raw reply, cut to _MAX_REPLY_SHOWN characters
+    failure: JudgeCallFailure | None = None  # the call brought no reply (then parsed is False and reply '')
 
     def miss_text(self) -> str:
-        """'negation (rated 10)' / 'refusal (unparsable: no rating found)'."""
+        """'negation (rated 10)' / 'refusal (unparsable: no rating found)' / 'refusal (call failed: ...)'."""
+        if self.failure is not None:
+            return f'{self.category} (call failed: {self.failure.describe()})'
         if not self.parsed:
             return f'{self.category} (unparsable: {self.reason})'
         return f'{self.category} (rated {_fmt(self.rating)})'  # type: ignore[arg-type]
@@ -343,6 +347,9 @@ class QualificationResult:
     judge_name: str
     qualified: bool
     items: tuple[ItemResult, ...]
+    # Set when the check stopped at a call that fails every call alike (FATAL_FAILURE_KINDS): the judge was not
+    # asked the rest of the set.
+    failure: JudgeCallFailure | None = None
 
     @property
     def decided_right(self) -> int:
@@ -355,6 +362,8 @@ class QualificationResult:
     def summary(self) -> str:
         """One console line: 'judge qwen-plus qualified: 9/10 decided right; missed: negation (rated 10)'."""
         verdict = 'qualified' if self.qualified else 'NOT qualified'
+        if self.failure is not None:
+            return f'judge {self.judge_name} {verdict}: {self.failure.describe()}; fix: {self.failure.fix}'
         line = f'judge {self.judge_name} {verdict}: {self.decided_right}/{len(self.items)} decided right'
         if self.misses:
             line += '; missed: ' + ', '.join(item.miss_text() for item in self.misses)
@@ -367,7 +376,9 @@ class QualificationResult:
             'qualified': self.qualified,
             'decided_right': self.decided_right,
             'items_total': len(self.items),
-            'unparsable': sum(not item.parsed for item in self.items),
+            'unparsable': sum(not item.parsed and item.failure is None for item in self.items),
+            'failed_calls': sum(item.failure is not None for item in self.items),
+            'failure': self.failure.to_dict() if self.failure is not None else None,
             'rule': _RULE,
             'items': [
                 {
@@ -380,6 +391,7 @@ class QualificationResult:
                     'reason': item.reason,
                     'answer': item.answer,
                     'reply': item.reply,
+                    'failure': item.failure.to_dict() if item.failure is not None else None,
                 }
                 for item in self.items
             ],
@@ -387,16 +399,28 @@ class QualificationResult:
 
 
 def judge_qualifies(
-    items: Sequence[CalibrationItem], replies: Sequence[str | None], *, judge_name: str = 'judge'
+    items: Sequence[CalibrationItem],
+    replies: Sequence[str | None],
+    *,
+    judge_name: str = 'judge',
+    failures: Sequence[JudgeCallFailure | None] | None = None,
+    stopped_by: JudgeCallFailure | None = None,
 ) -> QualificationResult:
-    """Grade the judge's raw replies (one per item, in order; None or '' for a call that failed) by the rule above."""
+    """Grade the judge's raw replies (one per item, in order; None or '' for a call that failed) by the rule above.
+
+    ``failures``: per item, why its call brought no reply (None where a reply came); ``stopped_by``: the failure
+    that stopped the check before the rest of the set was asked (the judge then does not qualify).
+    """
     if len(items) != len(replies):
         raise ValueError(f'{len(replies)} judge replies for {len(items)} calibration items')
+    failures = list(failures) if failures is not None else [None] * len(items)
+    if len(failures) != len(items):
+        raise ValueError(f'{len(failures)} call failures for {len(items)} calibration items')
     results = []
-    for item, reply in zip(items, replies, strict=True):
-        verdict = parse_verdict(reply or '')
-        parsed = verdict.status == 'ok'
-        rating = verdict.rating if parsed else None
+    for item, reply, failure in zip(items, replies, failures, strict=True):
+        verdict = parse_verdict(reply or '') if failure is None else None
+        parsed = verdict is not None and verdict.status == 'ok'
+        rating = verdict.rating if parsed else None  # type: ignore[union-attr]
         if rating is None:
             correct = False
         elif item.expect_pass:
@@ -411,28 +435,40 @@ def judge_qualifies(
                 rating=rating,
                 parsed=parsed,
                 correct=correct,
-                reason=verdict.reason,
+                reason=verdict.reason if verdict is not None else failure.describe(),  # type: ignore[union-attr]
                 answer=item.answer,
                 reply=(reply or '')[:_MAX_REPLY_SHOWN],
+                failure=failure,
             )
         )
     misses = [r for r in results if not r.correct]
     qualified = (
-        bool(results)
+        stopped_by is None
+        and bool(results)
         and all(r.parsed for r in results)
         and not any(r.critical for r in misses)
         and len(misses) <= MAX_MISSES
     )
-    return QualificationResult(judge_name=judge_name, qualified=qualified, items=tuple(results))
+    return QualificationResult(judge_name=judge_name, qualified=qualified, items=tuple(results), failure=stopped_by)
 
 
 def qualification_error_message(result: QualificationResult, *, judge_name: str) -> str:
     """The error that stops a run (``judge_check='stop'``): the judge, what it got wrong, and the ways out."""
+    if result.failure is not None:
+        return (
+            f'judge {judge_name} failed the judge check: {result.failure.describe()}; the model under test was not '
+            f'called. Fix: {result.failure.fix}. Or score without it: {_WAYS_OUT}'
+        )
     wrong = []
     for item in result.misses:
         expected = f'>= {PASS_MIN_RATING:g}' if item.expect_pass else f'<= {FAIL_MAX_RATING:g}'
         shown = item.answer if len(item.answer) <= 80 else item.answer[:77] + '...'
-        got = f'rated {_fmt(item.rating)}' if item.parsed else f'unparsable reply ({item.reason})'  # type: ignore[arg-type]
+        if item.failure is not None:
+            got = f'call failed ({item.failure.describe()}; fix: {item.failure.fix})'
+        elif item.parsed:
+            got = f'rated {_fmt(item.rating)}'  # type: ignore[arg-type]
+        else:
+            got = f'unparsable reply ({item.reason})'
         kind = 'right' if item.expect_pass else 'wrong'
         wrong.append(f'{item.category} ({kind} answer {shown!r}): {got}, expected {expected}')
     return (
@@ -440,9 +476,14 @@ def qualification_error_message(result: QualificationResult, *, judge_name: str)
         f"calibration answers built from this benchmark's own question right (needs: {_RULE}). "
         f'Wrong: {"; ".join(wrong)}. '
         'Ways out: fix the judge (a stronger judge model, or check its model_id, api_url and generation_config), '
-        "or score without it: judge_check='fallback' scores with the rule scores when the judge fails, labelled "
-        "as such; judge={'strategy': 'rule'} never calls a judge."
+        f'or score without it: {_WAYS_OUT}'
     )
+
+
+_WAYS_OUT = (
+    "judge_check='fallback' scores with the rule scores when the judge fails, labelled as such; "
+    "judge={'strategy': 'rule'} never calls a judge."
+)
 
 
 def judge_check_mode(value: Any) -> JudgeCheck:
