@@ -10,6 +10,7 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt
+from evalscope_niah.judge_failures import judge_call_failure
 from evalscope_niah.qualification import (
     DEFAULT_JUDGE_CHECK,
     JUDGE_CHECK_MODES,
@@ -302,6 +303,42 @@ def test_failed_call_counts_as_unparsable() -> None:
     result = judge_qualifies(items, replies)
     assert not result.qualified
     assert result.items[3].reason == 'empty reply'
+
+
+def test_a_call_that_brought_no_reply_is_named_not_unparsable() -> None:
+    items = _items('en')
+    replies: list[str | None] = [perfect(item) for item in items]
+    replies[4] = None
+    server_fault = judge_call_failure('http_error', url='http://judge:8000/v1', model='j', detail='HTTP 500: boom')
+    failures = [None] * len(items)
+    failures[4] = server_fault
+    result = judge_qualifies(items, replies, failures=failures)
+    assert not result.qualified and result.failure is None  # a missing verdict still fails the rule
+    record = result.to_dict()
+    assert (record['unparsable'], record['failed_calls']) == (0, 1)
+    assert record['items'][4]['failure']['kind'] == 'http_error'
+    assert 'negation (call failed: judge server answered with an error at http://judge:8000/v1' in result.summary()
+    message = qualification_error_message(result, judge_name='j')
+    assert 'call failed (judge server answered with an error' in message and 'unparsable' not in message
+
+
+def test_a_check_stopped_by_a_fatal_failure_says_only_that() -> None:
+    items = _items('en')
+    refused = judge_call_failure(
+        'unreachable', url='http://127.0.0.1:9/v1', model='j', detail='connection refused: nothing listens'
+    )
+    result = judge_qualifies(
+        items, [None] * len(items), judge_name='j', failures=[refused] * len(items), stopped_by=refused
+    )
+    assert not result.qualified
+    assert result.summary() == (
+        'judge j NOT qualified: judge server unreachable at http://127.0.0.1:9/v1 (connection refused: nothing '
+        f'listens); fix: {refused.fix}'
+    )
+    assert result.to_dict()['failure'] == refused.to_dict()
+    message = qualification_error_message(result, judge_name='j')
+    assert message.startswith('judge j failed the judge check: judge server unreachable at http://127.0.0.1:9/v1')
+    assert refused.fix in message and "judge_check='fallback'" in message and 'unparsable' not in message
 
 
 def test_error_message_names_what_the_judge_got_wrong() -> None:
