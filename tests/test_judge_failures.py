@@ -32,7 +32,7 @@ def test_every_kind_names_itself_the_url_and_its_fix(kind: str, what: str, fix: 
 
 
 def test_only_failures_that_hit_every_call_stop_the_check() -> None:
-    assert FATAL_FAILURE_KINDS == {'unreachable', 'timeout', 'rejected_key', 'model_not_found'}
+    assert {'unreachable', 'timeout', 'rejected_key', 'model_not_found'} == FATAL_FAILURE_KINDS
 
 
 @pytest.mark.parametrize(
