@@ -32,11 +32,11 @@ logger = logging.getLogger(__name__)
 
 # Calibration calls in flight at once: about one subset's set, so the check takes one judge round trip or two.
 _CONCURRENT_CALLS = 10
-# README: Guarantees. The check's first call goes alone, tried PROBE_ATTEMPTS times PROBE_RETRY_S apart (the OpenAI
-# client adds two quick reconnects of its own): an address nobody answers, a rejected key or an unknown model fail
-# every call alike, so the check stops there in seconds and names the cause, instead of ten calls each with the
-# judge's full retries (EvalScope's default: 5 attempts 10 s apart). A 401/403/404 is never retried (EvalScope
-# does not retry them either). Once the first call came back, the rest go with the judge's own retries.
+# README: Scoring (judge check). The check's first call goes alone, tried PROBE_ATTEMPTS times PROBE_RETRY_S apart
+# (the OpenAI client adds two quick reconnects of its own): an address nobody answers, a rejected key or an unknown
+# model fail every call alike, so the check stops there in seconds and names the cause, instead of ten calls each
+# with the judge's full retries (EvalScope's default: 5 attempts 10 s apart). A 401/403/404 is never retried
+# (EvalScope does not retry them either). Once the first call came back, the rest go with the judge's own retries.
 PROBE_ATTEMPTS = 2
 PROBE_RETRY_S = 1
 
@@ -119,9 +119,9 @@ class _Probe:
         self.model = self
         self.config = judge.model.config
 
-    def generate(self, messages: list[Any], config: GenerateConfig | None = None) -> Any:
+    def generate(self, *args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
         quick = GenerateConfig(retries=PROBE_ATTEMPTS, retry_interval=PROBE_RETRY_S)
-        return self._model.generate(messages, config=quick if config is None else config.merge(quick))
+        return self._model.generate(*args, config=quick if config is None else config.merge(quick), **kwargs)
 
 
 def _judge_name(judge: Any) -> str:
