@@ -177,7 +177,7 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
 
 def is_whole_fact(fact: str, needle: str) -> bool:
     """Whether ``fact`` is a whole word or entity of ``needle``: it occurs there without cutting a word at either
-    end, and holds a content word (an English word that is no stopword, a number, or two CJK characters)."""
+    end, and holds a content word (a word or number that is no English stopword, or two CJK characters)."""
     at = needle.find(fact)
     if not fact.strip() or at == -1:
         return False
@@ -377,7 +377,8 @@ class QualificationResult:
             'decided_right': self.decided_right,
             'items_total': len(self.items),
             'unparsable': sum(not item.parsed and item.failure is None for item in self.items),
-            'failed_calls': sum(item.failure is not None for item in self.items),
+            # Items without a reply: their call failed, or the check stopped before asking them (then `failure`).
+            'no_reply': sum(item.failure is not None for item in self.items),
             'failure': self.failure.to_dict() if self.failure is not None else None,
             'rule': _RULE,
             'items': [

@@ -315,7 +315,7 @@ def test_a_call_that_brought_no_reply_is_named_not_unparsable() -> None:
     result = judge_qualifies(items, replies, failures=failures)
     assert not result.qualified and result.failure is None  # a missing verdict still fails the rule
     record = result.to_dict()
-    assert (record['unparsable'], record['failed_calls']) == (0, 1)
+    assert (record['unparsable'], record['no_reply']) == (0, 1)
     assert record['items'][4]['failure']['kind'] == 'http_error'
     assert 'negation (call failed: judge server answered with an error at http://judge:8000/v1' in result.summary()
     message = qualification_error_message(result, judge_name='j')
