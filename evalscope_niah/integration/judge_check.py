@@ -120,7 +120,9 @@ class _Probe:
         self.config = judge.model.config
 
     def generate(self, *args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
-        quick = GenerateConfig(retries=PROBE_ATTEMPTS, retry_interval=PROBE_RETRY_S)
+        configured = self.config.retries  # fewer attempts than the probe's, when the user asked for fewer
+        attempts = PROBE_ATTEMPTS if configured is None else max(1, min(PROBE_ATTEMPTS, configured))
+        quick = GenerateConfig(retries=attempts, retry_interval=PROBE_RETRY_S)
         return self._model.generate(*args, config=quick if config is None else config.merge(quick), **kwargs)
 
 
