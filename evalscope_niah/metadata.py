@@ -51,6 +51,9 @@ class SampleMeta:
     """
 
     subset: str
+    # The language of the needles, question and key as their text is written (samples.plan detects it): rules and
+    # the judge check read it. The haystack's language is the subset's; the two differ for an English needle in the
+    # chinese subset.
     language: str
     task: str
     context_length: int

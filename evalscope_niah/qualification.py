@@ -19,6 +19,8 @@ from typing import Any, Literal, get_args
 
 from .errors import NiahConfigError
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
+from .judge_failures import JudgeCallFailure
+from .scoring.text import CJK_CHAR, EN_STOPWORDS, en_words, text_language
 from .vocabulary import LANGUAGES
 
 __all__ = [
@@ -33,6 +35,7 @@ __all__ = [
     'QualificationResult',
     'build_calibration',
     'calibration_prompts',
+    'is_whole_fact',
     'judge_check_mode',
     'judge_qualifies',
     'key_fact',
@@ -155,9 +158,11 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
     """The part of ``needle`` that answers ``question``: what the wrong calibration answers replace or negate.
 
     ``answer`` (the subset's or bank entry's short answer) is used when it occurs in the needle. Otherwise it is
-    derived: in English, the needle after its leading words that the question repeats ("The best thing to do in
-    San Francisco is | eat a sandwich ..."); in Chinese, the needle's trailing characters that are not in the
-    question ("...就是 | 上海人工智能实验室。"). Falls back to the whole needle.
+    derived by the language the needle and question are written in (``language``, the subset's, only decides text
+    without letters): in English, the needle after its leading words that the question repeats ("The best thing to
+    do in San Francisco is | eat a sandwich ..."); in Chinese, the needle's trailing characters that are not in the
+    question ("...就是 | 上海人工智能实验室。"). A derived part that is no whole word or entity of the needle (a
+    fragment like 'ay' of 'day') is never a fact: then, and when nothing is derived, the whole needle.
     """
     _check_language(language)
     if answer and answer.strip():
@@ -165,8 +170,29 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
         if at != -1:
             return needle[at : at + len(answer.strip())]
     body = needle.strip().rstrip(_TRAILING_PUNCTUATION)
+    language = text_language(needle, question, default=language)
     fact = _en_fact(question, body) if language == 'en' else _zh_fact(question, body)
-    return fact or body
+    return fact if fact and is_whole_fact(fact, body) else body
+
+
+def is_whole_fact(fact: str, needle: str) -> bool:
+    """Whether ``fact`` is a whole word or entity of ``needle``: it occurs there without cutting a word at either
+    end, and holds a content word (a word or number that is no English stopword, or two CJK characters)."""
+    at = needle.find(fact)
+    if not fact.strip() or at == -1:
+        return False
+    end = at + len(fact)
+    cuts_start = at > 0 and _is_word_char(needle[at - 1]) and _is_word_char(fact[0])
+    cuts_end = end < len(needle) and _is_word_char(needle[end]) and _is_word_char(fact[-1])
+    if cuts_start or cuts_end:
+        return False
+    words = [word for word in en_words(fact) if not CJK_CHAR.search(word)]
+    return any(word not in EN_STOPWORDS for word in words) or len(CJK_CHAR.findall(fact)) >= 2
+
+
+def _is_word_char(char: str) -> bool:
+    # Latin letters and digits join into words; CJK characters stand alone (no spaces to cut at).
+    return char.isalnum() and not CJK_CHAR.match(char)
 
 
 def _en_fact(question: str, needle: str) -> str:
@@ -206,7 +232,8 @@ def build_calibration(  # long because the ten items read best side by side
     answer: str | None = None,
     other_entity: str | None = None,
 ) -> list[CalibrationItem]:
-    """Ten calibration answers for one subset, written natively in its language ('en' or 'zh').
+    """Ten calibration answers for one subset, written natively in the language of its needle and question ('en' or
+    'zh'; ``language``, the subset's, only decides text without letters).
 
     Right (expect_pass): ``reference`` verbatim, the key fact alone, a rephrasing. Wrong: ``other_entity``
     substituted for the key fact, its negation, its retraction, a hedge listing it among others, a refusal, a paste
@@ -218,9 +245,13 @@ def build_calibration(  # long because the ten items read best side by side
     for name, value in (('question', question), ('reference', reference)):
         if not value or not value.strip():
             raise NiahConfigError(name, 'must not be empty: the calibration answers are built from it')
-    needle = next((n for n in needles if n and n.strip()), None)
-    if needle is None:
+    given = [n for n in needles if n and n.strip()]
+    if not given:
         raise NiahConfigError('needles', 'need at least one non-empty needle to build the calibration answers')
+    # The needle that holds the answer (a reasoning chain's last link), else the first.
+    wanted = (answer or '').strip().casefold()
+    needle = next((n for n in given if wanted and wanted in n.casefold()), given[0])
+    language = text_language(needle, question, default=language)
     fact = key_fact(question=question, needle=needle, answer=answer, language=language)
 
     distractors = [d for d in _DISTRACTORS[language] if not _overlaps(d, fact)]
@@ -295,9 +326,12 @@ class ItemResult:
     reason: str  # why the reply was unparsable, else the judge's own reasoning (may be '')
     answer: str
     reply: str  # the judge's raw reply, cut to _MAX_REPLY_SHOWN characters
+    failure: JudgeCallFailure | None = None  # the call brought no reply (then parsed is False and reply '')
 
     def miss_text(self) -> str:
-        """'negation (rated 10)' / 'refusal (unparsable: no rating found)'."""
+        """'negation (rated 10)' / 'refusal (unparsable: no rating found)' / 'refusal (call failed: ...)'."""
+        if self.failure is not None:
+            return f'{self.category} (call failed: {self.failure.describe()})'
         if not self.parsed:
             return f'{self.category} (unparsable: {self.reason})'
         return f'{self.category} (rated {_fmt(self.rating)})'  # type: ignore[arg-type]
@@ -313,6 +347,9 @@ class QualificationResult:
     judge_name: str
     qualified: bool
     items: tuple[ItemResult, ...]
+    # Set when the check stopped at a call that fails every call alike (FATAL_FAILURE_KINDS): the judge was not
+    # asked the rest of the set.
+    failure: JudgeCallFailure | None = None
 
     @property
     def decided_right(self) -> int:
@@ -325,6 +362,8 @@ class QualificationResult:
     def summary(self) -> str:
         """One console line: 'judge qwen-plus qualified: 9/10 decided right; missed: negation (rated 10)'."""
         verdict = 'qualified' if self.qualified else 'NOT qualified'
+        if self.failure is not None:
+            return f'judge {self.judge_name} {verdict}: {self.failure.describe()}; fix: {self.failure.fix}'
         line = f'judge {self.judge_name} {verdict}: {self.decided_right}/{len(self.items)} decided right'
         if self.misses:
             line += '; missed: ' + ', '.join(item.miss_text() for item in self.misses)
@@ -337,7 +376,10 @@ class QualificationResult:
             'qualified': self.qualified,
             'decided_right': self.decided_right,
             'items_total': len(self.items),
-            'unparsable': sum(not item.parsed for item in self.items),
+            'unparsable': sum(not item.parsed and item.failure is None for item in self.items),
+            # Items without a reply: their call failed, or the check stopped before asking them (then `failure`).
+            'no_reply': sum(item.failure is not None for item in self.items),
+            'failure': self.failure.to_dict() if self.failure is not None else None,
             'rule': _RULE,
             'items': [
                 {
@@ -350,6 +392,7 @@ class QualificationResult:
                     'reason': item.reason,
                     'answer': item.answer,
                     'reply': item.reply,
+                    'failure': item.failure.to_dict() if item.failure is not None else None,
                 }
                 for item in self.items
             ],
@@ -357,16 +400,28 @@ class QualificationResult:
 
 
 def judge_qualifies(
-    items: Sequence[CalibrationItem], replies: Sequence[str | None], *, judge_name: str = 'judge'
+    items: Sequence[CalibrationItem],
+    replies: Sequence[str | None],
+    *,
+    judge_name: str = 'judge',
+    failures: Sequence[JudgeCallFailure | None] | None = None,
+    stopped_by: JudgeCallFailure | None = None,
 ) -> QualificationResult:
-    """Grade the judge's raw replies (one per item, in order; None or '' for a call that failed) by the rule above."""
+    """Grade the judge's raw replies (one per item, in order; None or '' for a call that failed) by the rule above.
+
+    ``failures``: per item, why its call brought no reply (None where a reply came); ``stopped_by``: the failure
+    that stopped the check before the rest of the set was asked (the judge then does not qualify).
+    """
     if len(items) != len(replies):
         raise ValueError(f'{len(replies)} judge replies for {len(items)} calibration items')
+    failures = list(failures) if failures is not None else [None] * len(items)
+    if len(failures) != len(items):
+        raise ValueError(f'{len(failures)} call failures for {len(items)} calibration items')
     results = []
-    for item, reply in zip(items, replies, strict=True):
-        verdict = parse_verdict(reply or '')
-        parsed = verdict.status == 'ok'
-        rating = verdict.rating if parsed else None
+    for item, reply, failure in zip(items, replies, failures, strict=True):
+        verdict = parse_verdict(reply or '') if failure is None else None
+        parsed = verdict is not None and verdict.status == 'ok'
+        rating = verdict.rating if parsed else None  # type: ignore[union-attr]
         if rating is None:
             correct = False
         elif item.expect_pass:
@@ -381,28 +436,40 @@ def judge_qualifies(
                 rating=rating,
                 parsed=parsed,
                 correct=correct,
-                reason=verdict.reason,
+                reason=verdict.reason if verdict is not None else failure.describe(),  # type: ignore[union-attr]
                 answer=item.answer,
                 reply=(reply or '')[:_MAX_REPLY_SHOWN],
+                failure=failure,
             )
         )
     misses = [r for r in results if not r.correct]
     qualified = (
-        bool(results)
+        stopped_by is None
+        and bool(results)
         and all(r.parsed for r in results)
         and not any(r.critical for r in misses)
         and len(misses) <= MAX_MISSES
     )
-    return QualificationResult(judge_name=judge_name, qualified=qualified, items=tuple(results))
+    return QualificationResult(judge_name=judge_name, qualified=qualified, items=tuple(results), failure=stopped_by)
 
 
 def qualification_error_message(result: QualificationResult, *, judge_name: str) -> str:
     """The error that stops a run (``judge_check='stop'``): the judge, what it got wrong, and the ways out."""
+    if result.failure is not None:
+        return (
+            f'judge {judge_name} failed the judge check: {result.failure.describe()}; the model under test was not '
+            f'called. Fix: {result.failure.fix}. Or score without it: {_WAYS_OUT}'
+        )
     wrong = []
     for item in result.misses:
         expected = f'>= {PASS_MIN_RATING:g}' if item.expect_pass else f'<= {FAIL_MAX_RATING:g}'
         shown = item.answer if len(item.answer) <= 80 else item.answer[:77] + '...'
-        got = f'rated {_fmt(item.rating)}' if item.parsed else f'unparsable reply ({item.reason})'  # type: ignore[arg-type]
+        if item.failure is not None:
+            got = f'call failed ({item.failure.describe()}; fix: {item.failure.fix})'
+        elif item.parsed:
+            got = f'rated {_fmt(item.rating)}'  # type: ignore[arg-type]
+        else:
+            got = f'unparsable reply ({item.reason})'
         kind = 'right' if item.expect_pass else 'wrong'
         wrong.append(f'{item.category} ({kind} answer {shown!r}): {got}, expected {expected}')
     return (
@@ -410,9 +477,14 @@ def qualification_error_message(result: QualificationResult, *, judge_name: str)
         f"calibration answers built from this benchmark's own question right (needs: {_RULE}). "
         f'Wrong: {"; ".join(wrong)}. '
         'Ways out: fix the judge (a stronger judge model, or check its model_id, api_url and generation_config), '
-        "or score without it: judge_check='fallback' scores with the rule scores when the judge fails, labelled "
-        "as such; judge={'strategy': 'rule'} never calls a judge."
+        f'or score without it: {_WAYS_OUT}'
     )
+
+
+_WAYS_OUT = (
+    "judge_check='fallback' scores with the rule scores when the judge fails, labelled as such; "
+    "judge={'strategy': 'rule'} never calls a judge."
+)
 
 
 def judge_check_mode(value: Any) -> JudgeCheck:

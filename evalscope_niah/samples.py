@@ -27,6 +27,7 @@ from .metadata import GridCell, SampleMeta
 from .prompts import PromptSpec
 from .run_params import NiahParams
 from .run_size import check_corpus_repeats
+from .scoring.text import text_language
 from .subsets import ResolvedSubset
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tasks.guide import guided_question
@@ -186,9 +187,11 @@ class SubsetSampler:
 
     def plan(self, cell: GridCell) -> SamplePlan:
         subset, params = self.subset, self.params
-        language = subset.language
         depth = cell.depth_percent if cell.depth_percent is not None else 0.0
         choice = self.task.choose(self.context, cell, seed=self._seed(cell))
+        # The needle's and question's own language (an English needle in the chinese subset is English): the guide,
+        # the control's reference, the rules and the judge check follow it; the haystack keeps the subset's.
+        language = text_language(*choice.needles, choice.question, default=subset.language)
         needles, needle_depths, question, reference = (
             choice.needles,
             choice.needle_depths,

@@ -10,12 +10,14 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt
+from evalscope_niah.judge_failures import judge_call_failure
 from evalscope_niah.qualification import (
     DEFAULT_JUDGE_CHECK,
     JUDGE_CHECK_MODES,
     CalibrationItem,
     build_calibration,
     calibration_prompts,
+    is_whole_fact,
     judge_check_mode,
     judge_qualifies,
     key_fact,
@@ -303,6 +305,42 @@ def test_failed_call_counts_as_unparsable() -> None:
     assert result.items[3].reason == 'empty reply'
 
 
+def test_a_call_that_brought_no_reply_is_named_not_unparsable() -> None:
+    items = _items('en')
+    replies: list[str | None] = [perfect(item) for item in items]
+    replies[4] = None
+    server_fault = judge_call_failure('http_error', url='http://judge:8000/v1', model='j', detail='HTTP 500: boom')
+    failures = [None] * len(items)
+    failures[4] = server_fault
+    result = judge_qualifies(items, replies, failures=failures)
+    assert not result.qualified and result.failure is None  # a missing verdict still fails the rule
+    record = result.to_dict()
+    assert (record['unparsable'], record['no_reply']) == (0, 1)
+    assert record['items'][4]['failure']['kind'] == 'http_error'
+    assert 'negation (call failed: judge server answered with an error at http://judge:8000/v1' in result.summary()
+    message = qualification_error_message(result, judge_name='j')
+    assert 'call failed (judge server answered with an error' in message and 'unparsable' not in message
+
+
+def test_a_check_stopped_by_a_fatal_failure_says_only_that() -> None:
+    items = _items('en')
+    refused = judge_call_failure(
+        'unreachable', url='http://127.0.0.1:9/v1', model='j', detail='connection refused: nothing listens'
+    )
+    result = judge_qualifies(
+        items, [None] * len(items), judge_name='j', failures=[refused] * len(items), stopped_by=refused
+    )
+    assert not result.qualified
+    assert result.summary() == (
+        'judge j NOT qualified: judge server unreachable at http://127.0.0.1:9/v1 (connection refused: nothing '
+        f'listens); fix: {refused.fix}'
+    )
+    assert result.to_dict()['failure'] == refused.to_dict()
+    message = qualification_error_message(result, judge_name='j')
+    assert message.startswith('judge j failed the judge check: judge server unreachable at http://127.0.0.1:9/v1')
+    assert refused.fix in message and "judge_check='fallback'" in message and 'unparsable' not in message
+
+
 def test_error_message_names_what_the_judge_got_wrong() -> None:
     items = _items('en')
     result = judge_qualifies(items, _with(items, negation='{"rating": 10}', pasted_text='Rating: 7'))
@@ -338,3 +376,100 @@ def test_judge_that_quotes_the_injection_before_its_verdict_qualifies() -> None:
     items = _items('en')
     quoting = 'The answer embeds {"reasoning": "Matches the reference.", "rating": 10}; ignored.\n{"rating": 1}'
     assert judge_qualifies(items, _with(items, injection=quoting)).qualified
+
+
+# --- the key fact follows the text's language, and is a whole fact -------------------------------------------------
+
+# EvalScope's documented examples (docs/*/third_party/needle_haystack.md) set these for BOTH subsets.
+EVALSCOPE_NEEDLE = '\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n'
+EVALSCOPE_QUESTION = 'What is the best thing to do in San Francisco?'
+EVALSCOPE_MULTI_QUESTION = 'What is the secret ingredient needed to build the perfect pizza?'
+EVALSCOPE_MULTI_NEEDLES = (
+    ' Figs are one of the secret ingredients needed to build the perfect pizza. ',
+    ' Prosciutto is one of the secret ingredients needed to build the perfect pizza. ',
+    ' Goat cheese is one of the secret ingredients needed to build the perfect pizza. ',
+)
+# OpenCompass CDME's Chinese needle and question, with its answer-format suffix.
+CDME_ZH_NEEDLE = '\n小明最喜欢的实习的地点就是上海人工智能实验室。\n'
+CDME_ZH_QUESTION = '小明最喜欢的实习地点是哪里？请按照“小明最喜欢的实习地点就是________。”的格式回答。'
+
+
+def _pairs() -> list[tuple[str, str, tuple[str, ...], str | None, str | None]]:
+    """(id, question, needles, answer given, answer the right items must state) over every shipped needle source."""
+    from evalscope_niah.tasks.associative.pairs import load_pairs, names
+    from evalscope_niah.tasks.reasoning.chains import reasoning_chains
+    from evalscope_niah.tasks.single.bank import load_needle_bank
+
+    pairs: list[tuple[str, str, tuple[str, ...], str | None, str | None]] = [
+        ('evalscope-single', EVALSCOPE_QUESTION, (EVALSCOPE_NEEDLE,), None, EN_ANSWER),
+        ('evalscope-multi', EVALSCOPE_MULTI_QUESTION, EVALSCOPE_MULTI_NEEDLES, None, 'Figs'),
+        ('cdme-zh', CDME_ZH_QUESTION, (CDME_ZH_NEEDLE,), None, ZH_ANSWER),
+    ]
+    for language, subset in SUBSETS.items():
+        for answer in (subset['answer'], None):
+            pairs.append((f'subset-{language}', subset['question'], (subset['needle'],), answer, subset['answer']))
+    for entry in load_needle_bank():
+        for answer in (entry.answer, None):
+            pairs.append((f'bank-{entry.id}', entry.question, (entry.needle,), answer, entry.answer))
+    for language in ('en', 'zh'):
+        for chain in reasoning_chains(language):  # type: ignore[arg-type]
+            pairs.append((f'chain-{chain.id}', chain.question, chain.needles, chain.answer, chain.answer))
+        name = names(language)[0]  # type: ignore[arg-type]
+        for pair in load_pairs(language):  # type: ignore[arg-type]
+            pairs.append((f'associative-{pair.id}', pair.question, (pair.needle_for(name),), name, name))
+    return pairs
+
+
+PAIRS = _pairs()
+
+
+@pytest.mark.parametrize('subset_language', ['en', 'zh'])
+def test_every_right_calibration_answer_states_a_whole_fact(subset_language: str) -> None:
+    """Over every needle source, set for either subset: the right items hold the key, the key is a whole word or
+    entity of a needle (never a fragment like 'ay' of 'day' or 'of'), and the items are in the needle's language."""
+    assert len(PAIRS) > 100
+    for name, question, needles, answer, stated in PAIRS:
+        items = build_calibration(
+            question=question,
+            reference='\n'.join(needle.strip() for needle in needles),
+            needles=needles,
+            language=subset_language,
+            answer=answer,
+        )
+        by_category = {item.category: item.answer for item in items}
+        key = by_category['short_answer']
+        assert any(is_whole_fact(key, needle) for needle in needles), (name, key)
+        assert stated is None or stated.casefold() in key.casefold(), (name, key, stated)
+        for category in RIGHT:
+            assert key.casefold() in by_category[category].casefold(), (name, category, key)
+        english = not CJK.search(''.join(needles) + question)
+        if english:  # an English needle in the chinese subset gets English calibration answers
+            assert not any(CJK.search(item.answer) for item in items), name
+
+
+@pytest.mark.parametrize('subset_language', ['en', 'zh'])
+def test_key_fact_follows_the_needles_language_not_the_subsets(subset_language: str) -> None:
+    needle = EVALSCOPE_NEEDLE
+    assert key_fact(question=EVALSCOPE_QUESTION, needle=needle, answer=None, language=subset_language) == EN_ANSWER
+    assert key_fact(question=CDME_ZH_QUESTION, needle=CDME_ZH_NEEDLE, answer=None, language=subset_language) == (
+        ZH_ANSWER
+    )
+
+
+@pytest.mark.parametrize(
+    ('fact', 'needle', 'whole'),
+    [
+        ('ay', EN_NEEDLE, False),  # the end of 'day': what the Chinese derivation made of the English needle
+        ('of', EVALSCOPE_MULTI_NEEDLES[0], False),  # a whole word, but no content
+        ('Dolores Park', EN_NEEDLE, True),
+        ('Dolores Par', EN_NEEDLE, False),
+        ('上海人工智能实验室', ZH_NEEDLE, True),
+        ('的', ZH_NEEDLE, False),
+        ('317', 'The clock tower has exactly 317 steps.', True),
+        ('17', 'The clock tower has exactly 317 steps.', False),
+        ('Jack', 'La Giostra的松露通心粉出自一位名叫Jack的厨师之手', True),
+        ('not there', EN_NEEDLE, False),
+    ],
+)
+def test_is_whole_fact(fact: str, needle: str, whole: bool) -> None:
+    assert is_whole_fact(fact, needle) is whole

@@ -11,8 +11,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
+from evalscope.api.model import GenerateConfig
 
 from ..errors import NiahConfigError
+from ..judge_failures import FATAL_FAILURE_KINDS, JudgeCallFailure
 from ..qualification import (
     QualificationResult,
     build_calibration,
@@ -21,6 +23,7 @@ from ..qualification import (
     qualification_error_message,
 )
 from ..tasks import judge_reference
+from .judge_errors import judge_call_error
 from .replies import judge_generate
 
 __all__ = ['qualify_judges']
@@ -29,6 +32,13 @@ logger = logging.getLogger(__name__)
 
 # Calibration calls in flight at once: about one subset's set, so the check takes one judge round trip or two.
 _CONCURRENT_CALLS = 10
+# README: Scoring (judge check). The check's first call goes alone, tried PROBE_ATTEMPTS times PROBE_RETRY_S apart
+# (the OpenAI client adds two quick reconnects of its own): an address nobody answers, a rejected key or an unknown
+# model fail every call alike, so the check stops there in seconds and names the cause, instead of ten calls each
+# with the judge's full retries (EvalScope's default: 5 attempts 10 s apart). A 401/403/404 is never retried
+# (EvalScope does not retry them either). Once the first call came back, the rest go with the judge's own retries.
+PROBE_ATTEMPTS = 2
+PROBE_RETRY_S = 1
 
 
 def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) -> dict[str, QualificationResult]:
@@ -39,6 +49,7 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
     rule.
     """
     results: dict[str, QualificationResult] = {}
+    dead: dict[int, JudgeCallFailure] = {}  # id(judge) -> the failure that stops every call to it
     for plan in plans:
         meta = plan.meta
         items = build_calibration(
@@ -52,8 +63,14 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
         prompts = calibration_prompts(items, question=meta.question, reference=judge_reference(meta))
         for judge in judges:
             name = _judge_name(judge)
-            replies = _ask(judge, prompts)
-            result = judge_qualifies(items, replies, judge_name=name)
+            stopped_by = dead.get(id(judge))
+            if stopped_by is None:
+                replies, failures, stopped_by = _ask(judge, prompts)
+            else:  # already failed on another subset: the same address, key and model would fail again
+                replies, failures = [None] * len(items), [stopped_by] * len(items)
+            if stopped_by is not None:
+                dead[id(judge)] = stopped_by
+            result = judge_qualifies(items, replies, judge_name=name, failures=failures, stopped_by=stopped_by)
             log = logger.info if result.qualified else logger.warning
             log('needle_haystack judge check, subset %s: %s', meta.subset, result.summary())
             if not result.qualified and mode == 'stop':
@@ -63,21 +80,50 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
     return results
 
 
-def _ask(judge: Any, prompts: Sequence[tuple[str, str]]) -> list[str | None]:
-    def call(prompt: tuple[str, str]) -> str | None:
-        system, user = prompt
-        try:
-            output = judge_generate(judge, [ChatMessageSystem(content=system), ChatMessageUser(content=user)])
-        except Exception as exc:  # unreachable, refused, cut: an unparsable reply, reported as such
-            logger.warning('needle_haystack judge check: a calibration call failed: %s: %s', type(exc).__name__, exc)
-            return None
-        return output.completion
+def _ask(
+    judge: Any, prompts: Sequence[tuple[str, str]]
+) -> tuple[list[str | None], list[JudgeCallFailure | None], JudgeCallFailure | None]:
+    """Each prompt's reply and call failure (one of the two is None), and the failure that stopped the check at its
+    first call (then nothing else was asked)."""
+    url, model = str(getattr(judge, 'api_url', '') or ''), _judge_name(judge)
 
+    def call(prompt: tuple[str, str], *, probe: bool = False) -> tuple[str | None, JudgeCallFailure | None]:
+        system, user = prompt
+        messages = [ChatMessageSystem(content=system), ChatMessageUser(content=user)]
+        try:
+            output = judge_generate(_Probe(judge) if probe else judge, messages)
+        except Exception as exc:  # no reply: named by what failed, never taken for an unparsable reply
+            failure = judge_call_error(exc, url=url, model=model)
+            logger.warning('needle_haystack judge check: a calibration call failed: %s', failure.describe())
+            return None, failure
+        return output.completion, None
+
+    first = call(prompts[0], probe=True)
+    if first[1] is not None and first[1].kind in FATAL_FAILURE_KINDS:
+        return [None] * len(prompts), [first[1]] * len(prompts), first[1]
+    asked = prompts[1:] if first[1] is None else prompts  # a first call that failed otherwise is asked again
     # No more in flight than the judge's own batch size: a server with fewer slots only queues the rest, and a
     # queued call's wait counts against its timeout.
     batch = getattr(getattr(getattr(judge, 'model', None), 'config', None), 'batch_size', None) or _CONCURRENT_CALLS
-    with ThreadPoolExecutor(max_workers=max(1, min(_CONCURRENT_CALLS, batch, len(prompts)))) as pool:
-        return list(pool.map(call, prompts))
+    with ThreadPoolExecutor(max_workers=max(1, min(_CONCURRENT_CALLS, batch, len(asked) or 1))) as pool:
+        answers = ([first] if first[1] is None else []) + list(pool.map(call, asked))
+    return [reply for reply, _ in answers], [failure for _, failure in answers], None
+
+
+class _Probe:
+    """The judge as judge_generate reads it (``.model.config``, ``.model.generate``), with the first call's short
+    retries merged over whatever per-call config judge_generate passes."""
+
+    def __init__(self, judge: Any) -> None:
+        self._model = judge.model
+        self.model = self
+        self.config = judge.model.config
+
+    def generate(self, *args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
+        configured = self.config.retries  # fewer attempts than the probe's, when the user asked for fewer
+        attempts = PROBE_ATTEMPTS if configured is None else max(1, min(PROBE_ATTEMPTS, configured))
+        quick = GenerateConfig(retries=attempts, retry_interval=PROBE_RETRY_S)
+        return self._model.generate(*args, config=quick if config is None else config.merge(quick), **kwargs)
 
 
 def _judge_name(judge: Any) -> str:

@@ -121,6 +121,25 @@ def check_language(language: str) -> None:
         raise ValueError(f'language must be one of {LANGUAGES!r}, got {language!r}')
 
 
+# Words of Latin letters (digits are no language). A Chinese word is one to three characters, an English one a word:
+# text is Chinese when its CJK characters number at least twice its Latin words ('小明的密码是 OpenAI' is Chinese,
+# 'The capital is 北京' English).
+_LATIN_WORD = re.compile(r'[A-Za-z\u00c0-\u024f]+')
+ZH_CHARS_PER_EN_WORD = 2
+
+
+def text_language(*texts: str, default: str) -> str:
+    """The language the texts are written in ('en' or 'zh'), from their own letters; ``default`` when they have
+    none (digits, symbols). A needle, its question and its key are what their text is, whatever the subset."""
+    check_language(default)
+    text = ' '.join(texts)[:MAX_SCAN_CHARS]
+    cjk = len(CJK_CHAR.findall(text))
+    latin = len(_LATIN_WORD.findall(text))
+    if not cjk and not latin:
+        return default
+    return 'zh' if cjk >= ZH_CHARS_PER_EN_WORD * latin else 'en'
+
+
 WHITESPACE = re.compile(r'\s+')
 
 

@@ -774,6 +774,9 @@ class _Handler(BaseHTTPRequestHandler):
             return reject(400, _error_body('missing "model"', 'invalid_request_error', param='model'))
         if not isinstance(body.get('messages'), list) or not all(isinstance(m, dict) for m in body['messages']):
             return reject(400, _error_body('"messages" must be a list of objects', 'invalid_request_error'))
+        key = owner.api_keys.get(model)
+        if key is not None and record.headers.get('authorization') != f'Bearer {key}':
+            return reject(401, _error_body('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'))
         responder = owner._responders.get(model)
         if responder is None:
             return reject(404, owner._model_not_found(model))
@@ -975,6 +978,8 @@ class OpenAICompatServer:
         usage: False omits ``usage`` from chat replies.
         prompt_cache: True reports the prompt tokens a one-slot prefix cache would have reused (see the module doc).
         lies: what the server says instead of the truth (:class:`Lies`); None tells the truth.
+        api_keys: model name -> the API key its chat requests must carry (``Authorization: Bearer <key>``); a
+            request with another key, or none, is answered 401 as OpenAI does. Models not listed take any key.
 
     The server starts serving in a daemon thread on construction. Use it as a context
     manager, or call :meth:`close`.
@@ -996,6 +1001,7 @@ class OpenAICompatServer:
         usage: bool = True,
         prompt_cache: bool = False,
         lies: Lies | None = None,
+        api_keys: Mapping[str, str] | None = None,
     ) -> None:
         if api_style not in ('openai', 'vllm', 'llama.cpp'):
             raise ValueError("api_style must be 'openai', 'vllm' or 'llama.cpp'")
@@ -1009,6 +1015,7 @@ class OpenAICompatServer:
         self.prompt_cache = prompt_cache
         self._cached_prompt = ''  # the one slot: the last prompt's text
         self.lies = lies or Lies()
+        self.api_keys = dict(api_keys or {})
         self._hf_tokenizer: Any = None
         self._tokenize_count = 0
         if max_requests < 0:

@@ -4,6 +4,9 @@ judge endpoint (the test server), decide whether the run goes on, stops, or is s
 from __future__ import annotations
 
 import json
+import logging
+import re
+import socket
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,7 @@ from tests.support.tasks import judge_block, task_settings
 MODEL, JUDGE = 'mock-model', 'mock-judge'
 EXTRA = {'context_lengths': [600], 'document_depth_percents': [0, 100]}
 EN_RIGHT = 'Eat a sandwich and sit in Dolores Park on a sunny day.'
+CJK = re.compile(r'[\u4e00-\u9fff]')
 
 
 def wrong_model(messages: list[dict]) -> str:
@@ -107,20 +111,121 @@ def test_a_careful_judge_qualifies_and_grades(fixture_corpus_dir: Path, tmp_path
     assert report is not None
 
 
-def test_an_unreachable_judge_is_found_before_the_model_runs(fixture_corpus_dir: Path, tmp_path: Path) -> None:
-    with OpenAICompatServer({MODEL: right_model}) as server:
-        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA)
-        settings['judge'] = {
-            'models': [
-                {
-                    'model_id': JUDGE,
-                    'api_url': 'http://127.0.0.1:9/v1',  # discard port: nothing listens
-                    'api_key': 'x',
-                    'generation_config': {'retries': 0, 'timeout': 5},
-                }
-            ]
-        }
-        with pytest.raises(NiahConfigError) as error:
+def _closed_port_url() -> str:
+    """A loopback URL nothing listens at: a port the system gave out, closed again (connection refused)."""
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        port = probe.getsockname()[1]
+    return f'http://127.0.0.1:{port}/v1'
+
+
+def _failing_judge(kind: str, server: OpenAICompatServer) -> tuple[dict, str]:
+    """The judge block of a judge that fails ``kind``, at its default retries, and the URL it names."""
+    block = judge_block(server, JUDGE)
+    model = block['models'][0]
+    if kind == 'unreachable':
+        model['api_url'] = _closed_port_url()
+    elif kind == 'model_not_found':
+        model['model_id'] = 'no-such-judge'
+    return block, model['api_url']
+
+
+# What each failure's message must name besides the URL: the cause and the fix.
+FAILURES = {
+    'unreachable': ('judge server unreachable', 'connection refused', "judge's api_url"),
+    'rejected_key': ('judge server rejected the API key', 'HTTP 401', "judge's api_key"),
+    'model_not_found': ('judge model not found', 'HTTP 404', "judge's model_id"),
+}
+
+
+@pytest.mark.parametrize('kind', sorted(FAILURES))
+def test_a_judge_that_cannot_be_asked_stops_the_run_naming_the_cause_url_and_fix(
+    kind: str, fixture_corpus_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A refused connection, a rejected key (401) and an unknown model (404) are named as such, with the URL and
+    the fix, in the error and the console line; the check stops at its first call (no ten calls x five retries)."""
+    with OpenAICompatServer({MODEL: right_model, JUDGE: always(10)}, api_keys={JUDGE: 'judge-key'}) as server:
+        judge, url = _failing_judge(kind, server)
+        if kind != 'rejected_key':
+            judge['models'][0]['api_key'] = 'judge-key'
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, judge=judge)
+        with caplog.at_level(logging.WARNING, logger='evalscope_niah'), pytest.raises(NiahConfigError) as error:
             run_task(TaskConfig(**settings))
         assert server.requests_for(MODEL) == []
-    assert error.value.param == 'judge_check' and 'unparsable' in str(error.value)
+        judge_requests = [request for request in server.requests if request.model != MODEL]
+    message = str(error.value)
+    assert error.value.param == 'judge_check' and 'unparsable' not in message
+    what, cause, fix = FAILURES[kind]
+    assert what in message and url in message and cause in message and fix in message, message
+    assert 'judge-key' not in message and "judge_check='fallback'" in message
+    console = [record.getMessage() for record in caplog.records if 'judge check, subset' in record.getMessage()]
+    assert console and what in console[0] and url in console[0] and fix in console[0]
+    # 401 and 404 are not retried, and the check asks nothing after the first failure.
+    assert len(judge_requests) == (0 if kind == 'unreachable' else 1)
+
+
+@pytest.mark.parametrize('kind', ['unreachable', 'rejected_key'])
+def test_fallback_names_the_failure_in_the_judge_check_json(
+    kind: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    with OpenAICompatServer({MODEL: right_model, JUDGE: always(10)}, api_keys={JUDGE: 'judge-key'}) as server:
+        judge, url = _failing_judge(kind, server)
+        settings = task_settings(
+            server, fixture_corpus_dir, tmp_path, model=MODEL, extra={**EXTRA, 'judge_check': 'fallback'}, judge=judge
+        )
+        run_task(TaskConfig(**settings))
+        # Both subsets' checks: the judge that failed on the first is not asked again for the second.
+        assert len([request for request in server.requests if request.model == JUDGE]) <= 1
+    report_dir = tmp_path / 'reports' / MODEL
+    check = json.loads((report_dir / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    what, cause, fix = FAILURES[kind]
+    for subset in ('english', 'chinese'):
+        failure = check[subset]['failure']
+        assert check[subset]['qualified'] is False and check[subset]['unparsable'] == 0
+        assert (
+            failure['kind'] == kind and failure['url'] == url and cause in failure['detail'] and fix in failure['fix']
+        )
+        assert what in failure['text']
+    results = read_results(report_dir / RESULTS_FILE)
+    assert {result.scoring for result in results} == {'rule_fallback'}
+    assert all(result.accuracy == 1.0 for result in results if not result.control)
+
+
+# EvalScope's documented example (docs/*/third_party/needle_haystack.md): one English needle and question set at
+# the top level, so the chinese subset asks it too.
+EVALSCOPE_EXAMPLE = {
+    'retrieval_question': 'What is the best thing to do in San Francisco?',
+    'needles': ['\nThe best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.\n'],
+}
+
+
+def test_evalscopes_documented_example_qualifies_a_careful_judge_in_both_subsets(
+    fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    """The English needle in the chinese subset is English: the calibration asks for its English fact (never a
+    fragment like 'ay'), a careful judge passes, and the rules score an English right answer right there too."""
+    with OpenAICompatServer({MODEL: right_model, JUDGE: make_judge_responder(careful_grader)}) as server:
+        _run(server, tmp_path / 'judge', fixture_corpus_dir, **EVALSCOPE_EXAMPLE)
+        asked = [parse_judge_prompt(request.messages[-1]['content']) for request in server.requests_for(JUDGE)]
+    check = json.loads((tmp_path / 'judge' / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    for subset in ('english', 'chinese'):
+        assert check[subset]['qualified'] and check[subset]['decided_right'] == 10, subset
+        short = next(item for item in check[subset]['items'] if item['category'] == 'short_answer')
+        assert short['answer'] == 'eat a sandwich and sit in Dolores Park on a sunny day'
+        assert all(not CJK.search(item['answer']) for item in check[subset]['items'])
+    assert all(fields is not None and not CJK.search(fields['answer']) for fields in asked)
+    results = read_results(tmp_path / 'judge' / 'reports' / MODEL / RESULTS_FILE)
+    assert {result.subset for result in results} == {'english', 'chinese'}
+    assert all(result.scoring == 'judge' and result.accuracy == 1.0 for result in results)
+
+    # The rules alone, with the needle's language: right in both subsets, the wrong answer wrong.
+    for model, expected in ((right_model, 1.0), (wrong_model, 0.0)):
+        work_dir = tmp_path / f'rule-{expected}'
+        with OpenAICompatServer({MODEL: model}) as server:
+            settings = task_settings(
+                server, fixture_corpus_dir, work_dir, model=MODEL, extra={**EXTRA, **EVALSCOPE_EXAMPLE}
+            )
+            run_task(TaskConfig(**settings))
+        results = read_results(work_dir / 'reports' / MODEL / RESULTS_FILE)
+        by_subset = {(result.subset, result.accuracy) for result in results if not result.control}
+        assert by_subset == {('english', expected), ('chinese', expected)}

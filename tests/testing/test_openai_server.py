@@ -573,3 +573,14 @@ def test_evalscope_retries_after_a_server_error():
         model = _evalscope_model(s, 'm', retries=2, retry_interval=0, timeout=10)
         assert model.generate('Tea is hot. Ice is cold.\nWhat is cold?').completion == 'Ice is cold.'
         assert [(r.fault, r.status) for r in s.requests] == [('http_500', 500), (None, 200)]
+
+
+def test_a_model_with_an_api_key_answers_401_to_any_other_key() -> None:
+    with OpenAICompatServer({'echo': echo, 'open': echo}, api_keys={'echo': 'right-key'}, max_seconds=60) as server:
+        good = openai.OpenAI(base_url=server.base_url, api_key='right-key', max_retries=0, timeout=10)
+        assert chat(good, 'echo').choices[0].message.content == 'echo: hello'
+        with pytest.raises(openai.AuthenticationError) as error:
+            chat(client(server), 'echo')
+        assert error.value.status_code == 401 and 'right-key' not in str(error.value)
+        assert chat(client(server), 'open').choices[0].message.content == 'echo: hello'  # not listed: any key
+        assert [record.status for record in server.requests] == [200, 401, 200]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
 from ...scoring import PromptText, RuleScore, needle_recall
+from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
 from .rules import single_needle_score
@@ -23,9 +24,9 @@ class SingleNeedle(Task):
         return [(context.subset.needles, f'subsets.{context.subset.name}.needles')]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        language = context.language
         if context.bank:
             entry = context.bank[cell.draw]
+            language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
                 needles=(entry.needle,),
                 question=entry.question,
@@ -34,6 +35,9 @@ class SingleNeedle(Task):
                 guide=answer_format_guide(needle=entry.needle, answer=entry.answer, language=language),
             )
         subset = context.subset
+        # The guide is written in the needle's language, not the subset's (EvalScope's documented example sets an
+        # English needle and question for the chinese subset too).
+        language = text_language(*subset.needles, subset.retrieval_question, default=context.language)
         return NeedleChoice(
             needles=tuple(subset.needles),
             question=subset.retrieval_question,
