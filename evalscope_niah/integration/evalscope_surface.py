@@ -33,6 +33,9 @@ __all__ = [
     'METRIC_OVERRIDES',
     'ON_GENERATE_REPORT_END',
     'ON_INFERENCE',
+    'PERSIST_RESULT',
+    'PREDICT_SAMPLE',
+    'PROCESS_WORK_ITEM',
     'REGISTRY_DICT',
     'REGISTRY_LOCK',
     'SEMANTICS_CACHE',
@@ -141,6 +144,31 @@ WORK_ITEM_SAMPLE = Hook(
     why="a work item's sample (None for a review of a cached prediction), read to order the requests",
     fallback='as for DefaultEvaluator._collect_work_items',
 )
+PREDICT_SAMPLE = Hook(
+    _EVALUATOR,
+    'DefaultEvaluator._predict_sample',
+    'callable',
+    why='the model is built on its first use: the whole-request deadline (interrupt.install_deadline) goes on its '
+    'client here, before the first request',
+    fallback="httpx's per-read timeout only: a server that drips bytes holds a request (and Ctrl-C) for minutes",
+    called_in=f'{_EVALUATOR}:DefaultEvaluator',
+)
+PROCESS_WORK_ITEM = Hook(
+    _EVALUATOR,
+    'DefaultEvaluator._process_work_item',
+    'callable',
+    why='the prediction row is written here, in a worker: a full disk stops the run with one line naming the file',
+    fallback="EvalScope's handling: each row it cannot save is a logged traceback and, with ignore_errors, an error",
+    called_in=f'{_EVALUATOR}:DefaultEvaluator',
+)
+PERSIST_RESULT = Hook(
+    _EVALUATOR,
+    'DefaultEvaluator._persist_result',
+    'callable',
+    why='the review row is written here: a full disk stops the run with one line naming the file',
+    fallback='as for DefaultEvaluator._process_work_item',
+    called_in=f'{_EVALUATOR}:DefaultEvaluator',
+)
 CACHE_MANAGER = Hook(
     _EVALUATOR,
     'DefaultEvaluator.cache_manager',
@@ -218,6 +246,9 @@ HOOKS: tuple[Hook, ...] = (
     WORK_ITEM_SAMPLE,
     CACHE_MANAGER,
     COMMIT_REVIEW_RERUNS,
+    PREDICT_SAMPLE,
+    PROCESS_WORK_ITEM,
+    PERSIST_RESULT,
     REGISTRY_LOCK,
     REGISTRY_DICT,
     BUILTIN_ADAPTER,
