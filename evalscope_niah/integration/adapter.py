@@ -43,6 +43,7 @@ from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
+from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -82,6 +83,8 @@ class NiahAdapter(DefaultDataAdapter):
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
+        # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
+        self._redactor = run_redactor(self._task_config)
         # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
         # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
         # final answer, the reply stripped of reasoning once for every step that reads it.
@@ -230,9 +233,10 @@ class NiahAdapter(DefaultDataAdapter):
         meta = SampleMeta.from_dict(sample.metadata)
         key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
         config = model_call_config(model.config, meta.context_length, headers=key)
+        generate = redacting(model.generate, self._redactor)
         with self._prefix_turn(meta, sample):
             return generate_checked(
-                lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
+                lambda: generate(input=sample.input, tools=sample.tools, config=config),
                 what='model',
                 max_tokens=model.config.max_tokens,
             )
@@ -263,6 +267,7 @@ class NiahAdapter(DefaultDataAdapter):
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
+        self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
         message = f'{type(exc).__name__}: {exc}'
         result = SampleResult(
             subset=meta.subset,
@@ -284,7 +289,8 @@ class NiahAdapter(DefaultDataAdapter):
         for judge in judges:
             # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
             # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
-            judge.generate = functools.partial(judge_generate, judge)
+            judge.model.generate = redacting(judge.model.generate, self._redactor)
+            judge.generate = redacting(functools.partial(judge_generate, judge), self._redactor)
         return judges
 
     # ---- scoring ---------------------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ from ..qualification import (
     qualification_error_message,
 )
 from ..tasks import judge_reference
-from .replies import judge_generate
 
 __all__ = ['qualify_judges']
 
@@ -67,7 +66,9 @@ def _ask(judge: Any, prompts: Sequence[tuple[str, str]]) -> list[str | None]:
     def call(prompt: tuple[str, str]) -> str | None:
         system, user = prompt
         try:
-            output = judge_generate(judge, [ChatMessageSystem(content=system), ChatMessageUser(content=user)])
+            # The adapter's judge.generate: judge_generate's reply checks, the run's secrets redacted from the reply
+            # and from any error (both end up in the warnings and in the judge-check file).
+            output = judge.generate([ChatMessageSystem(content=system), ChatMessageUser(content=user)])
         except Exception as exc:  # unreachable, refused, cut: an unparsable reply, reported as such
             logger.warning('needle_haystack judge check: a calibration call failed: %s: %s', type(exc).__name__, exc)
             return None

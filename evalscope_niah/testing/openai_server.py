@@ -105,6 +105,10 @@ class FaultPlan:
 
     ``fail_first_n`` makes the first N requests to the model fail with HTTP 500 whatever the
     draw (the draw is still made, so later requests are unaffected).
+
+    ``unauthorized_echo`` answers every request to the model HTTP 401 whose error message quotes the request's
+    ``Authorization`` header and its bearer key verbatim (servers that echo a rejected key exist): what the client
+    stores or prints of that error must not hold the key.
     """
 
     http_500: float = 0.0
@@ -117,6 +121,7 @@ class FaultPlan:
     fail_first_n: int = 0
     retry_after_seconds: float = 1
     hang_seconds: float = 30.0
+    unauthorized_echo: bool = False
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -417,6 +422,13 @@ def _error_body(message: str, type_: str, code: str | None = None, param: str | 
     return {'error': {'message': message, 'type': type_, 'param': param, 'code': code}}
 
 
+def _unauthorized_echo(authorization: str) -> dict:
+    """A 401 body that quotes the rejected credentials, as some servers and proxies do."""
+    key = authorization.removeprefix('Bearer ').strip()
+    message = f'Incorrect API key provided: {key}. The request sent the header Authorization: {authorization}'
+    return _error_body(message, 'invalid_request_error', 'invalid_api_key')
+
+
 @functools.lru_cache(maxsize=1)
 def _byte_level_decoder() -> dict[str, int]:
     """GPT-2 byte-level BPE: the printable character standing for each byte, inverted (character -> byte)."""
@@ -702,6 +714,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         number, fault, plan = owner._pick_fault(model)
         record.fault = fault
+        if plan is not None and plan.unauthorized_echo:
+            return reject(401, _unauthorized_echo(record.headers.get('authorization', '')))
         if fault == 'http_500':
             return reject(500, _error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
         if fault == 'http_429':
