@@ -6,6 +6,7 @@ import: integration/ collects the secrets from EvalScope's configuration.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable
@@ -80,21 +81,18 @@ class Redactor:
         return exc
 
     def _redact_one(self, exc: BaseException) -> None:
-        try:
-            args = self.value(exc.args)
-            if args != exc.args:
+        args = self.value(exc.args)
+        if args != exc.args:
+            with contextlib.suppress(TypeError, AttributeError):  # an exception type whose args cannot be set
                 exc.args = args
-        except (TypeError, AttributeError):  # an exception type with fixed args (UnicodeError): left as it is
-            pass
         for name in _TEXT_ATTRIBUTES:
             current = getattr(exc, name, None)
             if isinstance(current, str | dict | list | tuple):
                 redacted = self.value(current)
                 if redacted != current:
-                    try:
+                    # A read-only property raises: its text came from args, redacted above.
+                    with contextlib.suppress(TypeError, AttributeError):
                         setattr(exc, name, redacted)
-                    except (TypeError, AttributeError):  # a read-only property: its text came from args
-                        pass
 
 
 NO_SECRETS = Redactor(())

@@ -71,6 +71,7 @@ class NiahAdapter(DefaultDataAdapter):
         given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
         self.params = parse_params(self.extra_params, user_given=given)
         self._prompt: PromptSpec | None = None
+        self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each

@@ -93,7 +93,9 @@ def test_a_judge_echoing_its_key_in_a_401_leaves_it_nowhere(
     printed = _printed(capfd, caplog)
     assert JUDGE_KEY not in printed
     if judge_check == 'fallback':
-        warnings = [record.getMessage() for record in caplog.records if 'calibration call failed' in record.getMessage()]
+        warnings = [
+            record.getMessage() for record in caplog.records if 'calibration call failed' in record.getMessage()
+        ]
         assert warnings and all(f'Incorrect API key provided: {REDACTED}' in warning for warning in warnings)
     else:
         [review] = [json.loads(line) for line in next((tmp_path / 'reviews' / MODEL).glob('*.jsonl')).open()]
