@@ -43,7 +43,7 @@ from ..tokenization import SERVER_TOKENIZER
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config
-from .secrets import redacting, run_redactor
+from .secrets import redact_logs, redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -86,6 +86,7 @@ class NiahAdapter(DefaultDataAdapter):
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
         # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
         self._redactor = run_redactor(self._task_config)
+        redact_logs(self._task_config)  # EvalScope logs a retried call's error before it reaches us
         # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
         # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
         # final answer, the reply stripped of reasoning once for every step that reads it.

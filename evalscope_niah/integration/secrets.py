@@ -8,6 +8,8 @@ or log them.
 
 from __future__ import annotations
 
+import logging
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -16,7 +18,7 @@ from pydantic import BaseModel, SecretStr
 
 from ..redact import NO_SECRETS, Redactor
 
-__all__ = ['configured_secrets', 'redacting', 'run_redactor']
+__all__ = ['configured_secrets', 'redact_logs', 'redacting', 'run_redactor']
 
 T = TypeVar('T')
 
@@ -88,3 +90,46 @@ def _redact_output(output: ModelOutput, redactor: Redactor) -> None:
                     setattr(part, name, redactor.text(text))
     if output.error and redactor.text(output.error) != output.error:
         output.error = redactor.text(output.error)
+
+
+# EvalScope logs a retried call's error (the body a server sent, maybe quoting the key) before the call returns to
+# us; its logger does not propagate, so a filter on it redacts what reaches its console and eval_log.log handlers.
+_LOGGERS = ('evalscope',)  # ours redact at the source (a logger's filter does not see its children's records)
+
+
+class _LogRedaction(logging.Filter):
+    """One filter per process; it redacts every secret of every run started in it (more redaction is harmless)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._redactor = NO_SECRETS
+
+    def add(self, secrets: list[str]) -> None:
+        with self._lock:
+            self._secrets.update(secrets)
+            self._redactor = Redactor(self._secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = self._redactor
+        if redactor:
+            message = record.getMessage()
+            redacted = redactor.text(message)
+            if redacted != message:
+                record.msg, record.args = redacted, ()
+        return True
+
+
+_LOG_REDACTION = _LogRedaction()
+
+
+def redact_logs(task_config: Any) -> None:
+    """From now on, EvalScope's logger prints the secrets of this run (and of earlier ones in this process) redacted."""
+    if task_config is None:
+        return
+    _LOG_REDACTION.add(configured_secrets(task_config))
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if _LOG_REDACTION not in logger.filters:
+            logger.addFilter(_LOG_REDACTION)

@@ -106,9 +106,10 @@ class FaultPlan:
     ``fail_first_n`` makes the first N requests to the model fail with HTTP 500 whatever the
     draw (the draw is still made, so later requests are unaffected).
 
-    ``unauthorized_echo`` answers every request to the model HTTP 401 whose error message quotes the request's
-    ``Authorization`` header and its bearer key verbatim (servers that echo a rejected key exist): what the client
-    stores or prints of that error must not hold the key.
+    ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
+    message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
+    key exist; a 5xx is retried by the client, a 401 is not): what the client stores or prints of that error must
+    not hold the key.
     """
 
     http_500: float = 0.0
@@ -121,7 +122,7 @@ class FaultPlan:
     fail_first_n: int = 0
     retry_after_seconds: float = 1
     hang_seconds: float = 30.0
-    unauthorized_echo: bool = False
+    echo_key_status: int | None = None
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -422,7 +423,7 @@ def _error_body(message: str, type_: str, code: str | None = None, param: str | 
     return {'error': {'message': message, 'type': type_, 'param': param, 'code': code}}
 
 
-def _unauthorized_echo(authorization: str) -> dict:
+def _echo_key(authorization: str) -> dict:
     """A 401 body that quotes the rejected credentials, as some servers and proxies do."""
     key = authorization.removeprefix('Bearer ').strip()
     message = f'Incorrect API key provided: {key}. The request sent the header Authorization: {authorization}'
@@ -714,8 +715,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         number, fault, plan = owner._pick_fault(model)
         record.fault = fault
-        if plan is not None and plan.unauthorized_echo:
-            return reject(401, _unauthorized_echo(record.headers.get('authorization', '')))
+        if plan is not None and plan.echo_key_status is not None:
+            return reject(plan.echo_key_status, _echo_key(record.headers.get('authorization', '')))
         if fault == 'http_500':
             return reject(500, _error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
         if fault == 'http_429':

@@ -61,7 +61,7 @@ def test_a_model_server_echoing_its_key_in_a_401_leaves_it_nowhere(
     fixture_corpus_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.INFO)
-    faults = {MODEL: FaultPlan(unauthorized_echo=True)}
+    faults = {MODEL: FaultPlan(echo_key_status=401)}
     with OpenAICompatServer({MODEL: needle_finder}, faults, max_seconds=60) as server:
         run_task(TaskConfig(**_settings(server, fixture_corpus_dir, tmp_path, **UNCHECKED_JUDGE)))
         assert _sent_key(server, MODEL) == f'Bearer {MODEL_KEY}'
@@ -74,6 +74,23 @@ def test_a_model_server_echoing_its_key_in_a_401_leaves_it_nowhere(
     assert MODEL_KEY not in printed and REDACTED in printed  # EvalScope's own error log reads the redacted error
 
 
+def test_a_retried_error_echoing_the_key_is_logged_redacted(
+    fixture_corpus_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 500 is retried inside EvalScope, which logs each failed attempt before the call comes back to us."""
+    caplog.set_level(logging.INFO)
+    faults = {MODEL: FaultPlan(echo_key_status=500)}
+    with OpenAICompatServer({MODEL: needle_finder}, faults, max_seconds=60) as server:
+        settings = _settings(server, fixture_corpus_dir, tmp_path, **UNCHECKED_JUDGE)
+        # Two attempts; EvalScope logs a failed one only when it waits before the next.
+        settings.update(generation_config={'retries': 2, 'retry_interval': 1}, model_args={'max_retries': 0})
+        run_task(TaskConfig(**settings))
+        assert len(server.requests_for(MODEL)) == 2  # retried once
+    printed = _printed(capfd, caplog)
+    assert 'Attempt 1 / 2 failed' in printed and MODEL_KEY not in printed
+    assert _files_holding(tmp_path, MODEL_KEY, JUDGE_KEY) == []
+
+
 @pytest.mark.parametrize('judge_check', ['fallback', 'off'])
 def test_a_judge_echoing_its_key_in_a_401_leaves_it_nowhere(
     judge_check: str,
@@ -84,7 +101,7 @@ def test_a_judge_echoing_its_key_in_a_401_leaves_it_nowhere(
 ) -> None:
     """The judge check's warnings and file ('fallback'), and the reviews of a run that judges ('off')."""
     caplog.set_level(logging.INFO)
-    faults = {JUDGE: FaultPlan(unauthorized_echo=True)}
+    faults = {JUDGE: FaultPlan(echo_key_status=401)}
     judge = make_judge_responder(lambda question, reference, answer: 10)
     with OpenAICompatServer({MODEL: needle_finder, JUDGE: judge}, faults, max_seconds=60) as server:
         run_task(TaskConfig(**_settings(server, fixture_corpus_dir, tmp_path, judge_check=judge_check)))
