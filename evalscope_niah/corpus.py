@@ -16,6 +16,7 @@ from pathlib import Path
 
 from .corpus_format import DATASET_ID, is_jsonl_file
 from .errors import NiahConfigError
+from .sendable import check_sendable
 from .subsets import ResolvedSubset
 
 # Small corpora written for this project (not excerpts of the real ones): the offline demo and the tests use them.
@@ -236,6 +237,8 @@ def _jsonl_text(text: str, *, subset: ResolvedSubset, where: str) -> str:
             raise NiahConfigError(
                 param, f'{where}, line {number}: field {field!r} is a JSON {_json_type(value)}, not a string'
             )
+        # JSON escapes can spell half a surrogate pair ('\\ud800'), which no request can carry.
+        check_sendable(param, value, what=f'{where}, line {number}: field {field!r}')
         parts.append(value)
     if not parts:
         raise NiahConfigError(param, f'{where} holds no records')

@@ -27,6 +27,7 @@ import httpx
 import numpy as np
 
 from .errors import NiahConfigError
+from .redact import Redactor
 from .server_values import plausible_tokens, shown, trusted_window
 from .token_bytes import boundaries_from_byte_lengths
 
@@ -256,6 +257,7 @@ class ServerTokenizer:
         self.timeout = TOKENIZE_TIMEOUT_S if timeout is None else timeout
         self._calls_lock = threading.Lock()
         self._client = httpx.Client(timeout=self.timeout, headers=_headers(api_key))
+        self._redactor = Redactor([api_key])  # an error answer may quote the key back: it is shown redacted
         self.flavor = self._detect()
         self._check_counts_agree()
         identity = {
@@ -332,7 +334,8 @@ class ServerTokenizer:
         status, answer = self._post('/tokenize', body)
         if status != 200 or not isinstance(answer, dict) or not isinstance(answer.get('tokens'), list):
             detail = answer.get('error') if isinstance(answer, dict) else answer
-            raise EndpointError(f'POST {self.root}/tokenize answered HTTP {status}: {str(detail)[:300]}')
+            detail = self._redactor.text(str(detail))[:300]
+            raise EndpointError(f'POST {self.root}/tokenize answered HTTP {status}: {detail}')
         if self.flavor == VLLM:
             self.context_window = plausible_tokens(answer.get('max_model_len'), minimum=1) or self.context_window
         return answer

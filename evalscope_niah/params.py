@@ -29,6 +29,7 @@ from pydantic.fields import FieldInfo
 
 from .errors import NiahConfigError, quoted
 from .run_params import ALIASES, BANK_OPTIONS, NiahParams, TaskParams
+from .sendable import check_sendable_values
 from .subsets import check_subset_list
 from .tasks import Task, get_task, task_names
 
@@ -95,6 +96,8 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     values = dict(extra_params)
     known = parameters()
     _check_names(values, known)
+    # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).
+    check_sendable_values(values)
     run_values = {name: value for name, value in values.items() if known[name].owner is None}
     params = _validated(NiahParams, run_values)
     task_models = []

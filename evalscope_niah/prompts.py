@@ -6,6 +6,7 @@ import string
 from dataclasses import dataclass
 
 from .errors import NiahConfigError
+from .sendable import check_sendable
 
 DEFAULT_SYSTEM_PROMPT = (
     'You are a helpful AI bot that answers questions for a user. Keep your response short and direct'
@@ -33,6 +34,8 @@ class PromptSpec:
     user_template: str = DEFAULT_USER_TEMPLATE
 
     def __post_init__(self) -> None:
+        check_sendable('system_prompt', self.system_prompt, what='the system prompt')
+        check_sendable('prompt_template', self.user_template, what='the prompt template')
         try:
             fields = [name for _, name, _, _ in string.Formatter().parse(self.user_template) if name is not None]
         except ValueError as exc:

@@ -28,6 +28,7 @@ from .prompts import PromptSpec
 from .run_params import NiahParams
 from .run_size import check_corpus_repeats
 from .scoring.text import text_language
+from .sendable import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from .subsets import ResolvedSubset
 from .tasks import ABSENT_REFERENCE, PlanContext, get_task
 from .tasks.guide import guided_question
@@ -403,9 +404,11 @@ def subset_samplers(
     ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
     """
     prompt = prompt or PromptSpec()
+    resolved_subsets = params.resolve_subsets(subsets)
+    _check_prompt_texts(params, resolved_subsets, prompt)  # before the tokenizer: 'server' sends text too
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
-    for resolved in params.resolve_subsets(subsets):
+    for resolved in resolved_subsets:
         cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
@@ -420,6 +423,37 @@ def subset_samplers(
         sampler.check_lengths(cells)
         samplers.append((sampler, cells))
     return samplers
+
+
+def _check_prompt_texts(params: NiahParams, subsets: Sequence[ResolvedSubset], prompt: PromptSpec) -> None:
+    """Needles and questions that no request can carry, or that hold the prompt's delimiters, refused (see
+    sendable.py), naming the parameter they came from; needles that read like orders to a judge are warned of."""
+    needles: list[tuple[str, str]] = []  # (parameter, text)
+    questions: list[tuple[str, str]] = []
+    if params.needle_bank is not None:
+        for entry in load_needle_bank(params.needle_bank):
+            needles.append(('needle_bank', entry.needle))
+            questions.append(('needle_bank', entry.question))
+    else:
+        for subset in subsets:
+            needle_param, question_param = _text_params(params, subset)
+            needles += [(needle_param, needle) for needle in subset.needles]
+            questions.append((question_param, subset.retrieval_question))
+    tags = template_tag_names(prompt.user_template)
+    for texts, what in ((needles, 'the needle'), (questions, 'the question')):
+        for param, text in dict.fromkeys(texts):
+            check_sendable(param, text, what=what)
+            check_no_delimiters(param, [text], tag_names=tags, what=what)
+    if get_task(params.task).judged:
+        for param, text in dict.fromkeys(needles):
+            warn_judge_instructions(param, [text], what='the needle')
+
+
+def _text_params(params: NiahParams, subset: ResolvedSubset) -> tuple[str, str]:
+    """The parameters a subset's needles and question came from (a subset's own, else the run's)."""
+    override = params.subsets.get(subset.name)
+    own = {name for name in ('needles', 'retrieval_question') if getattr(override, name, None) is not None}
+    return tuple(f'subsets.{subset.name}.{name}' if name in own else name for name in ('needles', 'retrieval_question'))
 
 
 def iter_plans(params: NiahParams, **options) -> Iterator[SamplePlan]:

@@ -46,6 +46,7 @@ from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume import refuse_mixed_inputs
+from .secrets import redact_logs, redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -73,6 +74,7 @@ class NiahAdapter(DefaultDataAdapter):
         given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
         self.params = parse_params(self.extra_params, user_given=given)
         self._prompt: PromptSpec | None = None
+        self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
@@ -85,6 +87,9 @@ class NiahAdapter(DefaultDataAdapter):
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
+        # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
+        self._redactor = run_redactor(self._task_config)
+        redact_logs(self._task_config)  # EvalScope logs a retried call's error before it reaches us
         # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
         # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
         # final answer, the reply stripped of reasoning once for every step that reads it.
@@ -243,9 +248,10 @@ class NiahAdapter(DefaultDataAdapter):
         meta = SampleMeta.from_dict(sample.metadata)
         key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
         config = model_call_config(model.config, meta.context_length, headers=key)
+        generate = redacting(model.generate, self._redactor)
         with self._prefix_turn(meta, sample):
             return generate_checked(
-                lambda: model.generate(input=sample.input, tools=sample.tools, config=config),
+                lambda: generate(input=sample.input, tools=sample.tools, config=config),
                 what='model',
                 max_tokens=model.config.max_tokens,
             )
@@ -276,6 +282,7 @@ class NiahAdapter(DefaultDataAdapter):
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
+        self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
         message = f'{type(exc).__name__}: {exc}'
         result = SampleResult(
             subset=meta.subset,
@@ -297,7 +304,8 @@ class NiahAdapter(DefaultDataAdapter):
         for judge in judges:
             # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
             # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
-            judge.generate = functools.partial(judge_generate, judge)
+            judge.model.generate = redacting(judge.model.generate, self._redactor)
+            judge.generate = redacting(functools.partial(judge_generate, judge), self._redactor)
         return judges
 
     # ---- scoring ---------------------------------------------------------------------------------------------

@@ -136,6 +136,11 @@ class FaultPlan:
     ``drip_seconds`` by closing the connection (a reply finished late, or never). ``long_body`` declares a
     Content-Length larger than the reply it sends, then holds the connection for ``hang_seconds``. Both keep every
     read of the client short: only a deadline for the whole request gives up on them.
+
+    ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
+    message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
+    key exist; a 5xx is retried by the client, a 401 is not): what the client stores or prints of that error must
+    not hold the key.
     """
 
     http_500: float = 0.0
@@ -152,6 +157,7 @@ class FaultPlan:
     long_body: float = 0.0
     drip_interval_s: float = 0.2
     drip_seconds: float = 60.0
+    echo_key_status: int | None = None
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -495,6 +501,13 @@ def _error_body(message: str, type_: str, code: str | None = None, param: str | 
     return {'error': {'message': message, 'type': type_, 'param': param, 'code': code}}
 
 
+def _echo_key(authorization: str) -> dict:
+    """A 401 body that quotes the rejected credentials, as some servers and proxies do."""
+    key = authorization.removeprefix('Bearer ').strip()
+    message = f'Incorrect API key provided: {key}. The request sent the header Authorization: {authorization}'
+    return _error_body(message, 'invalid_request_error', 'invalid_api_key')
+
+
 @functools.lru_cache(maxsize=1)
 def _byte_level_decoder() -> dict[str, int]:
     """GPT-2 byte-level BPE: the printable character standing for each byte, inverted (character -> byte)."""
@@ -783,6 +796,8 @@ class _Handler(BaseHTTPRequestHandler):
 
         number, fault, plan = owner._pick_fault(model)
         record.fault = fault
+        if plan is not None and plan.echo_key_status is not None:
+            return reject(plan.echo_key_status, _echo_key(record.headers.get('authorization', '')))
         if fault == 'http_500':
             return reject(500, _error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
         if fault == 'http_429':

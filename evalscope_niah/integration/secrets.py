@@ -1,0 +1,135 @@
+"""The run's secrets, read from EvalScope's configuration, and model calls whose server text is redacted of them.
+
+EvalScope wraps every secret of a TaskConfig in pydantic's SecretStr (the model's and each judge's api_key, keys in
+model_args, Authorization-like extra_headers) and masks it in the config it dumps; the text a server sends back
+is not masked. ``redacting`` makes a call's reply and its exceptions carry no secret before EvalScope or we store
+or log them.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from evalscope.api.model import ModelOutput
+from pydantic import BaseModel, SecretStr
+
+from ..redact import NO_SECRETS, Redactor
+
+__all__ = ['configured_secrets', 'redact_logs', 'redacting', 'run_redactor']
+
+T = TypeVar('T')
+
+# Nesting of TaskConfig -> judge -> models -> generation_config -> extra_headers is 5 deep; a bound stops a cycle.
+_MAX_DEPTH = 12
+
+
+def configured_secrets(config: Any) -> list[str]:
+    """Every SecretStr value in ``config`` (a TaskConfig, or any pydantic model, dict or list): a header value such
+    as 'Bearer <token>' also gives its token."""
+    found: list[str] = []
+    _collect(config, found, depth=0)
+    tokens = [value.split()[-1] for value in found if len(value.split()) > 1]
+    return [*found, *tokens]
+
+
+def _collect(value: Any, found: list[str], *, depth: int) -> None:
+    if depth > _MAX_DEPTH:
+        return
+    if isinstance(value, SecretStr):
+        found.append(value.get_secret_value())
+    elif isinstance(value, BaseModel):
+        for item in value.__dict__.values():
+            _collect(item, found, depth=depth + 1)
+    elif isinstance(value, dict):
+        for item in value.values():
+            _collect(item, found, depth=depth + 1)
+    elif isinstance(value, list | tuple | set):
+        for item in value:
+            _collect(item, found, depth=depth + 1)
+
+
+def run_redactor(task_config: Any) -> Redactor:
+    """The redactor of a run's configured secrets (none without a TaskConfig)."""
+    return NO_SECRETS if task_config is None else Redactor(configured_secrets(task_config))
+
+
+def redacting(call: Callable[..., T], redactor: Redactor) -> Callable[..., T]:
+    """``call`` whose ModelOutput text and whose exceptions hold no secret of ``redactor``."""
+    if not redactor:
+        return call
+
+    def redacted_call(*args: Any, **kwargs: Any) -> T:
+        try:
+            output = call(*args, **kwargs)
+        except Exception as exc:
+            redactor.exception(exc)  # the same exception, redacted in place: type and traceback kept
+            raise
+        if isinstance(output, ModelOutput):
+            _redact_output(output, redactor)
+        return output
+
+    return redacted_call
+
+
+def _redact_output(output: ModelOutput, redactor: Redactor) -> None:
+    """A reply quoting a secret (EvalScope turns some 400 errors into a reply holding the error text) is stored
+    with the secret replaced; any other reply is left exactly as it came."""
+    for choice in output.choices:
+        message = choice.message
+        if isinstance(message.content, str):
+            if redactor.text(message.content) != message.content:
+                message.content = redactor.text(message.content)
+            continue
+        for part in message.content:
+            for name in ('text', 'reasoning'):
+                text = getattr(part, name, None)
+                if isinstance(text, str) and redactor.text(text) != text:
+                    setattr(part, name, redactor.text(text))
+    if output.error and redactor.text(output.error) != output.error:
+        output.error = redactor.text(output.error)
+
+
+# EvalScope logs a retried call's error (the body a server sent, maybe quoting the key) before the call returns to
+# us; its logger does not propagate, so a filter on it redacts what reaches its console and eval_log.log handlers.
+_LOGGERS = ('evalscope',)  # ours redact at the source (a logger's filter does not see its children's records)
+
+
+class _LogRedaction(logging.Filter):
+    """One filter per process; it redacts every secret of every run started in it (more redaction is harmless)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._lock = threading.Lock()
+        self._secrets: set[str] = set()
+        self._redactor = NO_SECRETS
+
+    def add(self, secrets: list[str]) -> None:
+        with self._lock:
+            self._secrets.update(secrets)
+            self._redactor = Redactor(self._secrets)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        redactor = self._redactor
+        if redactor:
+            message = record.getMessage()
+            redacted = redactor.text(message)
+            if redacted != message:
+                record.msg, record.args = redacted, ()
+        return True
+
+
+_LOG_REDACTION = _LogRedaction()
+
+
+def redact_logs(task_config: Any) -> None:
+    """From now on, EvalScope's logger prints the secrets of this run (and of earlier ones in this process) redacted."""
+    if task_config is None:
+        return
+    _LOG_REDACTION.add(configured_secrets(task_config))
+    for name in _LOGGERS:
+        logger = logging.getLogger(name)
+        if _LOG_REDACTION not in logger.filters:
+            logger.addFilter(_LOG_REDACTION)
