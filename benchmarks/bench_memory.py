@@ -6,7 +6,7 @@
 Writes each corpus into a temporary directory: the English corpus (``PaulGraham_Essays.txt`` from --corpus, or
 synthetic sentences when it is absent) repeated to the size, on one line by default (the hard case for chunked
 tokenization: no line break to cut at). Then, per (size, length), a fresh child process with an empty token cache
-builds the first sample of a one-cell grid through ``evalscope_niah.samples.iter_samples`` (Qwen3 tokenizer), and
+builds the first sample of a one-cell grid through ``evalscope_niah.making.samples.iter_samples`` (Qwen3 tokenizer), and
 its peak RSS is read from ``/usr/bin/time -f %M``.
 
 Targets (issue "Hardening", item 3): a 2,000-token prompt from a 10 MB one-line corpus, and prompts up to 128k tokens
@@ -53,8 +53,8 @@ def write_corpus(directory: Path, *, source: Path, megabytes: int, one_line: boo
 
 def child(corpus_dir: Path, length: int) -> None:
     """The measured process: build the one sample of a one-cell grid and report its size."""
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.making.samples import iter_samples
+    from evalscope_niah.params.compose import parse_params
 
     params = parse_params({'context_lengths': [length], 'document_depth_percents': [50]})
     started = time.perf_counter()

@@ -3,8 +3,8 @@
     python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both] [--in-flight W]
                                       [--json FILE]
 
-Builds every sample of the grid in full (``evalscope_niah.samples.iter_samples``, real corpus, real Qwen3 tokenizer)
-and prints ``evalscope_niah.ordering.prefix_reuse_share`` for the samples in grid order (how EvalScope's built-in
+Builds every sample of the grid in full (``making.samples.iter_samples``, real corpus, real Qwen3 tokenizer)
+and prints ``serving.ordering.prefix_reuse_share`` for the samples in grid order (how EvalScope's built-in
 sends them: lengths outer, depths inner) and in our request order (``prefix_friendly_order``): one request at a time,
 and with W requests in flight (its ``concurrency``, when it has that parameter).
 
@@ -85,19 +85,19 @@ def _text(sample: Any) -> str:
 
 
 class Ordering:
-    """evalscope_niah.ordering as it stands: tolerant of the module, or a name, still being written."""
+    """evalscope_niah.serving.ordering as it stands: tolerant of the module, or a name, still being written."""
 
     def __init__(self) -> None:
         self.missing: str | None = None
         try:
-            from evalscope_niah import ordering
+            from evalscope_niah.serving import ordering
         except ImportError as exc:
             self.missing = f'{type(exc).__name__}: {exc}'
             return
         names = ('prefix_friendly_order', 'prefix_reuse_share')
         absent = [name for name in names if not hasattr(ordering, name)]
         if absent:
-            self.missing = f'evalscope_niah.ordering has no {", ".join(absent)}'
+            self.missing = f'evalscope_niah.serving.ordering has no {", ".join(absent)}'
             return
         self.order = ordering.prefix_friendly_order
         self._share = ordering.prefix_reuse_share
@@ -116,8 +116,8 @@ class Ordering:
 
 
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.making.samples import iter_samples
+    from evalscope_niah.params.compose import parse_params
 
     start = time.perf_counter()
     samples = list(iter_samples(parse_params(GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))
@@ -200,15 +200,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f'Prefix-cache reuse share by request order, subsets {" + ".join(SUBSETS)}, {machine()}')
     print(format_table(header, body, left=2))
     print(
-        'prefix_reuse_share: evalscope_niah.ordering (tokens, cache evicting nothing), one request at a time and '
+        'prefix_reuse_share: serving.ordering (tokens, cache evicting nothing), one request at a time and '
         f'with concurrency={w}; text check: longest common prefix with any earlier prompt, in characters, from the '
         f'prompt texts alone; "{w} in flight" there: reusing only prompts sent >= {w} places before; with the gate: '
-        'a deep prompt waits for the one in flight computing its prefix (evalscope_niah.prefix_gate)'
+        'a deep prompt waits for the one in flight computing its prefix (evalscope_niah.serving.prefix_gate)'
     )
     lines = []
     for name in grids:
         if details[name]['missing']:
-            lines.append(f'{name}: evalscope_niah.ordering unavailable ({details[name]["missing"]}): MISS')
+            lines.append(f'{name}: evalscope_niah.serving.ordering unavailable ({details[name]["missing"]}): MISS')
             continue
         base, ours = (row for row in rows if row.grid == name)
         if abs(ours.share - base.share) < 1e-9:

@@ -6,7 +6,7 @@
 A grid's requests are described on paper, from the parameter model's own grid (``NiahParams.context_length_grid``,
 ``depth_percent_grid``; subsets x ``num_repeats`` prefix groups): a prompt of length L with its needle at depth p
 follows its group's corpus text up to ``FRAME + p/100 x (L - FRAME - QUESTION)`` tokens (its divergence token). The
-requests go out in our send order (``evalscope_niah.ordering.prefix_friendly_order``), W at a time, as EvalScope's
+requests go out in our send order (``serving.ordering.prefix_friendly_order``), W at a time, as EvalScope's
 worker pool sends them. Each is routed when sent:
 
 - ``one replica``: everything on one server (the floor: what N replicas can at best match);
@@ -17,7 +17,7 @@ worker pool sends them. Each is routed when sent:
   prompt if that is over ``cache_threshold`` (0.3) of it, else the replica with the smallest tree (the tree is
   updated when a request is routed, as the routers do);
 - ``consistent_hash (our key)``: a ring of 160 virtual nodes per replica (as vllm-router), hashed on the routing
-  key ``evalscope_niah.routing.routing_key``; placement depends on the replicas' addresses, so the balance figures
+  key ``serving.routing.routing_key``; placement depends on the replicas' addresses, so the balance figures
   are the mean (and worst) over ``--ring-seeds`` sets of addresses. ``(key+length)``: the same ring on the key and
   the context length, a finer key that spreads better and shares less;
 - ``sglang manual, min_group (our key)``: sglang-router's ``--policy manual --assignment-mode min_group``: a new
@@ -47,15 +47,15 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import format_table, machine, verdict, write_json_report
 
-from evalscope_niah.ordering import PrefixInfo, prefix_friendly_order
-from evalscope_niah.params import parse_params
-from evalscope_niah.routing import routing_key
+from evalscope_niah.params.compose import parse_params
+from evalscope_niah.serving.ordering import PrefixInfo, prefix_friendly_order
+from evalscope_niah.serving.routing import routing_key
 
 # Prompt tokens before the haystack (system prompt and instruction) and after it (question and answer cue), as our
 # default English prompt has them in Qwen3 tokens (measured on the default frame: 62 before, 30 after).
 FRAME_TOKENS = 62
 QUESTION_TOKENS = 30
-REPLY_COST_TOKENS = 200  # as evalscope_niah.ordering: generating the short answer, in prompt-token equivalents
+REPLY_COST_TOKENS = 200  # as evalscope_niah.serving.ordering: generating the short answer, in prompt-token equivalents
 VIRTUAL_NODES = 160  # vllm-router's consistent_hash ring
 CACHE_THRESHOLD = 0.3  # the --cache-threshold default of vllm-router 0.1.17 and sglang-router 0.3.2
 SUBSETS = ('english', 'chinese')

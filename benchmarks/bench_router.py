@@ -95,11 +95,11 @@ def _settings(api_url: str, corpus: Path, work_dir: Path, args: argparse.Namespa
 
 def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
     from evalscope_niah.integration.run import run_task_settings
-    from evalscope_niah.local_model import LocalModelServer
-    from evalscope_niah.local_router import LocalRouter, prometheus_counters
-    from evalscope_niah.outputs import RESULTS_FILE
-    from evalscope_niah.prometheus import LLAMA_CACHED, LLAMA_COMPUTED
-    from evalscope_niah.results import read_results
+    from evalscope_niah.reporting.outputs import RESULTS_FILE
+    from evalscope_niah.reporting.results import read_results
+    from evalscope_niah.serving.local_model import LocalModelServer
+    from evalscope_niah.serving.local_router import LocalRouter, prometheus_counters
+    from evalscope_niah.serving.prometheus import LLAMA_CACHED, LLAMA_COMPUTED
 
     count = 1 if policy == ONE_REPLICA else args.replicas
     threads = max(1, args.threads // count)
@@ -140,8 +140,8 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
 
 def _index_corpus(corpus: Path, args: argparse.Namespace) -> None:
     # The first run would pay for tokenizing the corpus (cached on disk after that): paid here, untimed.
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import iter_plans
+    from evalscope_niah.making.samples import iter_plans
+    from evalscope_niah.params.compose import parse_params
 
     params = parse_params({'context_lengths': args.lengths, 'document_depth_percents': args.depths})
     for _ in iter_plans(params, corpus_dir=corpus, subsets=['english']):

@@ -70,8 +70,8 @@ MEASUREMENTS: dict[str, tuple[str, str | None]] = {
 
 
 def child_stream(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.making.samples import iter_samples
+    from evalscope_niah.params.compose import parse_params
 
     params = parse_params(GRID)
     before = proc_status_mb('VmRSS')
@@ -162,8 +162,8 @@ def child_verify(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, 
     """Recount one 1M-token prompt with transformers' own chat template: independent of our counting."""
     from transformers import AutoTokenizer
 
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.making.samples import iter_samples
+    from evalscope_niah.params.compose import parse_params
 
     length = GRID['context_lengths_max']
     params = parse_params({'context_lengths': [length], 'document_depth_percents': [50]})

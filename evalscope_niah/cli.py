@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
-from .run_params import NiahParams
+from .params.run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
-    from .outputs import OutputFiles
-    from .records import SampleResult
-    from .stats import CellSummary
+    from .reporting.outputs import OutputFiles
+    from .reporting.records import SampleResult
+    from .reporting.stats import CellSummary
 
 DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')
 # Model names from CSV headers go into file names: same rule as subset names in plotting.
@@ -217,8 +217,8 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
-    from .outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
-    from .results import read_results_to_draw
+    from .reporting.outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
+    from .reporting.results import read_results_to_draw
 
     found = [path for work_dir in args.work_dirs for path in find_results_files(work_dir)]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
@@ -255,8 +255,8 @@ def _plot(args: argparse.Namespace) -> int:
 
 def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files: OutputFiles) -> dict[str, int | None]:
     """Effective lengths as the run stored them (its threshold and mode), else computed with the defaults."""
-    from .results import read_summary_json
-    from .stats import effective_context_length
+    from .reporting.results import read_summary_json
+    from .reporting.stats import effective_context_length
 
     grid: dict[str, set[int]] = {}
     for result in results:
@@ -281,9 +281,9 @@ def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files:
 
 
 def _plot_csv(args: argparse.Namespace) -> int:
-    from .opencompass import read_summary_csv
-    from .outputs import HEATMAP_PREFIX
-    from .plotting import plot_all
+    from .reporting.opencompass import read_summary_csv
+    from .reporting.outputs import HEATMAP_PREFIX
+    from .reporting.plotting import plot_all
 
     missing = [str(path) for path in args.csv if not path.is_file()]
     if missing:
@@ -318,8 +318,8 @@ def _plot_csv(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import NoResultsError, run_compare
-    from .outputs import results_file_names
+    from .reporting.compare import NoResultsError, run_compare
+    from .reporting.outputs import results_file_names
 
     if not 0.0 < args.threshold <= 1.0:
         raise NiahConfigError('--threshold', f'must be in (0, 1], got {args.threshold}')
@@ -354,10 +354,10 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _preview(args: argparse.Namespace) -> int:
-    from .corpus import resolve_corpus_dir
-    from .params import check_dataset_args, parse_params
-    from .prompts import PromptSpec
-    from .samples import iter_samples
+    from .making.corpus import resolve_corpus_dir
+    from .making.prompts import PromptSpec
+    from .making.samples import iter_samples
+    from .params.compose import check_dataset_args, parse_params
 
     dataset_args = args.dataset_args
     check_dataset_args(dataset_args)
@@ -394,10 +394,10 @@ def _preview(args: argparse.Namespace) -> int:
 
 
 def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
-    from .estimate import PlannedRequest, estimate_tokens, format_estimate, parse_prices
-    from .samples import iter_plans
+    from .making.samples import iter_plans
+    from .making.tokenization import load_tokenizer
+    from .reporting.estimate import PlannedRequest, estimate_tokens, format_estimate, parse_prices
     from .tasks import get_task
-    from .tokenization import load_tokenizer
 
     for flag, value in (('--max-tokens', args.max_tokens), ('--judge-max-tokens', args.judge_max_tokens)):
         if value < 1:

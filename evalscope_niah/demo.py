@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from .corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from .errors import NiahConfigError
-from .labels import format_cell_table
-from .outputs import HEATMAP_PREFIX, JUDGE_CHECK_FILE, RESULTS_FILE, scoring_notes
-from .results import read_results
+from .making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from .reporting.labels import format_cell_table
+from .reporting.outputs import HEATMAP_PREFIX, JUDGE_CHECK_FILE, RESULTS_FILE, scoring_notes
+from .reporting.results import read_results
+from .reporting.stats import summarize_cells, summarize_subsets
 from .scoring import RULE_PASS_THRESHOLD
-from .stats import summarize_cells, summarize_subsets
 
 # Sized for 2 CPU cores, where SmolLM2 reads ~100-160 prompt tokens/s: 18 prompts and 18 judge calls in about
 # 6 minutes. Lengths are Qwen3 tokens; SmolLM2's own tokenizer needs ~2.4x as many for Chinese, so 2000 stays
@@ -83,13 +83,13 @@ def run_demo(options: DemoOptions, *, say=print) -> Path:
 
 
 def _local_context() -> int:
-    from .local_model import SMOLLM2_N_CTX_TRAIN
+    from .serving.local_model import SMOLLM2_N_CTX_TRAIN
 
     return SMOLLM2_N_CTX_TRAIN
 
 
 def _local_server(say):
-    from .local_model import LocalModelServer
+    from .serving.local_model import LocalModelServer
 
     say('starting the local model (SmolLM2-135M-Instruct, llama.cpp) on 127.0.0.1 ...')
     return LocalModelServer()

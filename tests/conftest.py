@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
-from evalscope_niah.tokenization import shipped_qwen3_dir
+from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from evalscope_niah.making.tokenization import shipped_qwen3_dir
 
 
 @pytest.fixture(scope='session', autouse=True)

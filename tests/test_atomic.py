@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
-from evalscope_niah.results import (
+from evalscope_niah.reporting.results import (
     read_cells_csv,
     write_cells_csv,
     write_results,
 )
-from evalscope_niah.stats import (
+from evalscope_niah.reporting.stats import (
     summarize_cells,
 )
 from tests.support.results import mixed_results, sample

@@ -29,7 +29,7 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.cli import main as niah_main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import register
-from evalscope_niah.tokenization import shipped_qwen3_dir
+from evalscope_niah.making.tokenization import shipped_qwen3_dir
 from tests.support.preview import run_preview
 
 MODEL, JUDGE = 'mock-model', 'mock-judge'

@@ -12,9 +12,9 @@ import pytest
 from PIL import Image
 
 from evalscope_niah.cli import main
-from evalscope_niah.outputs import RESULTS_FILE
-from evalscope_niah.records import SampleResult
-from evalscope_niah.results import write_results
+from evalscope_niah.reporting.outputs import RESULTS_FILE
+from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.results import write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -155,8 +155,8 @@ def _write_run(work_dir: Path, model: str, good_up_to: dict[str, int], *, run: s
 
 
 def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.outputs import SUMMARY_FILE
-    from evalscope_niah.results import read_results, write_summary_json
+    from evalscope_niah.reporting.outputs import SUMMARY_FILE
+    from evalscope_niah.reporting.results import read_results, write_summary_json
     from tests.support.results import EFFECTIVE_THRESHOLD, PASS_MARK
 
     report_dir = _write_run(tmp_path / 'run', 'model', {'english': 2000})
@@ -262,9 +262,9 @@ def test_plot_csv_refuses_two_models_sharing_file_names(tmp_path: Path, capsys) 
 
 
 def test_plot_from_our_cells_csv_and_missing_csv(tmp_path: Path, capsys) -> None:
-    from evalscope_niah.outputs import CELLS_FILE
-    from evalscope_niah.results import read_results, write_cells_csv
-    from evalscope_niah.stats import summarize_cells
+    from evalscope_niah.reporting.outputs import CELLS_FILE
+    from evalscope_niah.reporting.results import read_results, write_cells_csv
+    from evalscope_niah.reporting.stats import summarize_cells
 
     report_dir = _write_run(tmp_path / 'run', 'my-model', {'english': 2000})
     cells_csv = write_cells_csv(report_dir / CELLS_FILE, summarize_cells(read_results(report_dir / RESULTS_FILE)))
@@ -336,8 +336,8 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
 
 
 def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> None:
-    from evalscope_niah.outputs import RESULTS_FILE as RESULTS
-    from evalscope_niah.outputs import in_served_tokens
+    from evalscope_niah.reporting.outputs import RESULTS_FILE as RESULTS
+    from evalscope_niah.reporting.outputs import in_served_tokens
 
     report_dir = tmp_path / 'reports' / 'm'
     report_dir.mkdir(parents=True)

@@ -19,13 +19,14 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
-from evalscope_niah import endpoint
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import replies
-from evalscope_niah.outputs import RESULTS_FILE
-from evalscope_niah.records import MAX_TEXT_CHARS, SampleResult
-from evalscope_niah.results import read_results
-from evalscope_niah.server_values import shown
+from evalscope_niah.making.tokenization import shipped_qwen3_dir
+from evalscope_niah.reporting.outputs import RESULTS_FILE
+from evalscope_niah.reporting.records import MAX_TEXT_CHARS, SampleResult
+from evalscope_niah.reporting.results import read_results
+from evalscope_niah.serving import endpoint
+from evalscope_niah.serving.server_values import shown
 from evalscope_niah.testing.openai_server import (
     Lies,
     OpenAICompatServer,
@@ -33,7 +34,6 @@ from evalscope_niah.testing.openai_server import (
     needle_finder,
     overlap_grader,
 )
-from evalscope_niah.tokenization import shipped_qwen3_dir
 from tests.support.reports import overall_scores
 from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
@@ -60,7 +60,7 @@ def _run(
 
 
 def _warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [record.getMessage() for record in caplog.records if record.name == 'evalscope_niah.server_values']
+    return [record.getMessage() for record in caplog.records if record.name == 'evalscope_niah.serving.server_values']
 
 
 # ---- usage: recorded, never needed to score ------------------------------------------------------------------------

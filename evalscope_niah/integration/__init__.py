@@ -8,5 +8,6 @@ __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves
 
 # Importing evalscope_niah promises ours is registered once EvalScope is imported. When this package is what imports
 # EvalScope, the autoload hook fires while it is half-imported and leaves registering to it: without this line a
-# later run_task got EvalScope's built-in needle_haystack (tests/test_params.py before tests/test_routing.py).
+# later run_task got EvalScope's built-in needle_haystack (tests/params/test_params.py, then
+# tests/serving/test_routing.py).
 register()

@@ -24,24 +24,24 @@ from evalscope.api.metric import AggScore, SampleScore, Score
 from evalscope.api.model import Model
 from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy
 
-from ..corpus import resolve_corpus_dir
-from ..endpoint import probe_context_window
 from ..errors import NiahConfigError
+from ..making.corpus import resolve_corpus_dir
+from ..making.prompts import PromptSpec
+from ..making.samples import grid, subset_samplers
+from ..making.tokenization import SERVER_TOKENIZER
+from ..making.window import check_window, served_counter
 from ..metadata import GridCell, SampleMeta
-from ..no_answer import no_answer_message
-from ..outputs import OutputFiles, write_run_outputs
-from ..params import effective_length_mode, parse_params
-from ..prefix_gate import PlannedPrompt, PrefixGate
-from ..prompts import PromptSpec
-from ..records import SampleResult, bounded_text
-from ..routing import routing_headers, routing_key
-from ..run_metrics import judge_failure_message, served_drift_message, subset_metrics
-from ..samples import grid, subset_samplers
+from ..params.compose import effective_length_mode, parse_params
+from ..reporting.no_answer import no_answer_message
+from ..reporting.outputs import OutputFiles, write_run_outputs
+from ..reporting.records import SampleResult, bounded_text
+from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..scoring import PromptText, strip_reasoning
-from ..server_values import ServerValues, plausible_tokens
+from ..serving.endpoint import probe_context_window
+from ..serving.prefix_gate import PlannedPrompt, PrefixGate
+from ..serving.routing import routing_headers, routing_key
+from ..serving.server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
-from ..tokenization import SERVER_TOKENIZER
-from ..window import check_window, served_counter
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer

@@ -14,9 +14,9 @@ from urllib.parse import urlparse
 
 from packaging.specifiers import SpecifierSet
 
-from ..corpus_format import DATASET_ID
 from ..errors import NiahConfigError
-from ..params import parse_params
+from ..params.compose import parse_params
+from ..params.corpus_format import DATASET_ID
 from .evalscope_surface import missing_hooks, tested_evalscope_range
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 
@@ -84,7 +84,7 @@ def _name(name: str) -> Check:
 
 
 def _tokenizer(params: Any) -> Check:
-    from ..tokenization import load_tokenizer
+    from ..making.tokenization import load_tokenizer
 
     try:
         tokenizer = load_tokenizer(params.tokenizer_path)
@@ -95,7 +95,7 @@ def _tokenizer(params: Any) -> Check:
 
 
 def _corpus(params: Any, dataset_args: Mapping[str, Any]) -> list[Check]:
-    from ..corpus import load_corpus, resolve_corpus_dir
+    from ..making.corpus import load_corpus, resolve_corpus_dir
 
     names = dataset_args.get('subset_list') or params.subset_names()
     try:

@@ -11,10 +11,10 @@ from typing import Any
 
 from evalscope.evaluator import DefaultEvaluator
 
-from ..deadline import stop_requests
 from ..disk_space import DiskFull, disk_full_error, disk_full_message
 from ..metadata import SampleMeta
-from ..ordering import PrefixInfo, prefix_friendly_order
+from ..serving.deadline import stop_requests
+from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..deadline import allow_requests, deadline_transport, stop_requests
+from ..serving.deadline import allow_requests, deadline_transport, stop_requests
 
 __all__ = ['exit_interrupted', 'install_deadline', 'interrupted_message', 'stop_on_interrupt']
 

@@ -14,8 +14,8 @@ from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.model import GenerateConfig
 
 from ..errors import NiahConfigError
-from ..judge_failures import FATAL_FAILURE_KINDS, JudgeCallFailure
-from ..qualification import (
+from ..judging.judge_failures import FATAL_FAILURE_KINDS, JudgeCallFailure
+from ..judging.qualification import (
     QualificationResult,
     build_calibration,
     calibration_prompts,

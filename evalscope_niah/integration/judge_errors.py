@@ -8,7 +8,7 @@ from typing import Any
 
 import openai
 
-from ..judge_failures import JudgeCallFailure, judge_call_failure
+from ..judging.judge_failures import JudgeCallFailure, judge_call_failure
 from .replies import CutReplyError, EmptyReplyError, UnreadableReplyError
 
 __all__ = ['judge_call_error']

@@ -19,7 +19,7 @@ from evalscope.api.judge import (
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from pydantic import BaseModel
 
-from ..judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
+from ..judging.judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
 from ..metadata import SampleMeta
 from ..tasks import judge_reference
 

@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..params import parameters
+from ..params.compose import parameters
 
 __all__ = ['extra_params_spec']
 

@@ -27,10 +27,10 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..corpus_format import DATASET_ID
-from ..params import check_dataset_args
-from ..prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
-from ..subsets import DEFAULT_SUBSETS
+from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
+from ..params.compose import check_dataset_args
+from ..params.corpus_format import DATASET_ID
+from ..params.subsets import DEFAULT_SUBSETS
 from .adapter import NiahAdapter
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator

@@ -14,7 +14,7 @@ from typing import Any
 from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
-from ..server_values import plausible_tokens, shown
+from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
 from .interrupt import install_deadline
 

@@ -9,15 +9,15 @@ from typing import Any
 from evalscope.api.evaluator import CacheManager
 from evalscope.utils.io_utils import OutputsStructure
 
-from ..metadata import SampleMeta
-from ..prompts import PromptSpec
-from ..resume_inputs import (
+from ..making.prompts import PromptSpec
+from ..making.resume_inputs import (
     cached_input_changes,
     check_cached_inputs,
     haystack_changes,
     read_cached_rows,
     spot_checked_index,
 )
+from ..metadata import SampleMeta
 
 __all__ = ['refuse_mixed_inputs']
 

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from evalscope.api.model import ModelOutput
 from pydantic import BaseModel, SecretStr
 
-from ..redact import NO_SECRETS, Redactor
+from ..serving.redact import NO_SECRETS, Redactor
 
 __all__ = ['configured_secrets', 'redact_logs', 'redacting', 'run_redactor']
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..run_metrics import OVERALL_AGGREGATION
+from ..reporting.run_metrics import OVERALL_AGGREGATION
 from ..tasks import ReportedValue, reported_value_declarations
 from .evalscope_surface import METRIC_ENTRY, METRIC_OVERRIDES, SEMANTICS_CACHE, resolve
 

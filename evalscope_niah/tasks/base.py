@@ -11,9 +11,9 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..metadata import GridCell, SampleMeta
-from ..run_params import NiahParams, TaskParams
+from ..params.run_params import NiahParams, TaskParams
+from ..params.subsets import ResolvedSubset
 from ..scoring import PromptText, RuleScore, levenshtein_score
-from ..subsets import ResolvedSubset
 from ..vocabulary import Language
 from .single.bank import BankNeedle
 

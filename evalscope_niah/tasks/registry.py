@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import NiahConfigError
-from ..run_params import ALIASES, NiahParams
+from ..params.run_params import ALIASES, NiahParams
 from .base import Task
 
 __all__ = ['get_task', 'register_task', 'task_names']

@@ -107,7 +107,7 @@ FAULT_KINDS: tuple[str, ...] = (
     'long_body',
 )
 
-#: Placeholders of ``evalscope_niah.judge.JUDGE_USER_TEMPLATE`` that the judge responder extracts.
+#: Placeholders of ``evalscope_niah.judging.judge.JUDGE_USER_TEMPLATE`` that the judge responder extracts.
 JUDGE_FIELDS: tuple[str, ...] = ('question', 'reference', 'answer')
 
 _MAX_BODY_BYTES = 64 * 1024 * 1024
@@ -400,7 +400,9 @@ def _template_regex(template: str) -> re.Pattern[str]:
 
 
 def _judge_template() -> str:
-    from .. import judge  # lazy: serving needs only the standard library; the template only parsing a judge prompt
+    from ..judging import (
+        judge,
+    )  # lazy: serving needs only the standard library; the template only parsing a judge prompt
 
     return judge.JUDGE_USER_TEMPLATE
 
@@ -408,7 +410,7 @@ def _judge_template() -> str:
 def parse_judge_prompt(prompt: str, template: str | None = None) -> dict[str, str] | None:
     """Extract question/reference/answer from a judge prompt rendered from ``template``.
 
-    ``template`` defaults to ``evalscope_niah.judge.JUDGE_USER_TEMPLATE`` (read at call time).
+    ``template`` defaults to ``evalscope_niah.judging.judge.JUDGE_USER_TEMPLATE`` (read at call time).
     The regex is built from the template, so wording changes need no change here. Returns a
     dict with the keys of :data:`JUDGE_FIELDS` ('' for a placeholder the template lacks), or
     None when the prompt does not match the template.
@@ -444,7 +446,7 @@ def tool_call_only(responder: Responder, *, name: str = 'answer') -> Responder:
 def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
     """A responder for judge requests: ``{"reasoning": "...", "rating": grader(q, ref, ans)}``.
 
-    It looks for the message (last first) that matches ``evalscope_niah.judge.JUDGE_USER_TEMPLATE``
+    It looks for the message (last first) that matches ``evalscope_niah.judging.judge.JUDGE_USER_TEMPLATE``
     and raises ValueError (the server answers 500) when none does.
     """
 
@@ -458,7 +460,7 @@ def make_judge_responder(grader: Callable[[str, str, str], int]) -> Responder:
                 rating = int(grader(fields_['question'], fields_['reference'], fields_['answer']))
                 reasoning = f'Compared the answer with the reference answer; rating {rating}.'
                 return json.dumps({'reasoning': reasoning, 'rating': rating}, ensure_ascii=False)
-        raise ValueError('no message matches evalscope_niah.judge.JUDGE_USER_TEMPLATE')
+        raise ValueError('no message matches evalscope_niah.judging.judge.JUDGE_USER_TEMPLATE')
 
     return judge_responder
 

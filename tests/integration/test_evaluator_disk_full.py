@@ -17,8 +17,8 @@ pytest.importorskip('evalscope')
 
 from evalscope import run_task
 
-from evalscope_niah.deadline import deadline_transport
-from evalscope_niah.outputs import RESULTS_FILE
+from evalscope_niah.reporting.outputs import RESULTS_FILE
+from evalscope_niah.serving.deadline import deadline_transport
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_config
 

@@ -12,7 +12,7 @@ pytest.importorskip('evalscope')
 
 from evalscope_niah.integration.judge_errors import judge_call_error
 from evalscope_niah.integration.replies import EmptyReplyError
-from evalscope_niah.judge_failures import FATAL_FAILURE_KINDS
+from evalscope_niah.judging.judge_failures import FATAL_FAILURE_KINDS
 from evalscope_niah.testing.openai_server import FaultPlan, OpenAICompatServer
 
 JUDGE = 'judge'

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.peer_configs import CDME_SINGLE, PEER_CONFIGS, PeerConfig
 from tests.support.reports import overall_scores

@@ -19,13 +19,13 @@ from evalscope import TaskConfig, run_task
 from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY
 
 from evalscope_niah.cli import main
-from evalscope_niah.compare import find_runs
 from evalscope_niah.integration import registration
 from evalscope_niah.integration.adapter import NiahAdapter
 from evalscope_niah.integration.evaluator import NiahEvaluator
 from evalscope_niah.integration.registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
-from evalscope_niah.outputs import OUTPUT_PREFIXES, OutputFiles
-from evalscope_niah.results import read_cells_csv, read_results
+from evalscope_niah.reporting.compare import find_runs
+from evalscope_niah.reporting.outputs import OUTPUT_PREFIXES, OutputFiles
+from evalscope_niah.reporting.results import read_cells_csv, read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 
@@ -126,8 +126,8 @@ def test_autoload_switch_off_leaves_evalscope_untouched() -> None:
     'first_import',
     [
         'import evalscope',
-        # An integration module imported before EvalScope (as tests/test_params.py does) imports EvalScope itself;
-        # a later plain run_task must still find our adapter (it once got EvalScope's built-in and its KeyError).
+        # An integration module imported before EvalScope (as tests/params/test_params.py does) imports EvalScope
+        # itself; a later plain run_task must still find our adapter (it once got EvalScope's built-in, a KeyError).
         'import evalscope_niah.integration.param_spec',
     ],
 )

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from evalscope_niah.outputs import CELLS_FILE
-from evalscope_niah.results import read_cells_csv, read_results
+from evalscope_niah.reporting.outputs import CELLS_FILE
+from evalscope_niah.reporting.results import read_cells_csv, read_results
 from evalscope_niah.testing.openai_server import (
     OpenAICompatServer,
     Reply,

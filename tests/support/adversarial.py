@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from evalscope_niah.making.prompts import PromptSpec
 from evalscope_niah.metadata import SampleMeta
-from evalscope_niah.prompts import PromptSpec
+from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
 from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
-from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData

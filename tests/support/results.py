@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from evalscope_niah.records import GUESSED, SampleResult
-from evalscope_niah.run_params import NiahParams
+from evalscope_niah.params.run_params import NiahParams
+from evalscope_niah.reporting.records import GUESSED, SampleResult
+from evalscope_niah.reporting.stats import CellSummary
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD
-from evalscope_niah.stats import CellSummary
 
 # The statistics take their pass marks as arguments; the tests pass the defaults a run passes.
 EFFECTIVE_THRESHOLD: float = NiahParams.model_fields['effective_length_threshold'].default

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from evalscope_niah.prompts import PromptSpec
-from evalscope_niah.samples import NeedleSample
+from evalscope_niah.making.prompts import PromptSpec
+from evalscope_niah.making.samples import NeedleSample
 
 
 def context_of(sample: NeedleSample, prompt: PromptSpec | None = None) -> str:

@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-from evalscope_niah.tokenization import shipped_qwen3_dir
+from evalscope_niah.making.tokenization import shipped_qwen3_dir
 
 
 def byte_level_qwen3_dir(directory: Path) -> Path:

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.tasks.associative.pairs import (
     HOP_KINDS,
     NAME_PLACEHOLDER,

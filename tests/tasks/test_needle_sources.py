@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from evalscope_niah.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.haystack import find_needle_in_corpus
+from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+from evalscope_niah.making.haystack import find_needle_in_corpus
 from evalscope_niah.tasks.guide import answer_format_guide
 from evalscope_niah.tasks.multi_retrieval.facts import MULTI_KEYS, multi_retrieval_set
 from evalscope_niah.tasks.reasoning.chains import pick_chain, reasoning_chains

@@ -207,7 +207,7 @@ def test_single_cue_excuse_is_by_whole_word() -> None:
     ],
 )
 def test_cues_count_in_the_keys_sentence_and_retractions_after_it(answer: str, passes: bool) -> None:
-    from evalscope_niah.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
+    from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION
 
     verdict = single_needle_score(
         answer, needles=(EN_NEEDLE,), question=EN_QUESTION, reference=EN_NEEDLE, answer_keys=(EN_ANSWER,), language='en'

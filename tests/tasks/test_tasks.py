@@ -12,7 +12,7 @@ import pytest
 from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell, SampleMeta
-from evalscope_niah.params import parse_params
+from evalscope_niah.params.compose import parse_params
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,
@@ -201,7 +201,7 @@ def test_task_data_round_trips_and_metadata_of_older_versions_still_reads() -> N
 def test_a_task_parameter_name_has_one_owner() -> None:
     from pydantic import Field, create_model
 
-    from evalscope_niah.run_params import TaskParams
+    from evalscope_niah.params.run_params import TaskParams
 
     for taken in ('diff', 'context_lengths_min', 'min_context'):  # another task's, the run's, an alias
         clashing = create_model('Clashing', __base__=TaskParams, **{taken: (float, Field(1.0, description='x'))})

@@ -300,11 +300,11 @@ def test_parse_judge_prompt_from_any_template():
 
 def test_judge_responder_with_evalscope_niah_judge_template():
     judge = pytest.importorskip(
-        'evalscope_niah.judge', reason='evalscope_niah.judge (JUDGE_USER_TEMPLATE) is not written yet'
+        'evalscope_niah.judging.judge', reason='evalscope_niah.judging.judge (JUDGE_USER_TEMPLATE) is not written yet'
     )
     template = getattr(judge, 'JUDGE_USER_TEMPLATE', None)
     if template is None:
-        pytest.skip('evalscope_niah.judge has no JUDGE_USER_TEMPLATE yet')
+        pytest.skip('evalscope_niah.judging.judge has no JUDGE_USER_TEMPLATE yet')
 
     seen: list[tuple[str, str, str]] = []
 
@@ -377,7 +377,7 @@ def test_fault_drop_is_a_connection_error():
 
 def test_fault_drip_keeps_every_read_short():
     # Each byte comes within 0.2 s, so a 1 s timeout per read never fires: only a deadline for the whole request
-    # (evalscope_niah.deadline) ends it. A drip stops by closing the connection after drip_seconds.
+    # (evalscope_niah.serving.deadline) ends it. A drip stops by closing the connection after drip_seconds.
     payload = {'model': 'm', 'messages': [{'role': 'user', 'content': 'a. b'}]}
     with faulty('drip', drip_interval_s=0.05, drip_seconds=60) as s:
         request = urllib.request.Request(f'{s.base_url}/chat/completions', data=json.dumps(payload).encode())

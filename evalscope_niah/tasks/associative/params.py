@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...run_params import TaskParams
+from ...params.run_params import TaskParams
 
 
 class AssociativeParams(TaskParams):

@@ -12,7 +12,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from evalscope_niah.metadata import GridCell, SampleMeta
-from evalscope_niah.run_params import TaskParams
+from evalscope_niah.params.run_params import TaskParams
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
 

@@ -1,0 +1,1 @@
+"""Making samples: parameters and corpora in, exact-length prompts out (corpus -> tokens -> haystack -> sample)."""

@@ -1,0 +1,1 @@
+"""What a run leaves: per-sample records, cell statistics, result files, heatmaps, OpenCompass CSVs, comparisons."""

@@ -1,0 +1,259 @@
+"""The package's own files of a run, written by one writer that the adapter and ``evalscope-niah plot`` share, and
+the one table of their names (every reader takes them from here)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write_text
+from ..disk_space import disk_full_error
+from ..scoring import RULE_PASS_THRESHOLD
+from ..tasks import reported_values
+from .labels import file_name_part
+from .opencompass import write_opencompass_summary
+from .records import SampleResult
+from .results import write_cells_csv, write_results, write_summary_json
+from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
+
+__all__ = [
+    'CELLS_FILE',
+    'DEFAULT_PREFIX',
+    'HEATMAP_PREFIX',
+    'JUDGE_CHECK_FILE',
+    'OPENCOMPASS_SUMMARY_PREFIX',
+    'OUTPUT_FILE_NAMES',
+    'OUTPUT_PREFIXES',
+    'RESULTS_FILE',
+    'SUMMARY_FILE',
+    'OutputFiles',
+    'draw_heatmaps',
+    'find_results_files',
+    'in_served_tokens',
+    'opencompass_summary_file',
+    'results_file_names',
+    'scoring_notes',
+    'write_opencompass_summaries',
+    'write_run_outputs',
+]
+
+logger = logging.getLogger(__name__)
+
+# The files of a run, inside EvalScope's report directory (reports/<model_id>/), read back by `evalscope-niah plot`
+# and `demo`. Renaming one breaks reading the runs already on disk: these names are the format.
+# Each name the benchmark runs under (registration.py: 'needle_haystack' and 'niah') writes its files with that name
+# as the prefix, so a run of both keeps both; the constants below are the needle_haystack ones (`OutputFiles`).
+DEFAULT_PREFIX = 'needle_haystack'
+OUTPUT_PREFIXES: tuple[str, ...] = (DEFAULT_PREFIX, 'niah')
+RESULTS_FILE = 'needle_haystack_results.jsonl'  # one SampleResult per line
+CELLS_FILE = 'needle_haystack_cells.csv'  # one CellSummary per row
+SUMMARY_FILE = 'needle_haystack_summary.json'  # effective lengths, control and subset summaries
+# The judge check before the run, per subset: each calibration answer, the judge's rating, right or wrong.
+JUDGE_CHECK_FILE = 'needle_haystack_judge_check.json'
+# f'{prefix}_{subset}.csv' per subset (subset made file-name safe). Runs before per-subset files wrote all subsets
+# into f'{prefix}.csv'; `opencompass.read_summary_csv` reads both.
+OPENCOMPASS_SUMMARY_PREFIX = 'needle_haystack_summary_opencompass'
+# f'{prefix}_{subset}.png' and '.html'; `plot` adds '_served' or the model's name before the subset.
+HEATMAP_PREFIX = 'needle_haystack_heatmap'
+OUTPUT_FILE_NAMES: tuple[str, ...] = (
+    RESULTS_FILE,
+    CELLS_FILE,
+    SUMMARY_FILE,
+    JUDGE_CHECK_FILE,
+    OPENCOMPASS_SUMMARY_PREFIX,
+    HEATMAP_PREFIX,
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class OutputFiles:
+    """The file names one benchmark name writes: the constants above with its prefix in place of needle_haystack's
+    (``OutputFiles('niah').results == 'niah_results.jsonl'``)."""
+
+    prefix: str = DEFAULT_PREFIX
+
+    def __post_init__(self) -> None:
+        if self.prefix not in OUTPUT_PREFIXES:
+            raise ValueError(f'output prefix must be one of {OUTPUT_PREFIXES}, got {self.prefix!r}')
+
+    @classmethod
+    def of_results_file(cls, path: str | os.PathLike[str]) -> OutputFiles:
+        """The files beside a results file found by `find_results_files`, by its name."""
+        name = Path(path).name
+        prefix = next((p for p in OUTPUT_PREFIXES if name == cls(p).results), None)
+        if prefix is None:
+            raise ValueError(f'{name!r} is not a results file ({", ".join(results_file_names())})')
+        return cls(prefix)
+
+    def _renamed(self, name: str) -> str:
+        return self.prefix + name.removeprefix(DEFAULT_PREFIX)
+
+    @property
+    def results(self) -> str:
+        return self._renamed(RESULTS_FILE)
+
+    @property
+    def cells(self) -> str:
+        return self._renamed(CELLS_FILE)
+
+    @property
+    def summary(self) -> str:
+        return self._renamed(SUMMARY_FILE)
+
+    @property
+    def judge_check(self) -> str:
+        return self._renamed(JUDGE_CHECK_FILE)
+
+    @property
+    def opencompass_summary_prefix(self) -> str:
+        return self._renamed(OPENCOMPASS_SUMMARY_PREFIX)
+
+    @property
+    def heatmap_prefix(self) -> str:
+        return self._renamed(HEATMAP_PREFIX)
+
+
+def results_file_names() -> tuple[str, ...]:
+    """Every name a results file may have, one per prefix."""
+    return tuple(OutputFiles(prefix).results for prefix in OUTPUT_PREFIXES)
+
+
+def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
+    """Every results file (any prefix) under ``root``, sorted by path; none when ``root`` is not a directory."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    return sorted(path for name in results_file_names() for path in root.rglob(name))
+
+
+RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
+
+
+def _grid_order(result: SampleResult) -> tuple:
+    return result.subset, result.context_length, result.depth_percent is None, result.depth_percent or 0.0
+
+
+def write_run_outputs(
+    output_dir: str | os.PathLike[str],
+    results: Sequence[SampleResult],
+    *,
+    threshold: float,
+    mode: str,
+    show_score: bool = False,
+    plot: bool = True,
+    judge_check: Mapping[str, Any] | None = None,
+    files: OutputFiles = OutputFiles(),
+) -> None:
+    """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
+    files of two runs of one grid line up; named by ``files`` (the benchmark name run). Drawing may fail without
+    losing the scores: it is logged, not raised."""
+    if not results:
+        return
+    results = sorted(results, key=_grid_order)
+    write_results(os.path.join(output_dir, files.results), results)
+    cells = summarize_cells(results)
+    # A column per value the tasks report, so the header is the same whichever cells hold one.
+    write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
+    summary_path = os.path.join(output_dir, files.summary)
+    write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
+    write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)), files=files)
+    if judge_check:
+        atomic_write_text(
+            os.path.join(output_dir, files.judge_check), json.dumps(judge_check, ensure_ascii=False, indent=2) + '\n'
+        )
+    if not plot:
+        return
+    effective = {
+        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
+        for subset in sorted({result.subset for result in results})
+    }
+    try:
+        paths = draw_heatmaps(
+            output_dir, results, effective_lengths=effective, show_score=show_score, prefix=files.heatmap_prefix
+        )
+        logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
+    except Exception as exc:  # plotting must not lose the scores, but it must not be silent either
+        if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)
+            raise
+        logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
+
+
+def in_served_tokens(
+    results: Sequence[SampleResult], effective_lengths: Mapping[str, int | None]
+) -> tuple[list[SampleResult], dict[str, int | None]]:
+    """The results with each length replaced by the median prompt tokens the server reported for it (per subset),
+    so a heatmap's length axis reads in the model's own tokens. A length without served counts keeps its label."""
+    served: dict[tuple[str, int], list[int]] = {}
+    for result in results:
+        if result.served_prompt_tokens:
+            served.setdefault((result.subset, result.context_length), []).append(result.served_prompt_tokens)
+    label = {key: round(statistics.median(values)) for key, values in served.items()}
+    relabelled = [
+        dataclasses.replace(r, context_length=label.get((r.subset, r.context_length), r.context_length))
+        for r in results
+    ]
+    effective = {
+        subset: None if length is None else label.get((subset, length), length)
+        for subset, length in effective_lengths.items()
+    }
+    return relabelled, effective
+
+
+def scoring_notes(results: Sequence[SampleResult]) -> dict[str, str | None]:
+    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules)."""
+    fallback = {result.subset for result in results if result.scoring == 'rule_fallback'}
+    return {subset: RULE_FALLBACK_NOTE if subset in fallback else None for subset in {r.subset for r in results}}
+
+
+def draw_heatmaps(
+    output_dir: str | os.PathLike[str],
+    results: Sequence[SampleResult],
+    *,
+    effective_lengths: Mapping[str, int | None],
+    show_score: bool = False,
+    prefix: str = HEATMAP_PREFIX,
+    title: str | None = None,
+) -> list[Path]:
+    """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click."""
+    from .plotting import plot_all  # matplotlib only when drawing
+
+    return plot_all(
+        summarize_cells(results),
+        output_dir=output_dir,
+        show_score=show_score,
+        effective_lengths=effective_lengths,
+        prefix=prefix,
+        title=title,
+        scoring_notes=scoring_notes(results),
+        answers=samples_by_cell(results),
+    )
+
+
+def opencompass_summary_file(subset: str, files: OutputFiles = OutputFiles()) -> str:
+    """File name of one subset's summary; characters outside [A-Za-z0-9._-] become '_' (as heatmap file names)."""
+    return f'{files.opencompass_summary_prefix}_{file_name_part(subset)}.csv'
+
+
+def write_opencompass_summaries(
+    output_dir: str | os.PathLike[str], cells: Iterable[CellSummary], *, model: str, files: OutputFiles = OutputFiles()
+) -> list[Path]:
+    """One `opencompass.write_opencompass_summary` file per subset in `output_dir` (`opencompass_summary_file`), in
+    subset order.
+
+    ValueError when two subset names give the same file name.
+    """
+    by_subset: dict[str, list[CellSummary]] = {}
+    for cell in cells:
+        by_subset.setdefault(cell.subset, []).append(cell)
+    names = {subset: opencompass_summary_file(subset, files) for subset in sorted(by_subset)}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f'subset names collide after making them file-name safe: {names}')
+    return [
+        write_opencompass_summary(Path(output_dir) / names[subset], by_subset[subset], model=model) for subset in names
+    ]

@@ -1,0 +1,289 @@
+"""Our own result files: per-sample records (JSONL of `records.SampleResult`), per-cell summaries (CSV) and the run
+summary (JSON), with their readers, plus the one CSV encoder every CSV writer of the package uses.
+
+Every dimension (subset, context length, depth) is its own field, never packed into a string key, so that the
+plotting and CLI code can group and sort without parsing.  No evalscope import.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from ..atomic import atomic_write_text
+from .records import SampleResult
+from .stats import (
+    Agreement,
+    CellSummary,
+    ControlSummary,
+    EffectiveLength,
+    EffectiveMode,
+    LengthScore,
+    RunSummary,
+    SubsetSummary,
+    check_effective_args,
+    effective_context_length,
+    summarize_controls,
+    summarize_subsets,
+)
+
+__all__ = [
+    'CELL_CSV_COLUMNS',
+    'NO_ANSWER_COLUMN',
+    'csv_text',
+    'read_cells_csv',
+    'read_results',
+    'read_summary_json',
+    'spreadsheet_unescape',
+    'write_cells_csv',
+    'write_results',
+    'write_summary_json',
+]
+
+# A row holds a few numbers and three bounded texts (answer, reasoning, error): a few thousand characters. A longer
+# line is not a results row, and is refused before it is read whole.
+MAX_RESULT_LINE_BYTES = 1_000_000
+_MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile value may be megabytes long
+# What plot and compare draw from a results file, per subset: beyond this a heatmap is unreadable, and drawing it
+# (one HTML cell each, a bootstrap over every length) would take minutes and gigabytes.
+MAX_DRAWN_LENGTHS = 1000
+MAX_DRAWN_DEPTHS = 1000
+MAX_DRAWN_CELLS = 100_000
+
+CELL_CSV_COLUMNS: tuple[str, ...] = (
+    'subset',
+    'context_length',
+    'depth_percent',
+    'n',
+    'accuracy',
+    'rule_recall',
+    'levenshtein',
+    'judge_failures',
+    'errors',
+    'ci_low',
+    'ci_high',
+)
+# Then the count of replies with no final answer (``CellSummary.no_answer``); a cells CSV written before it was
+# counted lacks the column and reads as 0. No task value can take the name: it is a SampleResult field.
+NO_ANSWER_COLUMN = 'no_answer'
+# After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
+# of an older version ends with `precision` or with nothing, and reads the same way.
+
+# A spreadsheet runs a cell starting with one of these as a formula (CSV injection); a leading quote makes it
+# text.  A leading quote itself is doubled so that reading back is unambiguous.
+_FORMULA_STARTS = ('=', '+', '-', '@', '\t', '\r', "'")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _spreadsheet_safe(value: int | float | str | None) -> str:
+    # Numbers are written by repr (shortest exact round trip); only text can be a formula.
+    if value is None:
+        return ''
+    if isinstance(value, str):
+        return f"'{value}" if value.startswith(_FORMULA_STARTS) else value
+    return str(value)
+
+
+def spreadsheet_unescape(text: str) -> str:
+    """Undo the quote `csv_text` puts before a formula-like value ("'=x" -> '=x'); other text is unchanged."""
+    if text.startswith("'") and text[1:].startswith(_FORMULA_STARTS):
+        return text[1:]
+    return text
+
+
+def csv_text(rows: Iterable[Sequence[int | float | str | None]]) -> str:
+    """CSV text ('\\n' line ends) safe to open in a spreadsheet: None is an empty field, and a text value starting
+    with = + - @ tab, CR or ' gets a leading quote, so it is shown as text, never run as a formula.
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator='\n')
+    # The csv module quotes only the line terminator's characters, so a lone CR would end the row for any reader;
+    # the rare row holding one is written fully quoted instead.
+    quote_all = csv.writer(buffer, lineterminator='\n', quoting=csv.QUOTE_ALL)
+    for row in rows:
+        fields = [_spreadsheet_safe(value) for value in row]
+        (quote_all if any('\r' in field for field in fields) else writer).writerow(fields)
+    return buffer.getvalue()
+
+
+def write_results(path: str | os.PathLike[str], results: Iterable[SampleResult]) -> Path:
+    """Write results as JSONL, one `SampleResult.to_dict()` per line (atomically)."""
+    # allow_nan=False: NaN is not JSON; validation should already exclude it, this is the last guard.
+    lines = [json.dumps(r.to_dict(), ensure_ascii=False, allow_nan=False) for r in results]
+    return atomic_write_text(path, ''.join(line + '\n' for line in lines))
+
+
+def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
+    """Read a JSONL file written by `write_results`; blank lines are skipped, bad lines raise with their number."""
+    results: list[SampleResult] = []
+    with open(path, 'rb') as handle:
+        for line_no, line in enumerate(_bounded_lines(handle, path), start=1):
+            if not line.strip():
+                continue
+            try:
+                data = json.loads(line)
+                if not isinstance(data, dict):
+                    raise ValueError('expected a JSON object')
+                results.append(SampleResult.from_dict(data))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                # A hostile row can make the message huge (a value of a megabyte): it is cut.
+                raise ValueError(f'{path}:{line_no}: invalid result line: {str(exc)[:_MAX_PROBLEM_CHARS]}') from exc
+    return results
+
+
+def _bounded_lines(handle: IO[bytes], path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of ``handle`` decoded, each read up to MAX_RESULT_LINE_BYTES: a longer line, or one that is not
+    UTF-8, is a ValueError naming the file and line, raised before the rest is read."""
+    for line_no in itertools.count(1):
+        raw = handle.readline(MAX_RESULT_LINE_BYTES + 1)
+        if not raw:
+            return
+        if len(raw) > MAX_RESULT_LINE_BYTES:
+            raise ValueError(f'{path}:{line_no}: invalid result line: longer than {MAX_RESULT_LINE_BYTES} bytes')
+        try:
+            yield raw.decode('utf-8')
+        except UnicodeDecodeError as exc:
+            raise ValueError(f'{path}:{line_no}: invalid result line: not UTF-8 ({exc.reason})') from None
+
+
+def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
+    """``read_results``, refusing a file whose grid is too large to draw (see MAX_DRAWN_CELLS)."""
+    results = read_results(path)
+    by_subset: dict[str, set[tuple[int, float | None]]] = {}
+    for result in results:
+        by_subset.setdefault(result.subset, set()).add((result.context_length, result.depth_percent))
+    for subset, cells in by_subset.items():
+        lengths, depths = len({cell[0] for cell in cells}), len({cell[1] for cell in cells})
+        if lengths > MAX_DRAWN_LENGTHS or depths > MAX_DRAWN_DEPTHS or len(cells) > MAX_DRAWN_CELLS:
+            raise ValueError(
+                f'{path}: subset {subset[:80]!r} holds {lengths} context lengths, {depths} depths and {len(cells)} '
+                f'cells; a heatmap draws at most {MAX_DRAWN_LENGTHS} lengths, {MAX_DRAWN_DEPTHS} depths and '
+                f'{MAX_DRAWN_CELLS} cells'
+            )
+    return results
+
+
+def write_cells_csv(
+    path: str | os.PathLike[str], cells: Iterable[CellSummary], *, value_columns: Sequence[str] = ()
+) -> Path:
+    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, `no_answer`, then a column
+    per task value of the cells and per name in ``value_columns`` (the values the run's tasks declare, so the header
+    does not depend on which cells happen to hold one), in name order."""
+    cells = list(cells)
+    values = sorted({*value_columns, *(name for cell in cells for name in cell.task_values)})
+    rows = [
+        [
+            *(getattr(cell, column) for column in CELL_CSV_COLUMNS),
+            cell.no_answer,
+            *(cell.task_values.get(name) for name in values),
+        ]
+        for cell in cells
+    ]
+    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, *values), *rows]))
+
+
+def _parse_opt_float(text: str) -> float | None:
+    return None if text == '' else float(text)
+
+
+def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSummary:
+    return CellSummary(
+        subset=spreadsheet_unescape(row['subset']),
+        context_length=int(row['context_length']),
+        depth_percent=float(row['depth_percent']),
+        n=int(row['n']),
+        accuracy=_parse_opt_float(row['accuracy']),
+        rule_recall=_parse_opt_float(row['rule_recall']),
+        levenshtein=_parse_opt_float(row['levenshtein']),
+        judge_failures=int(row['judge_failures']),
+        errors=int(row['errors']),
+        ci_low=_parse_opt_float(row['ci_low']),
+        ci_high=_parse_opt_float(row['ci_high']),
+        no_answer=int(row[NO_ANSWER_COLUMN]) if NO_ANSWER_COLUMN in row else 0,
+        task_values={
+            spreadsheet_unescape(name): value
+            for name in value_names
+            if (value := _parse_opt_float(row[name])) is not None
+        },
+    )
+
+
+def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
+    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer` (when written), then task-value
+    columns."""
+    with open(path, encoding='utf-8', newline='') as handle:
+        reader = csv.DictReader(handle)
+        header = tuple(reader.fieldnames or ())
+        if header[: len(CELL_CSV_COLUMNS)] != CELL_CSV_COLUMNS or len(set(header)) != len(header):
+            raise ValueError(
+                f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)} and then '
+                'task-value columns'
+            )
+        value_names = [name for name in header[len(CELL_CSV_COLUMNS) :] if name != NO_ANSWER_COLUMN]
+        cells: list[CellSummary] = []
+        for row in reader:
+            try:
+                cells.append(_cell_from_row(row, value_names))
+            except (TypeError, ValueError) as exc:  # TypeError: a short row yields None fields
+                raise ValueError(f'{path}:{reader.line_num}: invalid cell row: {exc}') from exc
+    return cells
+
+
+def write_summary_json(
+    path: str | os.PathLike[str],
+    results: Iterable[SampleResult],
+    *,
+    threshold: float,
+    pass_mark: float,
+    mode: EffectiveMode = 'absolute',
+) -> Path:
+    """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
+
+    Effective lengths are computed for every subset that has needle samples; see `effective_context_length`.
+    """
+    check_effective_args(threshold, mode)
+    result_list = list(results)
+    subsets = sorted({r.subset for r in result_list if not r.control})
+    payload = {
+        'effective_context_length': {
+            subset: asdict(effective_context_length(result_list, subset=subset, threshold=threshold, mode=mode))
+            for subset in subsets
+        },
+        'controls': [asdict(c) for c in summarize_controls(result_list)],
+        'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
+    }
+    return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
+
+
+def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:
+    return EffectiveLength(**{**data, 'per_length': tuple(LengthScore(**item) for item in data['per_length'])})
+
+
+def _subset_summary_from_dict(data: Mapping[str, Any]) -> SubsetSummary:
+    return SubsetSummary(**{**data, 'agreement': Agreement(**data['agreement'])})
+
+
+def read_summary_json(path: str | os.PathLike[str]) -> RunSummary:
+    """Read a file written by `write_summary_json`; ValueError when it is not one."""
+    try:
+        data = json.loads(Path(path).read_text(encoding='utf-8'))
+        return RunSummary(
+            effective_context_length={
+                subset: _effective_from_dict(item) for subset, item in data['effective_context_length'].items()
+            },
+            controls=tuple(ControlSummary(**item) for item in data['controls']),
+            subsets=tuple(_subset_summary_from_dict(item) for item in data['subsets']),
+        )
+    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+        raise ValueError(f'{path}: not a needle_haystack summary: {type(exc).__name__}: {exc}') from exc

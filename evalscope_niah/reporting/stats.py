@@ -1,0 +1,446 @@
+"""Statistics over NIAH results: cell, control and subset summaries, bootstrap CIs, judge/rule agreement (Cohen's
+kappa) and the effective context length.
+
+Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `results.py` imports this module
+to write summaries, never the other way round.  Pass marks and thresholds are arguments: their defaults belong to the
+parameter model and the scoring rules, which the callers read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
+from .records import GUESSED, SampleResult
+
+__all__ = [
+    'EFFECTIVE_MODES',
+    'Agreement',
+    'CellKey',
+    'CellSummary',
+    'ControlSummary',
+    'EffectiveLength',
+    'EffectiveMode',
+    'LengthScore',
+    'RunSummary',
+    'SubsetSummary',
+    'agreement',
+    'check_effective_args',
+    'effective_context_length',
+    'samples_by_cell',
+    'summarize_cells',
+    'summarize_controls',
+    'summarize_subsets',
+]
+
+# Effective context length: RULER's absolute pass mark, or NoLiMa's share of the shortest length's score.
+EffectiveMode = EffectiveLengthMode
+EFFECTIVE_MODES = EFFECTIVE_LENGTH_MODES
+
+# Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
+_BOOTSTRAP_SEED = 0
+_BOOTSTRAP_RESAMPLES = 2000
+_CI_LEVEL = 0.95
+# Bound the (resamples x n) index matrix so a huge cell cannot exhaust memory.
+_BOOTSTRAP_MAX_ELEMENTS = 4_000_000
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    # fsum: means of many 0/1 scores should not drift with summation order.
+    return math.fsum(values) / len(values) if values else None
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """Aggregate of all samples sharing (subset, context_length, depth_percent)."""
+
+    subset: str
+    context_length: int
+    depth_percent: float
+    n: int
+    accuracy: float | None
+    rule_recall: float | None
+    levenshtein: float | None
+    judge_failures: int
+    errors: int
+    ci_low: float | None
+    ci_high: float | None
+    # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it.
+    task_values: Mapping[str, float] = field(default_factory=dict)
+    # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
+    no_answer: int = 0
+
+
+@dataclass(frozen=True)
+class ControlSummary:
+    """Needle-absent control samples of one (subset, context length): did the model abstain or make something up?
+
+    `n` counts scored controls; `abstention_rate` is their mean score and `guess_rate` the share (of those that
+    recorded it) whose reply stated the needle fact anyway.  Errored controls count in `errors` only.
+    """
+
+    subset: str
+    context_length: int
+    n: int
+    abstention_rate: float | None
+    guess_rate: float | None
+    errors: int
+
+
+@dataclass(frozen=True)
+class LengthScore:
+    """Mean accuracy at one context length (all depths and repeats pooled) and whether it passes the threshold."""
+
+    context_length: int
+    n: int
+    accuracy: float | None
+    ci_low: float | None
+    ci_high: float | None
+    passes: bool
+
+
+@dataclass(frozen=True)
+class EffectiveLength:
+    """The longest context length up to which every tested length passes, with a bootstrap CI over samples.
+
+    `length` None means the shortest length already fails.  `base_score` is the shortest length's mean accuracy
+    that `relative` mode scales the threshold by (None in `absolute` mode).  `ci_low`/`ci_high` are lengths of
+    the tested grid, None where the interval reaches below the shortest length.
+    """
+
+    subset: str
+    mode: EffectiveMode
+    threshold: float
+    base_score: float | None
+    length: int | None
+    ci_low: int | None
+    ci_high: int | None
+    per_length: tuple[LengthScore, ...]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Judge vs rule pass/fail agreement. `share_agree` and `kappa` are None when n == 0."""
+
+    n: int
+    share_agree: float | None
+    kappa: float | None
+
+
+@dataclass(frozen=True)
+class SubsetSummary:
+    subset: str
+    n: int
+    accuracy: float | None
+    rule_recall: float | None
+    levenshtein: float | None
+    agreement: Agreement
+    judge_failures: int
+    errors: int
+    budget_exhausted: int
+    # Replies with no final answer (records.SampleResult.no_answer); 0 in summaries written before it was counted.
+    no_answer: int = 0
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """What `write_summary_json` stores: effective length per subset, control summaries, subset summaries."""
+
+    effective_context_length: dict[str, EffectiveLength]
+    controls: tuple[ControlSummary, ...]
+    subsets: tuple[SubsetSummary, ...]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Statistics
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _resampled_means(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """`_BOOTSTRAP_RESAMPLES` means of `data` resampled with replacement, drawn in memory-bounded chunks."""
+    n = len(data)
+    chunk = max(1, _BOOTSTRAP_MAX_ELEMENTS // n)
+    means: list[np.ndarray] = []
+    remaining = _BOOTSTRAP_RESAMPLES
+    while remaining > 0:
+        size = min(chunk, remaining)
+        means.append(data[rng.integers(0, n, size=(size, n))].mean(axis=1))
+        remaining -= size
+    return np.concatenate(means)
+
+
+def _bootstrap_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
+    """Percentile bootstrap CI of the mean; (None, None) below two values."""
+    n = len(values)
+    if n < 2:
+        return None, None
+    # Sorting makes the CI depend on the multiset of scores only, not on the order samples finished in.
+    data = np.sort(np.asarray(values, dtype=float))
+    means = _resampled_means(data, np.random.default_rng(_BOOTSTRAP_SEED))
+    alpha = (1.0 - _CI_LEVEL) / 2.0
+    low, high = np.quantile(means, [alpha, 1.0 - alpha])
+    mean = math.fsum(values) / n
+    # Percentile intervals of a mean contain the mean in practice; clamp so that holds by construction.
+    return min(float(low), mean), max(float(high), mean)
+
+
+CellKey = tuple[str, int, float]  # (subset, context_length, depth_percent)
+
+
+def samples_by_cell(results: Iterable[SampleResult]) -> dict[CellKey, list[SampleResult]]:
+    """Needle samples grouped by (subset, context_length, depth_percent), keys sorted; controls are left out."""
+    groups: dict[CellKey, list[SampleResult]] = defaultdict(list)
+    for result in results:
+        if result.depth_percent is not None:  # i.e. not a control
+            groups[(result.subset, result.context_length, result.depth_percent)].append(result)
+    return {key: groups[key] for key in sorted(groups)}
+
+
+def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]) -> CellSummary:
+    scored = [s for s in samples if not s.errored]
+    scores = [s.accuracy for s in scored if s.accuracy is not None]
+    ci_low, ci_high = _bootstrap_ci(scores)
+    return CellSummary(
+        subset=key[0],
+        context_length=key[1],
+        depth_percent=key[2],
+        n=len(scores),
+        accuracy=_mean(scores),
+        rule_recall=_mean([s.rule_recall for s in scored if s.rule_recall is not None]),
+        levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
+        judge_failures=sum(s.judge_status == 'failed' for s in samples),
+        errors=sum(s.errored for s in samples),
+        ci_low=ci_low,
+        ci_high=ci_high,
+        task_values=_task_value_means(scored),
+        no_answer=sum(s.no_answer_excluded for s in samples),
+    )
+
+
+def _task_value_means(samples: Sequence[SampleResult]) -> dict[str, float]:
+    means: dict[str, float] = {}
+    for name in sorted({name for sample in samples for name in sample.task_values}):
+        values = [sample.task_values[name] for sample in samples if name in sample.task_values]
+        means[name] = math.fsum(values) / len(values)
+    return means
+
+
+def summarize_cells(results: Iterable[SampleResult]) -> list[CellSummary]:
+    """One summary per (subset, context_length, depth_percent) of needle samples, sorted by that key.
+
+    Control samples have no depth and are summarised by `summarize_controls` instead.  Errored samples (accuracy
+    None) count in `errors` only, budget-excluded ones in neither, replies with no final answer in `no_answer`; a
+    cell whose samples all errored has n=0 and accuracy None.  `judge_failures` counts every sample whose judge
+    call failed (its score fell back to the rule).
+    """
+    return [_summarize_cell(key, samples) for key, samples in samples_by_cell(results).items()]
+
+
+def _summarize_controls(key: tuple[str, int], samples: Sequence[SampleResult]) -> ControlSummary:
+    scored = [s for s in samples if s.accuracy is not None]
+    return ControlSummary(
+        subset=key[0],
+        context_length=key[1],
+        n=len(scored),
+        abstention_rate=_mean([s.accuracy for s in scored if s.accuracy is not None]),
+        guess_rate=_mean([s.task_values[GUESSED] for s in scored if GUESSED in s.task_values]),
+        errors=sum(s.errored for s in samples),
+    )
+
+
+def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
+    """One summary per (subset, context_length) of the needle-absent control samples, sorted by that key."""
+    groups: dict[tuple[str, int], list[SampleResult]] = defaultdict(list)
+    for result in results:
+        if result.control:
+            groups[(result.subset, result.context_length)].append(result)
+    return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
+
+
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agreement:
+    """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
+
+    A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in
+    exact integer arithmetic: kappa = (N*a - E) / (N^2 - E), with a = agreeing count and E = N^2 * expected
+    agreement.  Degenerate case E == N^2 (both scorers put every sample in the same single class, so chance
+    agreement is 1 and kappa is 0/0): kappa = 1.0 if observed agreement is 1, else 0.0.
+    """
+    if not math.isfinite(threshold):
+        raise ValueError(f'threshold must be finite, got {threshold!r}')
+    n = agree = pass_a = pass_b = 0
+    for score_a, score_b in pairs:
+        if not (math.isfinite(score_a) and math.isfinite(score_b)):
+            raise ValueError(f'agreement scores must be finite, got {(score_a, score_b)!r}')
+        a_pass = score_a >= threshold
+        b_pass = score_b >= threshold
+        n += 1
+        agree += a_pass == b_pass
+        pass_a += a_pass
+        pass_b += b_pass
+    if n == 0:
+        return Agreement(n=0, share_agree=None, kappa=None)
+    return Agreement(n=n, share_agree=agree / n, kappa=_cohen_kappa(n, agree, pass_a, pass_b))
+
+
+def _cohen_kappa(n: int, agree: int, pass_a: int, pass_b: int) -> float:
+    # n^2 * expected agreement, kept integer so the degenerate check below is exact.
+    expected = pass_a * pass_b + (n - pass_a) * (n - pass_b)
+    if expected == n * n:
+        return 1.0 if agree == n else 0.0
+    return (n * agree - expected) / (n * n - expected)
+
+
+def _judge_rule_pairs(results: Iterable[SampleResult]) -> list[tuple[float, float]]:
+    # Only samples the judge really scored, and that also have a rule score, can be compared.
+    return [
+        (r.judge_accuracy, r.rule_recall)
+        for r in results
+        if r.judge_status == 'ok' and r.judge_accuracy is not None and r.rule_recall is not None
+    ]
+
+
+def _summarize_subset(subset: str, samples: Sequence[SampleResult], pass_mark: float) -> SubsetSummary:
+    # Scores and agreement describe retrieval, so controls (an abstention score) stay out of them; the counts
+    # describe the health of the whole run and include controls.
+    scored = [s for s in samples if not s.errored and not s.control]
+    # Sample-weighted (micro) means: equal to the n-weighted mean of the cell means.
+    scores = [s.accuracy for s in scored if s.accuracy is not None]
+    return SubsetSummary(
+        subset=subset,
+        n=len(scores),
+        accuracy=_mean(scores),
+        rule_recall=_mean([s.rule_recall for s in scored if s.rule_recall is not None]),
+        levenshtein=_mean([s.levenshtein for s in scored if s.levenshtein is not None]),
+        agreement=agreement(_judge_rule_pairs(s for s in samples if not s.control), threshold=pass_mark),
+        judge_failures=sum(s.judge_status == 'failed' for s in samples),
+        errors=sum(s.errored for s in samples),
+        budget_exhausted=sum(s.budget_exhausted for s in samples),
+        no_answer=sum(s.no_answer_excluded for s in samples),
+    )
+
+
+def summarize_subsets(results: Iterable[SampleResult], *, pass_mark: float) -> list[SubsetSummary]:
+    """One summary per subset, sorted by subset name.
+
+    Means (`n`, accuracy, rule recall, levenshtein) and the judge/rule agreement are over needle samples only;
+    `judge_failures`, `errors`, `budget_exhausted` and `no_answer` count every sample, controls included.
+    `pass_mark`: the score at which a judge or rule score counts as a pass, for their agreement (the scoring rules
+    own the default).
+    """
+    groups: dict[str, list[SampleResult]] = defaultdict(list)
+    for result in results:
+        groups[result.subset].append(result)
+    return [_summarize_subset(subset, groups[subset], pass_mark) for subset in sorted(groups)]
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Effective context length
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def check_effective_args(threshold: float, mode: str) -> None:
+    """ValueError unless threshold is in (0, 1] and mode one of `EFFECTIVE_MODES`."""
+    # `not 0 < x <= 1` is also True for NaN.
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float) or not 0.0 < threshold <= 1.0:
+        raise ValueError(f'threshold must be in (0, 1], got {threshold!r}')
+    if mode not in EFFECTIVE_MODES:
+        raise ValueError(f'mode must be one of {list(EFFECTIVE_MODES)}, got {mode!r}')
+
+
+def _passes(means: np.ndarray, *, threshold: float, mode: str) -> np.ndarray:
+    """Pass/fail per length; `means` is (..., lengths) with NaN where a length has no scored sample.
+
+    Relative mode scales the threshold by the shortest length's mean; a shortest length scoring 0 (or nothing)
+    gives no baseline, so then nothing passes rather than everything.
+    """
+    with np.errstate(invalid='ignore'):  # NaN compares False: a length without scores never passes
+        if mode == 'absolute':
+            return means >= threshold
+        base = means[..., :1]
+        return (base > 0.0) & (means >= threshold * base)
+
+
+def _leading_lengths(passes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """Effective length per row of `passes`: the longest length with every length up to it passing, else 0."""
+    count = np.cumprod(passes, axis=-1).sum(axis=-1)
+    return np.where(count > 0, lengths[np.maximum(count - 1, 0)], 0)
+
+
+def effective_context_length(
+    results: Iterable[SampleResult],
+    *,
+    subset: str,
+    threshold: float,
+    mode: EffectiveMode = 'absolute',
+) -> EffectiveLength:
+    """Effective context length of one subset: the largest tested length L such that L and every shorter length pass.
+
+    A length's score is the mean accuracy over every scored needle sample at that length (all depths and repeats
+    pooled; controls, errored and budget-excluded samples left out).  `absolute` (RULER): a length passes if its
+    mean >= threshold.  `relative` (NoLiMa): if its mean >= threshold * the shortest length's mean.  A length
+    whose samples all failed to score never passes.  The CI resamples the samples within each length
+    (`_BOOTSTRAP_RESAMPLES` times, fixed seed), recomputes the effective length each time and takes the
+    2.5/97.5 percentiles as grid lengths; it is widened to contain the point estimate, as for cell CIs.
+    Raises ValueError for a bad threshold (must be in (0, 1]) or mode, or when the subset has no needle samples.
+    """
+    check_effective_args(threshold, mode)
+    by_length: dict[int, list[float]] = defaultdict(list)
+    for result in results:
+        if result.subset == subset and not result.control:
+            scores = by_length[result.context_length]  # created even when unscored: such a length must fail
+            if result.accuracy is not None:
+                scores.append(result.accuracy)
+    if not by_length:
+        raise ValueError(f'no needle samples for subset {subset!r}')
+    lengths = sorted(by_length)
+    means = [_mean(by_length[length]) for length in lengths]
+    point_means = np.array([np.nan if m is None else m for m in means])
+    passes = _passes(point_means, threshold=threshold, mode=mode)
+    grid = np.asarray(lengths, dtype=np.int64)
+    point = int(_leading_lengths(passes, grid))
+    ci_low, ci_high = _effective_length_ci([by_length[length] for length in lengths], grid, threshold, mode)
+    per_length = []
+    for length, mean, passed in zip(lengths, means, passes, strict=True):
+        scores = by_length[length]
+        low, high = _bootstrap_ci(scores)
+        per_length.append(
+            LengthScore(
+                context_length=length, n=len(scores), accuracy=mean, ci_low=low, ci_high=high, passes=bool(passed)
+            )
+        )
+    return EffectiveLength(
+        subset=subset,
+        mode=mode,
+        threshold=float(threshold),
+        base_score=means[0] if mode == 'relative' else None,
+        length=point or None,
+        # Widen to the point estimate, as `_bootstrap_ci` does for means (0 stands for 'below the shortest').
+        ci_low=min(ci_low, point) or None,
+        ci_high=max(ci_high, point) or None,
+        per_length=tuple(per_length),
+    )
+
+
+def _effective_length_ci(
+    scores_by_length: Sequence[Sequence[float]], grid: np.ndarray, threshold: float, mode: str
+) -> tuple[int, int]:
+    """2.5/97.5 percentiles of the bootstrap distribution of the effective length (0 = below the shortest)."""
+    rng = np.random.default_rng(_BOOTSTRAP_SEED)
+    columns = [
+        # Sorted: the CI depends on the multiset of scores per length, not on the order samples finished in.
+        _resampled_means(np.sort(np.asarray(scores, dtype=float)), rng)
+        if scores
+        else np.full(_BOOTSTRAP_RESAMPLES, np.nan)
+        for scores in scores_by_length
+    ]
+    effective = _leading_lengths(_passes(np.stack(columns, axis=1), threshold=threshold, mode=mode), grid)
+    alpha = (1.0 - _CI_LEVEL) / 2.0
+    # 'lower'/'higher' pick observed values, so both ends are lengths of the grid (or 0), never interpolations.
+    low = int(np.quantile(effective, alpha, method='lower'))
+    high = int(np.quantile(effective, 1.0 - alpha, method='higher'))
+    return low, high

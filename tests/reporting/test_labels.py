@@ -1,0 +1,81 @@
+"""Behavioural tests for evalscope_niah.reporting.labels: token and depth labels, the terminal cell table."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalscope_niah.reporting.labels import file_name_part, format_cell_table, format_tokens, length_labels
+from evalscope_niah.reporting.stats import (
+    summarize_cells,
+)
+from tests.support.results import errored, sample
+
+# --------------------------------------------------------------------------------------------------------------------
+# Labels and table
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('tokens', 'unit', 'expected'),
+    [
+        (500, 1000, '500'),
+        (1000, 1000, '1k'),
+        (4600, 1000, '4.6k'),
+        (128000, 1000, '128k'),
+        (1_000_000, 1000, '1M'),
+        (4096, 1024, '4k'),
+        (131072, 1024, '128k'),
+        (1536, 1024, '1.5k'),
+    ],
+)
+def test_format_tokens(tokens: int, unit: int, expected: str) -> None:
+    assert format_tokens(tokens, unit=unit) == expected
+
+
+def test_length_labels_pick_round_unique_labels() -> None:
+    assert length_labels([1000, 4600, 32000, 128000]) == ['1k', '4.6k', '32k', '128k']
+    assert length_labels([1024, 4096, 32768, 131072]) == ['1k', '4k', '32k', '128k']
+    assert length_labels([1000, 10071]) == ['1k', '10.1k']  # rounded, still unique
+    assert length_labels([4096, 4100]) == ['4,096', '4,100']  # both would read '4.1k'
+
+
+def test_format_cell_table_grid() -> None:
+    results = [
+        sample(1.0, context_length=1000, depth_percent=0.0),
+        sample(0.0, context_length=1000, depth_percent=0.0),
+        sample(1.0, context_length=128000, depth_percent=0.0),
+        sample(0.25, context_length=4000, depth_percent=100.0),
+        errored(context_length=128000, depth_percent=100.0),
+        sample(1.0, subset='other', context_length=2000, depth_percent=50.0),
+    ]
+    table = format_cell_table(summarize_cells(results), subset='en')
+    lines = table.splitlines()
+    assert lines[0] == 'subset: en'
+    assert lines[1].split()[-3:] == ['1k', '4k', '128k']
+    assert lines[2].split() == ['0', '0.50', '—', '1.00']  # 4k at depth 0 was never run
+    assert lines[3].split() == ['100', '—', '0.25', '—']  # 128k at depth 100 only errored
+    assert len(lines) == 4  # the other subset's depth 50 does not leak in
+    assert len({len(line) for line in lines[1:]}) == 1  # aligned columns
+
+
+def test_format_cell_table_errors() -> None:
+    with pytest.raises(ValueError, match='no cells'):
+        format_cell_table(summarize_cells([sample()]), subset='missing')
+    cells = summarize_cells([sample()])
+    with pytest.raises(ValueError, match='duplicate'):
+        format_cell_table(cells + cells, subset='en')
+
+
+@pytest.mark.parametrize(
+    ('name', 'expected'),
+    [
+        ('english', 'english'),
+        ('en.v2', 'en.v2'),
+        ('../../etc', '.._.._etc'),
+        ('a b/c', 'a_b_c'),
+        ('中文', '_'),
+        ('', '_'),
+    ],
+)
+def test_file_name_part_keeps_names_inside_the_directory(name: str, expected: str) -> None:
+    assert file_name_part(name) == expected

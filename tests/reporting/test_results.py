@@ -1,0 +1,248 @@
+"""Behavioural tests for evalscope_niah.reporting.results: SampleResult, JSONL, cells CSV, summary JSON, CSV safety."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE
+from evalscope_niah.reporting.records import MAX_TEXT_CHARS, SampleResult, bounded_text
+from evalscope_niah.reporting.results import (
+    CELL_CSV_COLUMNS,
+    csv_text,
+    read_cells_csv,
+    read_results,
+    read_summary_json,
+    spreadsheet_unescape,
+    write_cells_csv,
+    write_results,
+    write_summary_json,
+)
+from evalscope_niah.reporting.stats import (
+    effective_context_length,
+    summarize_cells,
+    summarize_controls,
+    summarize_subsets,
+)
+from tests.support.results import PASS_MARK, at_length, control, curve, judged, mixed_results, sample
+
+# --------------------------------------------------------------------------------------------------------------------
+# Persistence
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_jsonl_round_trip_exact(tmp_path: Path) -> None:
+    results = mixed_results()
+    path = write_results(tmp_path / 'results.jsonl', results)
+    lines = path.read_text(encoding='utf-8').splitlines()
+    assert len(lines) == len(results)
+    assert all(isinstance(json.loads(line), dict) for line in lines)
+    assert read_results(path) == results
+
+
+def test_jsonl_reader_skips_blank_lines_and_reports_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / 'r.jsonl'
+    good = json.dumps(sample().to_dict())
+    path.write_text(f'{good}\n\n{good}\n', encoding='utf-8')
+    assert len(read_results(path)) == 2
+    path.write_text(f'{good}\n{{"subset": \n', encoding='utf-8')
+    with pytest.raises(ValueError, match=':2:'):
+        read_results(path)
+    path.write_text('[1, 2]\n', encoding='utf-8')
+    with pytest.raises(ValueError, match=':1:'):
+        read_results(path)
+
+
+def test_cells_csv_round_trip_exact(tmp_path: Path) -> None:
+    cells = summarize_cells(mixed_results() + [sample(s, rule_recall=s) for s in (1.0, 0.0, 1.0)])
+    assert any(c.accuracy is None for c in cells) and any(c.ci_low is not None for c in cells)
+    # The run's tasks declare precision, so the column is there though no cell holds a value.
+    path = write_cells_csv(tmp_path / 'cells.csv', cells, value_columns=('precision',))
+    header = (
+        'subset,context_length,depth_percent,n,accuracy,rule_recall,levenshtein,judge_failures,errors,ci_low,ci_high,'
+        'no_answer,precision'
+    )
+    assert path.read_text(encoding='utf-8').splitlines()[0] == header
+    assert len(path.read_text(encoding='utf-8').splitlines()) == len(cells) + 1
+    assert read_cells_csv(path) == cells
+
+
+def test_cells_csv_rejects_wrong_header_and_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / 'cells.csv'
+    path.write_text('subset,n\nen,1\n', encoding='utf-8')
+    with pytest.raises(ValueError, match='header'):
+        read_cells_csv(path)
+    path.write_text(','.join(CELL_CSV_COLUMNS) + '\nen,notanint,0.0,1,1.0,,,0,0,,\n', encoding='utf-8')
+    with pytest.raises(ValueError, match='invalid cell row'):
+        read_cells_csv(path)
+
+
+def test_old_cells_csv_without_precision_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / 'old.csv'
+    path.write_text(','.join(CELL_CSV_COLUMNS) + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0\n', encoding='utf-8')
+    (cell,) = read_cells_csv(path)
+    assert (cell.accuracy, cell.ci_high, cell.task_values, cell.no_answer) == (0.5, 1.0, {}, 0)
+    # The previous format: a precision column after the fixed ones, empty where a cell had none.
+    path.write_text(
+        ','.join((*CELL_CSV_COLUMNS, 'precision'))
+        + '\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0,0.25\nen,1000,50.0,1,1.0,1.0,,0,0,,,\n',
+        encoding='utf-8',
+    )
+    assert [cell.task_values for cell in read_cells_csv(path)] == [{'precision': 0.25}, {}]
+    cells = summarize_cells([sample(1.0, precision=0.25), sample(0.0, precision=0.75)])
+    assert read_cells_csv(write_cells_csv(tmp_path / 'new.csv', cells))[0].task_values == {'precision': 0.5}
+
+
+def test_summary_json_round_trip(tmp_path: Path) -> None:
+    results = [
+        *curve(1.0, 0.9, 0.2),
+        *at_length(1000, [0.0] * 4, subset='zh'),
+        control(1.0, context_length=1000),
+        control(0.0, guessed=True, context_length=2000),
+        control(1.0, subset='ctrl-only'),  # a subset with controls only has no effective length
+    ]
+    path = write_summary_json(tmp_path / SUMMARY_FILE, results, threshold=0.8, mode='relative', pass_mark=PASS_MARK)
+    assert [p.name for p in tmp_path.iterdir()] == [SUMMARY_FILE]
+    data = json.loads(path.read_text(encoding='utf-8'))
+    assert set(data) == {'effective_context_length', 'controls', 'subsets'}
+    assert sorted(data['effective_context_length']) == ['en', 'zh']
+    assert data['effective_context_length']['en']['length'] == 2000
+    assert data['effective_context_length']['en']['mode'] == 'relative'
+    assert data['effective_context_length']['zh']['length'] is None
+    summary = read_summary_json(path)
+    assert summary.effective_context_length['en'] == effective_context_length(
+        results, subset='en', threshold=0.8, mode='relative'
+    )
+    assert list(summary.controls) == summarize_controls(results)
+    assert list(summary.subsets) == summarize_subsets(results, pass_mark=PASS_MARK)
+
+
+def test_summary_json_validates_and_reader_rejects_other_files(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match='threshold'):
+        write_summary_json(tmp_path / 's.json', curve(1.0), threshold=2.0, pass_mark=PASS_MARK)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / 'other.json').write_text('{"effective_context_length": 3}', encoding='utf-8')
+    with pytest.raises(ValueError, match='not a needle_haystack summary'):
+        read_summary_json(tmp_path / 'other.json')
+    (tmp_path / 'broken.json').write_text('{', encoding='utf-8')
+    with pytest.raises(ValueError, match='not a needle_haystack summary'):
+        read_summary_json(tmp_path / 'broken.json')
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# What the model said, and how it was scored
+# --------------------------------------------------------------------------------------------------------------------
+
+NEW_FIELDS = ('answer', 'reasoning', 'judge_rating', 'served_prompt_tokens', 'served_completion_tokens', 'scoring')
+
+
+def test_new_fields_round_trip_and_are_absent_when_unset(tmp_path: Path) -> None:
+    full = dataclasses.replace(
+        judged(1.0, 1.0),
+        answer='The best thing is to eat a sandwich in "Dolores Park".\n',
+        reasoning='the document says…',
+        judge_rating=10.0,
+        served_prompt_tokens=4000,
+        served_completion_tokens=12,
+        scoring='judge',
+    )
+    plain = sample()
+    path = write_results(tmp_path / RESULTS_FILE, [full, plain])
+    first, second = (json.loads(line) for line in path.read_text(encoding='utf-8').splitlines())
+    assert {name: first[name] for name in NEW_FIELDS} == {name: getattr(full, name) for name in NEW_FIELDS}
+    assert not set(NEW_FIELDS) & set(second)  # old layout, byte for byte, when nothing new is known
+    assert read_results(path) == [full, plain]
+
+
+def test_rows_from_before_answers_still_read() -> None:
+    old_row = {k: v for k, v in judged(0.5, 0.5).to_dict().items() if k not in NEW_FIELDS}
+    restored = SampleResult.from_dict(old_row)
+    assert all(getattr(restored, name) is None for name in NEW_FIELDS)
+
+
+def test_answer_and_reasoning_are_bounded_with_a_cut_marker() -> None:
+    long = 'a' * 5000
+    result = dataclasses.replace(sample(), answer=long, reasoning='b' * 1001)
+    assert result.answer is not None and result.reasoning is not None
+    assert len(result.answer) <= MAX_TEXT_CHARS and len(result.reasoning) <= MAX_TEXT_CHARS
+    assert result.answer.startswith('a' * 900) and result.answer.endswith('chars]')
+    # The marker says how much is missing.
+    kept = result.answer.index(' […cut ')
+    assert f'cut {5000 - kept} chars' in result.answer
+    # Reading a bounded record back does not cut it again.
+    assert SampleResult.from_dict(result.to_dict()) == result
+    assert bounded_text('short') == 'short' and bounded_text(None) is None
+    with pytest.raises(ValueError, match='limit'):
+        bounded_text('x' * 50, limit=5)
+
+
+@pytest.mark.parametrize(
+    ('change', 'fragment'),
+    [
+        ({'scoring': 'vibes'}, 'scoring'),
+        ({'scoring': 'judge'}, 'judge_status'),  # scored by a judge that never answered
+        ({'judge_rating': float('nan')}, 'judge_rating'),
+        ({'served_prompt_tokens': -1}, 'served_prompt_tokens'),
+    ],
+)
+def test_new_fields_are_validated(change: dict[str, object], fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        dataclasses.replace(sample(), **change)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    'change',
+    [{'answer': 3}, {'judge_rating': '10'}, {'served_completion_tokens': 1.5}, {'served_prompt_tokens': True}],
+)
+def test_new_fields_from_dict_are_typed(change: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        SampleResult.from_dict({**sample().to_dict(), **change})
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Spreadsheet safety
+# --------------------------------------------------------------------------------------------------------------------
+
+FORMULA_SUBSET = '=HYPERLINK("http://evil.example","click")'
+
+
+@pytest.mark.parametrize('text', [FORMULA_SUBSET, '+1', '-1', '@SUM(A1)', '\tx', '\rx', "'quoted", 'plain', ''])
+def test_csv_text_quotes_formula_starts_and_reads_back(text: str) -> None:
+    (row,) = list(csv.reader(io.StringIO(csv_text([[text, 1, -0.5, None]]), newline='')))
+    assert row[1:] == ['1', '-0.5', '']  # numbers are numbers, None is empty
+    if text[:1] in ('=', '+', '-', '@', '\t', '\r', "'"):
+        assert row[0] == "'" + text
+    else:
+        assert row[0] == text
+    assert spreadsheet_unescape(row[0]) == text
+
+
+def test_cells_csv_with_a_formula_subset_is_safe_and_round_trips(tmp_path: Path) -> None:
+    cells = summarize_cells([sample(1.0, subset=FORMULA_SUBSET), sample(0.0, subset='-minus')])
+    path = write_cells_csv(tmp_path / CELLS_FILE, cells)
+    with open(path, encoding='utf-8', newline='') as handle:
+        fields = [field for row in csv.reader(handle) for field in row]
+    assert not any(field.startswith(('=', '+', '@', '\t', '\r')) for field in fields)
+    assert not any(field.startswith('-') and not _is_number(field) for field in fields)
+    assert read_cells_csv(path) == cells
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def test_cells_csv_counts_replies_with_no_final_answer(tmp_path: Path) -> None:
+    cells = summarize_cells([sample(1.0), sample(None, no_answer='reasoning_only'), sample(precision=0.5)])
+    path = write_cells_csv(tmp_path / 'cells.csv', cells)
+    rows = list(csv.DictReader(io.StringIO(path.read_text(encoding='utf-8'))))
+    assert [(row['n'], row['no_answer'], row['precision']) for row in rows] == [('2', '1', '0.5')]
+    assert read_cells_csv(path) == cells
