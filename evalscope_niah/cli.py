@@ -357,7 +357,7 @@ def _preview(args: argparse.Namespace) -> int:
     from .making.corpus import resolve_corpus_dir
     from .making.prompts import PromptSpec
     from .making.samples import iter_samples
-    from .params.compose import check_dataset_args, parse_params
+    from .tasks.compose import check_dataset_args, parse_params
 
     dataset_args = args.dataset_args
     check_dataset_args(dataset_args)

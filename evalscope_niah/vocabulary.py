@@ -33,6 +33,10 @@ SCORING_SOURCES: tuple[str, ...] = get_args(ScoringSource)
 # 'replicas': the prefix order with the prefix groups taking turns (ordering.prefix_friendly_order, interleave).
 RequestOrder = Literal['prefix', 'grid', 'replicas']
 
+# The needle-absent control's reported value: 1.0 when the reply stated the needle's fact anyway. The control task
+# writes it and every run's summaries (the guess rate) read it, so the name lives here, below both.
+GUESSED = 'guessed'
+
 
 def check_language(language: str, *, param: str = 'language') -> None:
     """Refuse a language outside LANGUAGES, naming ``param`` and what is allowed."""

@@ -130,3 +130,62 @@ def test_the_checks_above_can_fail(tmp_path: Path) -> None:
     assert 'evalscope_niah.integration' in found and 'evalscope_niah.integration.adapter' in found
     assert 'evalscope_niah.samples' not in found
     assert 'evalscope_niah.samples' in _imports('evalscope_niah.tasks.base', ast.parse(source), type_checking=True)
+
+
+# The floors of the package, lowest first: a module imports only from its own floor or a lower one. The order is
+# the pipeline's: shared words and files; then scoring texts and talking to servers (neither needs a parameter);
+# the parameters; the tasks (they read the run's parameters, and compose them with their own, so composition is
+# tasks.compose); making samples (asks the tasks); judging; reporting (reads the tasks' reported values, the judge's
+# prompt) and the test server (plays a model and a judge); the EvalScope integration; the entry points.
+FLOORS: tuple[frozenset[str], ...] = (
+    frozenset({'errors', 'vocabulary', 'metadata', 'atomic', 'disk_space', 'work_dir_lock'}),
+    frozenset({'scoring', 'serving'}),
+    frozenset({'params'}),
+    frozenset({'tasks'}),
+    frozenset({'making'}),
+    frozenset({'judging'}),
+    frozenset({'reporting', 'testing'}),
+    frozenset({'integration'}),
+    frozenset({'cli', 'demo', '_autoload'}),
+)
+
+
+def _floor(module: str) -> int | None:
+    """The floor of a package module by its first name under the package; None for the package root, which Python
+    loads before any module of the package (importing its ``__version__`` adds no dependency)."""
+    parts = module.split('.')
+    if len(parts) == 1:
+        return None
+    found = [index for index, floor in enumerate(FLOORS) if parts[1] in floor]
+    assert found, f'{module} is on no floor: add its folder to FLOORS'
+    return found[0]
+
+
+def _upward_imports(modules: dict[str, ast.Module]) -> list[str]:
+    upward = []
+    for module, tree in modules.items():
+        floor = _floor(module)
+        for name in _imports(module, tree, type_checking=True):
+            target = name if name in modules else name.rpartition('.')[0]
+            if target not in modules or floor is None:
+                continue
+            target_floor = _floor(target)
+            if target_floor is not None and target_floor > floor:
+                upward.append(f'{module} -> {target}')
+    return sorted(set(upward))
+
+
+def test_every_module_imports_only_its_floor_or_lower() -> None:
+    """No exceptions: an upward import means the lower module does a higher floor's job (move it, or the shared
+    value it needs, down)."""
+    assert _upward_imports(_modules()) == []
+
+
+def test_the_floor_check_can_fail() -> None:
+    source = 'from ..tasks import get_task\nfrom ..errors import NiahConfigError\n'
+    modules = {
+        'evalscope_niah.params.bad': ast.parse(source),
+        'evalscope_niah.tasks': ast.parse(''),
+        'evalscope_niah.errors': ast.parse(''),
+    }
+    assert _upward_imports(modules) == ['evalscope_niah.params.bad -> evalscope_niah.tasks']

@@ -31,7 +31,7 @@ from ..making.samples import grid, subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
 from ..making.window import check_window, served_counter
 from ..metadata import GridCell, SampleMeta
-from ..params.compose import effective_length_mode, parse_params
+from ..tasks.compose import effective_length_mode, parse_params
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
 from ..reporting.records import SampleResult, bounded_text

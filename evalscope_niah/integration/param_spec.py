@@ -1,4 +1,4 @@
-"""EvalScope's ``BenchmarkMeta.extra_params`` spec, generated from the composed parameters (``params.parameters``):
+"""EvalScope's ``BenchmarkMeta.extra_params`` spec, generated from the composed parameters (``tasks.compose.parameters``):
 each name with EvalScope's type name, its description and its default, so a default is written once."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args, get_origin
 
 from pydantic import BaseModel
 
-from ..params.compose import parameters
+from ..tasks.compose import parameters
 
 __all__ = ['extra_params_spec']
 

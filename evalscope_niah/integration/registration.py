@@ -28,7 +28,7 @@ from evalscope.constants import Tags
 
 from .. import __version__
 from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
-from ..params.compose import check_dataset_args
+from ..tasks.compose import check_dataset_args
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
 from .adapter import NiahAdapter

@@ -1,6 +1,6 @@
 """The run's own parameters in one typed model: every ``extra_params`` name but those a task declares for itself.
 
-``params.parse_params`` composes this model with each registered task's ``TaskParams`` model into the flat
+``tasks.compose.parse_params`` composes this model with each registered task's ``TaskParams`` model into the flat
 ``extra_params`` users write; names and defaults of EvalScope's built-in ``needle_haystack`` are kept so existing
 configs keep working. This module knows no task: a task reads its own parameters with ``NiahParams.task_params``.
 """

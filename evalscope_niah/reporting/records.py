@@ -11,13 +11,18 @@ from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from ..serving.server_values import MAX_PLAUSIBLE_TOKENS
-from ..vocabulary import JUDGE_STATUSES, NO_ANSWER_REASONS, SCORING_SOURCES, JudgeStatus, NoAnswerReason, ScoringSource
+from ..vocabulary import (
+    GUESSED,
+    JUDGE_STATUSES,
+    NO_ANSWER_REASONS,
+    SCORING_SOURCES,
+    JudgeStatus,
+    NoAnswerReason,
+    ScoringSource,
+)
 
 __all__ = ['GUESSED', 'LEGACY_TASK_VALUES', 'MAX_TEXT_CHARS', 'SampleResult', 'bounded_text']
 
-# The needle-absent control's reported value: 1.0 when the reply stated the needle's fact anyway. Every run may add
-# controls (absent_control), so its summaries (the guess rate) read it by this name.
-GUESSED = 'guessed'
 # Task values that results files written before `task_values` existed hold at the top level of a row.
 LEGACY_TASK_VALUES = (GUESSED, 'precision')
 

@@ -35,7 +35,7 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import register
 from evalscope_niah.making.samples import iter_samples
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.work_dir_lock import HOLDER_FILE, LOCK_FILE
 
 MODEL, JUDGE = 'slow-model', 'mock-judge'

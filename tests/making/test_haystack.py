@@ -29,7 +29,7 @@ from evalscope_niah.making.haystack import (
 from evalscope_niah.making.prompts import PromptSpec
 from evalscope_niah.making.samples import NeedleSample, iter_samples
 from evalscope_niah.making.tokenization import load_tokenizer, token_index
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from tests.support.samples import context_of
 
 QWEN = 'Qwen/Qwen3-0.6B'

@@ -19,7 +19,7 @@ from evalscope_niah.making.haystack import END_MARGIN_TOKENS, SENTENCE_SEARCH_TO
 from evalscope_niah.making.prompts import DEFAULT_SYSTEM_PROMPT, PromptSpec
 from evalscope_niah.making.samples import ABSENT_REFERENCE, GridCell, NeedleSample, grid, iter_samples
 from evalscope_niah.making.tokenization import load_tokenizer
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks.guide import answer_format_guide
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
@@ -92,7 +92,7 @@ def test_two_runs_give_identical_records(fixture_corpus_dir: Path, path: str) ->
 _COLD_RUN = """
 import json, sys
 from pathlib import Path
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.making.samples import iter_samples
 params = parse_params(json.loads(sys.argv[1]))
 items = iter_samples(params, corpus_dir=Path(sys.argv[2]), subsets=['english', 'chinese'])

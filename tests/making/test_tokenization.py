@@ -693,7 +693,7 @@ def test_samples_index_only_the_corpus_span_they_need(
     fixture_texts: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repeats: int
 ) -> None:
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     monkeypatch.setenv('EVALSCOPE_NIAH_CACHE', str(tmp_path / 'cache'))
     corpus_dir = tmp_path / 'corpus'

@@ -15,7 +15,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.param_spec import extra_params_spec
 from evalscope_niah.making.samples import grid
-from evalscope_niah.params.compose import check_dataset_args, parameter_value, parameters, parse_params
+from evalscope_niah.tasks.compose import check_dataset_args, parameter_value, parameters, parse_params
 from evalscope_niah.params.run_params import ALIASES, NiahParams
 from evalscope_niah.params.run_size import (
     MAX_CONTEXT_LENGTH,

@@ -10,7 +10,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.making.samples import iter_plans
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.params.subsets import EN_NEEDLE
 from evalscope_niah.serving.routing import (
     ROUTER_KEY_HEADERS,

@@ -12,7 +12,7 @@ import pytest
 from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell, SampleMeta
-from evalscope_niah.params.compose import parse_params
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...reporting.records import GUESSED
+from ...vocabulary import GUESSED
 from ...scoring.bounds import CONTROL_PARAPHRASE_SHARE, MAX_SCAN_CHARS
 from ...scoring.cues import find_abstention
 from ...scoring.result import RuleScore

@@ -4,8 +4,8 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 from __future__ import annotations
 
 from ...metadata import GridCell, SampleMeta
-from ...reporting.records import GUESSED
 from ...scoring import PromptText, RuleScore
+from ...vocabulary import GUESSED
 from ..base import NeedleChoice, PlanContext, ReportedValue, Task
 from .rules import absent_control_score
 

@@ -1,5 +1,7 @@
-"""The flat ``extra_params`` users write: the run's model (``run_params.NiahParams``) composed with each registered
-task's own ``TaskParams`` model, so a task's parameters live in its folder while user-facing names stay flat.
+"""The flat ``extra_params`` users write: the run's model (``params.run_params.NiahParams``) composed with each
+registered task's own ``TaskParams`` model, so a task's parameters live in its folder while user-facing names stay
+flat. It lives in ``tasks/``, not ``params/``, because composing needs the registered tasks, and ``params/`` sits
+below ``tasks/`` (the tasks read the run's parameters).
 
 ``parse_params`` validates them all and runs the checks that need to know the tasks; ``parameters`` lists every
 name with its field, default and owner, for EvalScope's spec (``integration/param_spec.py``) and for messages.
@@ -28,10 +30,11 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
-from ..tasks import Task, get_task, task_names
-from .run_params import ALIASES, BANK_OPTIONS, NiahParams, TaskParams
-from .sendable import check_sendable_values
-from .subsets import check_subset_list
+from ..params.run_params import ALIASES, BANK_OPTIONS, NiahParams, TaskParams
+from ..params.sendable import check_sendable_values
+from ..params.subsets import check_subset_list
+from .base import Task
+from .registry import get_task, task_names
 
 __all__ = [
     'Parameter',
