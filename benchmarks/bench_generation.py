@@ -57,7 +57,7 @@ class Row:
 def child_ours(corpus: Path, extra_params: dict[str, Any]) -> dict[str, Any]:
     from evalscope_niah.making.samples import iter_samples
     from evalscope_niah.making.tokenization import load_tokenizer
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     start = time.perf_counter()
     params = parse_params(extra_params)
@@ -104,7 +104,7 @@ def child_recount(corpus: Path, extra_params: dict[str, Any], tokenizer_dir: str
     from transformers import AutoTokenizer
 
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     longest = max(parse_params(extra_params).context_length_grid())
     params = parse_params({'context_lengths': [longest], 'document_depth_percents': [50]})

@@ -54,7 +54,7 @@ def write_corpus(directory: Path, *, source: Path, megabytes: int, one_line: boo
 def child(corpus_dir: Path, length: int) -> None:
     """The measured process: build the one sample of a one-cell grid and report its size."""
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     params = parse_params({'context_lengths': [length], 'document_depth_percents': [50]})
     started = time.perf_counter()

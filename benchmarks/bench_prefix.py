@@ -117,7 +117,7 @@ class Ordering:
 
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     start = time.perf_counter()
     samples = list(iter_samples(parse_params(GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))

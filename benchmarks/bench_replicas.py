@@ -47,9 +47,9 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import format_table, machine, verdict, write_json_report
 
-from evalscope_niah.params.compose import parse_params
 from evalscope_niah.serving.ordering import PrefixInfo, prefix_friendly_order
 from evalscope_niah.serving.routing import routing_key
+from evalscope_niah.tasks.compose import parse_params
 
 # Prompt tokens before the haystack (system prompt and instruction) and after it (question and answer cue), as our
 # default English prompt has them in Qwen3 tokens (measured on the default frame: 62 before, 30 after).

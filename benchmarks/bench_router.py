@@ -141,7 +141,7 @@ def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
 def _index_corpus(corpus: Path, args: argparse.Namespace) -> None:
     # The first run would pay for tokenizing the corpus (cached on disk after that): paid here, untimed.
     from evalscope_niah.making.samples import iter_plans
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     params = parse_params({'context_lengths': args.lengths, 'document_depth_percents': args.depths})
     for _ in iter_plans(params, corpus_dir=corpus, subsets=['english']):

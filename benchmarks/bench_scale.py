@@ -71,7 +71,7 @@ MEASUREMENTS: dict[str, tuple[str, str | None]] = {
 
 def child_stream(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     params = parse_params(GRID)
     before = proc_status_mb('VmRSS')
@@ -163,7 +163,7 @@ def child_verify(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, 
     from transformers import AutoTokenizer
 
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     length = GRID['context_lengths_max']
     params = parse_params({'context_lengths': [length], 'document_depth_percents': [50]})

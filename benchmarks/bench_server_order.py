@@ -85,9 +85,9 @@ def export(
     subsets: Sequence[str],
 ) -> dict[str, Any]:
     from evalscope_niah.making.samples import iter_samples
-    from evalscope_niah.params.compose import parse_params
     from evalscope_niah.serving.ordering import prefix_friendly_order, prefix_reuse_share, sample_prefix_info
     from evalscope_niah.serving.routing import ROUTER_KEY_HEADERS, routing_key
+    from evalscope_niah.tasks.compose import parse_params
 
     extra = dict(GRIDS[grid])
     if max_length is not None:

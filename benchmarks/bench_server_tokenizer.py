@@ -58,7 +58,7 @@ def child(config_path: Path, result_path: Path) -> None:
     from evalscope_niah.errors import NiahConfigError
     from evalscope_niah.making.samples import subset_samplers
     from evalscope_niah.making.tokenization import load_tokenizer
-    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.tasks.compose import parse_params
 
     params = parse_params(config['params'])
     endpoint = config['endpoint']

@@ -31,7 +31,6 @@ from ..making.samples import grid, subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
 from ..making.window import check_window, served_counter
 from ..metadata import GridCell, SampleMeta
-from ..tasks.compose import effective_length_mode, parse_params
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
 from ..reporting.records import SampleResult, bounded_text
@@ -42,6 +41,7 @@ from ..serving.prefix_gate import PlannedPrompt, PrefixGate
 from ..serving.routing import routing_headers, routing_key
 from ..serving.server_values import ServerValues, plausible_tokens
 from ..tasks import RuleScore, score_answer, task_for
+from ..tasks.compose import effective_length_mode, parse_params
 from .judge_check import qualify_judges
 from .judging import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer

@@ -15,8 +15,8 @@ from urllib.parse import urlparse
 from packaging.specifiers import SpecifierSet
 
 from ..errors import NiahConfigError
-from ..tasks.compose import parse_params
 from ..params.corpus_format import DATASET_ID
+from ..tasks.compose import parse_params
 from .evalscope_surface import missing_hooks, tested_evalscope_range
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 

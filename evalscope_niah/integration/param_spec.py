@@ -1,5 +1,6 @@
-"""EvalScope's ``BenchmarkMeta.extra_params`` spec, generated from the composed parameters (``tasks.compose.parameters``):
-each name with EvalScope's type name, its description and its default, so a default is written once."""
+"""EvalScope's ``BenchmarkMeta.extra_params`` spec, generated from the composed parameters
+(``tasks.compose.parameters``): each name with EvalScope's type name, its description and its default, so a default
+is written once."""
 
 from __future__ import annotations
 

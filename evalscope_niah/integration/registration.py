@@ -28,9 +28,9 @@ from evalscope.constants import Tags
 
 from .. import __version__
 from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
-from ..tasks.compose import check_dataset_args
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
+from ..tasks.compose import check_dataset_args
 from .adapter import NiahAdapter
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator

@@ -17,7 +17,6 @@ from ..params.subsets import ResolvedSubset
 from ..scoring.text import text_language
 from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
 from ..tasks.guide import guided_question
-from ..tasks.single.bank import BankNeedle, draw_needles, load_needle_bank
 from .corpus import Corpus, load_corpus
 from .haystack import (
     SENTENCE_END_RULE,
@@ -138,8 +137,10 @@ class SubsetSampler:
         self.prompt = prompt
         self.params = params
         self.task = get_task(subset.task)
-        self.bank = self._bank_draws()
-        self.context = PlanContext(subset=subset, params=params, bank=self.bank, corpus_text=corpus.text)
+        # What the task draws for this subset (a needle bank's entries), once: every cell plans from the same draws.
+        self.context = PlanContext(
+            subset=subset, params=params, draws=self.task.draws(subset, params), corpus_text=corpus.text
+        )
         for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
             if occurring is not None:
@@ -172,19 +173,6 @@ class SubsetSampler:
         self._prefix_tokens = self._counter(self._frame(subset.retrieval_question).prefix)
 
     # ---- needles per task ------------------------------------------------------------------------------------
-
-    def _bank_draws(self) -> tuple[BankNeedle, ...]:
-        params = self.params
-        if params.needle_bank is None:
-            return ()
-        return draw_needles(
-            load_needle_bank(params.needle_bank),
-            language=self.subset.language,
-            count=params.draws_per_cell(),
-            sample_method=params.sample_method,
-            fixed_index=params.fixed_index,
-            seed=params.sampling_seed,
-        )
 
     def plan(self, cell: GridCell) -> SamplePlan:
         subset, params = self.subset, self.params
@@ -430,15 +418,15 @@ def _check_prompt_texts(params: NiahParams, subsets: Sequence[ResolvedSubset], p
     sendable.py), naming the parameter they came from; needles that read like orders to a judge are warned of."""
     needles: list[tuple[str, str]] = []  # (parameter, text)
     questions: list[tuple[str, str]] = []
-    if params.needle_bank is not None:
-        for entry in load_needle_bank(params.needle_bank):
-            needles.append(('needle_bank', entry.needle))
-            questions.append(('needle_bank', entry.question))
-    else:
-        for subset in subsets:
-            needle_param, question_param = _text_params(params, subset)
-            needles += [(needle_param, needle) for needle in subset.needles]
-            questions.append((question_param, subset.retrieval_question))
+    for subset in subsets:
+        sent = get_task(subset.task).sent_texts(params)  # a task's own texts in place of the subset's (a bank)
+        if sent is not None:
+            needles += sent[0]
+            questions += sent[1]
+            continue
+        needle_param, question_param = _text_params(params, subset)
+        needles += [(needle_param, needle) for needle in subset.needles]
+        questions.append((question_param, subset.retrieval_question))
     tags = template_tag_names(prompt.user_template)
     for texts, what in ((needles, 'the needle'), (questions, 'the question')):
         for param, text in dict.fromkeys(texts):

@@ -51,8 +51,6 @@ ALIASES: dict[str, str] = {
     'length': 'context_lengths',
     'depth': 'document_depth_percents',
 }
-# Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
-BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
 
 
 class TaskParams(BaseModel):
@@ -72,6 +70,8 @@ class NiahParams(BaseModel):
 
     # Each task's own parameters by model type, set by params.parse_params; empty means every task's defaults.
     _task_params: dict[type[TaskParams], TaskParams] = PrivateAttr(default_factory=dict)
+    # Samples per grid cell, as the run's tasks draw them; set by tasks.compose.parse_params (see draws_per_cell).
+    _draws_per_cell: int = PrivateAttr(default=1)
 
     retrieval_question: str | None = Field(
         None, description="Question asked after the haystack; None uses each subset's own question."
@@ -119,20 +119,6 @@ class NiahParams(BaseModel):
         1,
         description='Haystacks per cell, each starting at a different point of the corpus (CDME '
         'num_repeats_per_file); the cell score is their mean, with a bootstrap confidence interval.',
-    )
-    needle_bank: str | None = Field(
-        None,
-        description="Draw needles from a needle bank: 'builtin' (fictional facts, English and Chinese, shipped) or "
-        'a path to a JSONL/JSON file of {needle, question, answer, language}. None uses the subset needles, '
-        'unless n_needles, sample_method, fixed_index or n_runs is given (then builtin).',
-    )
-    n_needles: int = Field(1, description='inspect_evals: needles drawn from the bank per cell (one sample each).')
-    sample_method: Literal['fixed', 'sequential', 'random'] = Field(
-        'fixed', description="inspect_evals: how bank needles are drawn: 'fixed', 'sequential' or 'random'."
-    )
-    fixed_index: int = Field(0, description="inspect_evals: bank index for 'fixed' (start index for 'sequential').")
-    n_runs: int = Field(
-        1, description='inspect_evals: repeats of the whole grid, each run drawing the next needles of the bank.'
     )
     sampling_seed: int = Field(0, description='Seed of every random choice (random needle draws, magic numbers).')
     start_buffer: int = Field(0, description='Tokens at the top of the haystack where no needle is placed.')
@@ -259,10 +245,6 @@ class NiahParams(BaseModel):
                     f'is another name for {canonical}; give one of them, not both ({values[canonical]!r} vs {value!r})',
                 )
             values[canonical] = value
-        # EvalScope passes every default along, so only a changed bank option can mean "use the bank".
-        changed = [name for name in BANK_OPTIONS if values.get(name) not in (None, cls.model_fields[name].default)]
-        if values.get('needle_bank') is None and changed:
-            values['needle_bank'] = 'builtin'
         # A CDME multi-needle dict has no task: its keyword says the needles are a reasoning chain.
         if values.get('keyword') is not None and values.get('task') is None:
             values['task'] = KEYWORD_TASK
@@ -282,8 +264,6 @@ class NiahParams(BaseModel):
         'context_lengths_num_intervals',
         'document_depth_percent_intervals',
         'num_repeats',
-        'n_needles',
-        'n_runs',
     )
     @classmethod
     def _at_least_one(cls, value: int) -> int:
@@ -298,7 +278,7 @@ class NiahParams(BaseModel):
             raise ValueError('must be at least 1 (1: the corpus must hold the longest context without repeating)')
         return value
 
-    @field_validator('start_buffer', 'end_buffer', 'length_buffer', 'fixed_index')
+    @field_validator('start_buffer', 'end_buffer', 'length_buffer')
     @classmethod
     def _not_negative(cls, value: int) -> int:
         if value < 0:
@@ -310,13 +290,6 @@ class NiahParams(BaseModel):
     def _threshold(cls, value: float) -> float:
         if not 0 < value <= 1:
             raise ValueError('must be in (0, 1]')
-        return value
-
-    @field_validator('needle_bank')
-    @classmethod
-    def _bank(cls, value: str | None) -> str | None:
-        if value is not None and not value.strip():
-            raise ValueError("must be 'builtin' or a path to a needle bank file")
         return value
 
     @field_validator('document_depth_percent_min', 'document_depth_percent_max')
@@ -472,8 +445,15 @@ class NiahParams(BaseModel):
         return override.task or (KEYWORD_TASK if override.keyword is not None else self.task)
 
     def draws_per_cell(self) -> int:
-        """Needle draws per cell: n_needles x n_runs with a needle bank, else one."""
-        return self.n_needles * self.n_runs if self.needle_bank is not None else 1
+        """Samples per grid cell: what the run's tasks draw (a needle bank's n_needles x n_runs), set when the tasks
+        compose the parameters (``tasks.compose.parse_params``); 1 for a model built without them."""
+        return self._draws_per_cell
+
+    def with_draws_per_cell(self, draws: int) -> NiahParams:
+        """A copy whose cells each hold ``draws`` samples (the tasks' ``Task.draws_per_cell``)."""
+        copy = self.model_copy()
+        copy._draws_per_cell = draws
+        return copy
 
     def check_run_size(self, *, subset_count: int) -> int:
         """Samples of the run (``samples_per_subset`` x subsets), refused above the limits of ``run_size``."""

@@ -1,7 +1,8 @@
 """What a task is: a type that plans its needles, names what it checks in the corpus, and scores answers by rule.
 
 A task never sees EvalScope or a haystack. Sample planning hands it a ``PlanContext`` (the subset, the parameters and
-the bank draws) and a cell; scoring hands it the final answer (reasoning stripped) and the sample's metadata.
+the task's own draws for the subset) and a cell; scoring hands it the final answer (reasoning stripped) and the
+sample's metadata.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from ..params.run_params import NiahParams, TaskParams
 from ..params.subsets import ResolvedSubset
 from ..scoring import PromptText, RuleScore, levenshtein_score
 from ..vocabulary import Language
-from .single.bank import BankNeedle
 
 P = TypeVar('P', bound=TaskParams)
 D = TypeVar('D', bound='SampleData')
@@ -26,11 +26,12 @@ __all__ = ['NeedleChoice', 'PlanContext', 'ReportedValue', 'RuleScore', 'SampleD
 @dataclass(frozen=True)
 class PlanContext:
     """What a task may read when it plans a sample: the subset, the run's parameters (its own through ``options``),
-    the needle-bank draws and the corpus."""
+    its own draws for the subset (``Task.draws``) and the corpus."""
 
     subset: ResolvedSubset
     params: NiahParams
-    bank: tuple[BankNeedle, ...] = ()  # draws of this subset, when a needle bank is used
+    # What ``Task.draws`` gave for this subset, one per draw of a cell (``GridCell.draw``); () when it draws nothing.
+    draws: tuple[Any, ...] = ()
     corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property
@@ -113,12 +114,8 @@ class Task(ABC):
     description: ClassVar[str] = ''
     # Whether the LLM judge grades its answers; a task scored exactly by rule says False.
     judged: ClassVar[bool] = False
-    # Whether the subset's own needles / retrieval_question (and a needle bank) are what it asks about.
-    uses_subset_needles: ClassVar[bool] = False
     # Whether the subset's needles, question, keyword and answer, given with a keyword, are a user chain it asks.
     uses_user_chain: ClassVar[bool] = False
-    # Whether its samples may be drawn from a needle bank (needle_bank, n_needles, ...).
-    accepts_bank: ClassVar[bool] = False
     # Its own parameters: flat extra_params names, unique across tasks and the run model, each with its default and
     # checks; given while no subset runs this task they are refused (they would be silently ignored).
     params_model: ClassVar[type[TaskParams]] = TaskParams
@@ -128,6 +125,31 @@ class Task(ABC):
     # reports (acc, rule_recall, levenshtein): written to the results file, averaged per cell in the cells CSV and
     # declared to the report with their meaning.
     reported_values: ClassVar[tuple[ReportedValue, ...]] = ()
+
+    def asks_user_needles(self, *, keyword: str | None) -> bool:
+        """Whether a subset of this task asks about the needles and question the user gives (top level or per subset;
+        ``keyword``: the subset's or the run's chain keyword). Where it does not, giving them is refused (they would be
+        ignored). By default a chain task asks them when a keyword makes them a chain."""
+        return self.uses_user_chain and keyword is not None
+
+    def check_params(self, params: NiahParams) -> None:
+        """Refuse, with one NiahConfigError, a run whose parameters this task's own parameters would contradict or
+        silently override (the composition calls it for every registered task, whether the run uses it or not)."""
+        return None  # most tasks' own parameters are checked field by field in their model
+
+    def draws_per_cell(self, params: NiahParams) -> int:
+        """Samples per grid cell this task draws (``GridCell.draw`` runs over them); 1 unless it draws several."""
+        return 1
+
+    def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
+        """What the task draws for a subset once, before planning its cells (``PlanContext.draws``): one entry per
+        draw of a cell, or () when it draws nothing."""
+        return ()
+
+    def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
+        """The needles and questions this task may send in place of each subset's own, as (parameter, text) pairs,
+        so they are checked before any request as the subset's are; None: the subset's own."""
+        return None
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
-from ..params.run_params import ALIASES, BANK_OPTIONS, NiahParams, TaskParams
+from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
 from .base import Task
@@ -108,8 +108,10 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         task = get_task(name)
         own = {field: value for field, value in values.items() if known[field].owner == name}
         task_models.append((task, _validated(task.params_model, own)))
+    params = params.with_task_params(model for _, model in task_models)
     _check_tasks(params, task_models)
-    return params.with_task_params(model for _, model in task_models)
+    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
+    return params.with_draws_per_cell(max(get_task(task).draws_per_cell(params) for task in tasks))
 
 
 # The keys of an OpenCompass CDME dataset dict that are not benchmark parameters here, and what to write instead.
@@ -212,23 +214,18 @@ def _validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
 
 
 def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
-    """Known task names, a needle bank only where the task draws from one, and nothing given that would be
-    ignored."""
+    """Known task names, each task's own checks (a needle bank only where the task draws from one), and nothing
+    given that would be ignored."""
     names = task_names()
     if params.task not in names:
         raise NiahConfigError('task', f'must be {_choices(names)} (got {params.task!r})')
     for name, override in params.subsets.items():
         if override.task is not None and override.task not in names:
             raise NiahConfigError(f'subsets.{name}.task', f'must be {_choices(names)} (got {override.task!r})')
-    if params.needle_bank is not None and not get_task(params.task).accepts_bank:
-        raise NiahConfigError(
-            'needle_bank', f"draws single needles; task {params.task!r} brings its own needles (use task 'single')"
-        )
+    for task, _ in task_models:
+        task.check_params(params)
     _nothing_ignored(params, task_models)
     _check_user_chains(params)
-    for name, override in params.subsets.items():
-        if params.needle_bank is not None and override.task is not None and not get_task(override.task).accepts_bank:
-            raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
 
 
 def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
@@ -236,8 +233,6 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
     for field in ('needles', 'retrieval_question', 'answer'):
         if getattr(params, field) is None:
             continue
-        if params.needle_bank is not None:
-            raise NiahConfigError(field, f'{_bank_reason(params)}, so {field} would be ignored; give one or the other')
         # Top-level values reach the subsets of task 'single' (or of a keyword chain) that do not bring their own.
         used = _reads_needles(params.task, params.keyword) or any(
             _reads_needles(params.task_of(override), override.keyword or params.keyword)
@@ -251,11 +246,6 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
         for field in ('needles', 'retrieval_question', 'answer', 'keyword'):
             if getattr(override, field, None) is None:
                 continue
-            if params.needle_bank is not None:
-                raise NiahConfigError(
-                    f'subsets.{name}.{field}',
-                    f'{_bank_reason(params)}, so it would be ignored; give one or the other',
-                )
             if not _reads_needles(task, override.keyword or params.keyword):
                 raise NiahConfigError(f'subsets.{name}.{field}', _ignored_needles(task, field))
     # model_fields_set holds what the user gave (aliases resolved): a default is never "given".
@@ -272,8 +262,7 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
 
 def _reads_needles(task: str, keyword: str | None) -> bool:
     """Whether a subset of ``task`` asks about the user's needles: task 'single', or a chain task given a keyword."""
-    found = get_task(task)
-    return found.uses_subset_needles or (found.uses_user_chain and keyword is not None)
+    return get_task(task).asks_user_needles(keyword=keyword)
 
 
 def _ignored_needles(task: str, field: str) -> str:
@@ -294,13 +283,6 @@ def _check_user_chains(params: NiahParams) -> None:
     tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
     if not any(get_task(task).uses_user_chain for task in tasks):
         raise NiahConfigError('keyword', _ignored_needles(params.task, 'keyword'))
-
-
-def _bank_reason(params: NiahParams) -> str:
-    changed = [name for name in BANK_OPTIONS if getattr(params, name) != NiahParams.model_fields[name].default]
-    return f'needles come from needle_bank {params.needle_bank!r}' + (
-        f' ({", ".join(changed)} given)' if changed else ''
-    )
 
 
 def _choices(names: tuple[str, ...]) -> str:

@@ -14,8 +14,8 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.corpus import load_corpus, resolve_corpus_dir
-from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.params.corpus_format import DATASET_ID
+from evalscope_niah.tasks.compose import parse_params
 
 CORPUS_FILES = ['PaulGraham_Essays.txt', 'Journey_to_the_West.txt']
 

@@ -19,8 +19,8 @@ from evalscope_niah.making.haystack import END_MARGIN_TOKENS, SENTENCE_SEARCH_TO
 from evalscope_niah.making.prompts import DEFAULT_SYSTEM_PROMPT, PromptSpec
 from evalscope_niah.making.samples import ABSENT_REFERENCE, GridCell, NeedleSample, grid, iter_samples
 from evalscope_niah.making.tokenization import load_tokenizer
-from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
+from evalscope_niah.tasks.compose import parameter_value, parse_params
 from evalscope_niah.tasks.guide import answer_format_guide
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
@@ -643,7 +643,7 @@ def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
         'document_depth_percents': [60],
     }
     params = parse_params(extra)
-    assert params.needle_bank == 'builtin' and params.draws_per_cell() == 4
+    assert parameter_value(params, 'needle_bank') == 'builtin' and params.draws_per_cell() == 4
     produced = samples(fixture_corpus_dir, extra, subsets=BOTH)
     assert len(produced) == 2 * 4
     for subset in BOTH:

@@ -15,7 +15,6 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.param_spec import extra_params_spec
 from evalscope_niah.making.samples import grid
-from evalscope_niah.tasks.compose import check_dataset_args, parameter_value, parameters, parse_params
 from evalscope_niah.params.run_params import ALIASES, NiahParams
 from evalscope_niah.params.run_size import (
     MAX_CONTEXT_LENGTH,
@@ -32,6 +31,7 @@ from evalscope_niah.params.subsets import (
     check_subset_list,
     is_safe_subset_name,
 )
+from evalscope_niah.tasks.compose import check_dataset_args, parameter_value, parameters, parse_params
 
 # The built-in needle_haystack's extra_params defaults (evalscope 1.14), written out so a drift is visible here.
 BUILTIN_DEFAULTS = {
@@ -603,19 +603,19 @@ def test_unknown_tokenizer_model_is_rejected(model: Any) -> None:
     [{'n_needles': 2}, {'sample_method': 'sequential'}, {'sample_method': 'random'}, {'fixed_index': 3}, {'n_runs': 2}],
 )
 def test_changing_a_bank_option_switches_to_the_builtin_bank(extra: dict) -> None:
-    assert parse_params(extra).needle_bank == 'builtin'
+    assert parameter_value(parse_params(extra), 'needle_bank') == 'builtin'
     # An explicit bank is kept.
-    assert parse_params({**extra, 'needle_bank': 'my_bank.jsonl'}).needle_bank == 'my_bank.jsonl'
+    assert parameter_value(parse_params({**extra, 'needle_bank': 'my_bank.jsonl'}), 'needle_bank') == 'my_bank.jsonl'
 
 
 def test_bank_options_at_their_defaults_keep_the_subset_needles() -> None:
     defaults = {'n_needles': 1, 'sample_method': 'fixed', 'fixed_index': 0, 'n_runs': 1}
     params = parse_params(defaults)
-    assert params.needle_bank is None
+    assert parameter_value(params, 'needle_bank') is None
     assert params.draws_per_cell() == 1
     # As EvalScope passes them: every spec value, defaults included.
     everything = {name: entry['value'] for name, entry in extra_params_spec().items()}
-    assert parse_params(everything).needle_bank is None
+    assert parameter_value(parse_params(everything), 'needle_bank') is None
 
 
 @pytest.mark.parametrize(

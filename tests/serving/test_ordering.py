@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.making.samples import NeedleSample, iter_samples
-from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.serving.ordering import PrefixInfo, prefix_friendly_order, prefix_reuse_share, sample_prefix_info
+from evalscope_niah.tasks.compose import parse_params
 
 
 def info(group: str, length: int, divergence: int, prompt: int | None = None) -> PrefixInfo:

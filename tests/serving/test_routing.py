@@ -10,7 +10,6 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.making.samples import iter_plans
-from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.params.subsets import EN_NEEDLE
 from evalscope_niah.serving.routing import (
     ROUTER_KEY_HEADERS,
@@ -18,6 +17,7 @@ from evalscope_niah.serving.routing import (
     routing_headers,
     routing_key,
 )
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings
 

@@ -12,7 +12,6 @@ import pytest
 from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell, SampleMeta
-from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,
@@ -28,6 +27,7 @@ from evalscope_niah.tasks import (
     task_names,
     unregister_task,
 )
+from evalscope_niah.tasks.compose import parse_params
 
 
 class AccessCode(Task):

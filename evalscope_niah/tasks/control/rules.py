@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...vocabulary import GUESSED
 from ...scoring.bounds import CONTROL_PARAPHRASE_SHARE, MAX_SCAN_CHARS
 from ...scoring.cues import find_abstention
 from ...scoring.result import RuleScore
 from ...scoring.text import WHITESPACE, check_language, key_share, normalise
+from ...vocabulary import GUESSED
 
 __all__ = ['absent_control_score']
 

@@ -2,30 +2,91 @@
 
 from __future__ import annotations
 
+from ...errors import NiahConfigError
 from ...metadata import GridCell, SampleMeta
+from ...params.run_params import NiahParams
+from ...params.subsets import ResolvedSubset
 from ...scoring import PromptText, RuleScore, needle_recall
 from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
+from .bank import BankNeedle, draw_needles, load_needle_bank
+from .params import SingleParams
 from .rules import single_needle_score
+
+# What a subset of this task reads from the user: given with a needle bank, they would be ignored.
+_USER_TEXTS = ('needles', 'retrieval_question', 'answer')
 
 
 class SingleNeedle(Task):
     name = 'single'
     description = "the needle(s) and question of each subset (or a needle bank's draws), graded by the LLM judge"
     judged = True
-    uses_subset_needles = True
-    accepts_bank = True
+    params_model = SingleParams
+
+    def asks_user_needles(self, *, keyword: str | None) -> bool:
+        return True
+
+    def check_params(self, params: NiahParams) -> None:
+        """A needle bank draws single needles: refused with another task, and beside needles or a question it would
+        replace."""
+        options = params.task_params(SingleParams)
+        if options.needle_bank is None:
+            return
+        if params.task != self.name:
+            raise NiahConfigError(
+                'needle_bank', f"draws single needles; task {params.task!r} brings its own needles (use task 'single')"
+            )
+        reason = f'needles come from needle_bank {options.needle_bank!r}' + (
+            f' ({", ".join(changed)} given)' if (changed := options.changed_bank_options()) else ''
+        )
+        for field in _USER_TEXTS:
+            if getattr(params, field) is not None:
+                raise NiahConfigError(field, f'{reason}, so {field} would be ignored; give one or the other')
+        for name, override in params.subsets.items():
+            for field in (*_USER_TEXTS, 'keyword'):
+                if getattr(override, field, None) is not None:
+                    raise NiahConfigError(
+                        f'subsets.{name}.{field}', f'{reason}, so it would be ignored; give one or the other'
+                    )
+        for name, override in params.subsets.items():
+            if override.task is not None and override.task != self.name:
+                raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
+
+    def draws_per_cell(self, params: NiahParams) -> int:
+        return params.task_params(SingleParams).draws_per_cell()
+
+    def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[BankNeedle, ...]:
+        """The needle-bank entries of the subset's language, one per draw of a cell (none without a bank)."""
+        options = params.task_params(SingleParams)
+        if options.needle_bank is None:
+            return ()
+        return draw_needles(
+            load_needle_bank(options.needle_bank),
+            language=subset.language,
+            count=options.draws_per_cell(),
+            sample_method=options.sample_method,
+            fixed_index=options.fixed_index,
+            seed=params.sampling_seed,
+        )
+
+    def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
+        """With a needle bank, every entry of the bank (any may be drawn)."""
+        options = params.task_params(SingleParams)
+        if options.needle_bank is None:
+            return None
+        bank = load_needle_bank(options.needle_bank)
+        return [('needle_bank', entry.needle) for entry in bank], [('needle_bank', entry.question) for entry in bank]
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
-        if context.bank:
+        if context.draws:
             # Draws repeat the same entries (fixed, or a bank smaller than the draws): check each distinct one once.
-            return [((needle,), 'needle_bank') for needle in dict.fromkeys(entry.needle for entry in context.bank)]
+            return [((needle,), 'needle_bank') for needle in dict.fromkeys(entry.needle for entry in context.draws)]
         return [(context.subset.needles, f'subsets.{context.subset.name}.needles')]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        if context.bank:
-            entry = context.bank[cell.draw]
+        if context.draws:
+            entry: BankNeedle = context.draws[cell.draw]
             language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
                 needles=(entry.needle,),

@@ -1,0 +1,73 @@
+"""The single task's own parameters: where its needles come from (the subset's, or a needle bank drawn as
+inspect_evals' niah draws), as flat extra_params names."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ...params.run_params import TaskParams
+from ...params.run_size import MAX_GRID_AXIS
+
+# Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
+BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
+
+
+class SingleParams(TaskParams):
+    needle_bank: str | None = Field(
+        None,
+        description="Draw needles from a needle bank: 'builtin' (fictional facts, English and Chinese, shipped) or "
+        'a path to a JSONL/JSON file of {needle, question, answer, language}. None uses the subset needles, '
+        'unless n_needles, sample_method, fixed_index or n_runs is given (then builtin).',
+    )
+    n_needles: int = Field(1, description='inspect_evals: needles drawn from the bank per cell (one sample each).')
+    sample_method: Literal['fixed', 'sequential', 'random'] = Field(
+        'fixed', description="inspect_evals: how bank needles are drawn: 'fixed', 'sequential' or 'random'."
+    )
+    fixed_index: int = Field(0, description="inspect_evals: bank index for 'fixed' (start index for 'sequential').")
+    n_runs: int = Field(
+        1, description='inspect_evals: repeats of the whole grid, each run drawing the next needles of the bank.'
+    )
+
+    @model_validator(mode='before')
+    @classmethod
+    def _bank_when_drawing(cls, values: Any) -> Any:
+        if not isinstance(values, Mapping):
+            return values
+        values = dict(values)
+        # EvalScope passes every default along, so only a changed bank option can mean "use the bank".
+        changed = [name for name in BANK_OPTIONS if values.get(name) not in (None, cls.model_fields[name].default)]
+        if values.get('needle_bank') is None and changed:
+            values['needle_bank'] = 'builtin'
+        return values
+
+    @field_validator('n_needles', 'n_runs')
+    @classmethod
+    def _at_least_one(cls, value: int) -> int:
+        if not 1 <= value <= MAX_GRID_AXIS:
+            raise ValueError(f'must be at least 1 (and at most {MAX_GRID_AXIS:,})')
+        return value
+
+    @field_validator('fixed_index')
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError('must be 0 or more')
+        return value
+
+    @field_validator('needle_bank')
+    @classmethod
+    def _bank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be 'builtin' or a path to a needle bank file")
+        return value
+
+    def draws_per_cell(self) -> int:
+        """Needle draws per cell: n_needles x n_runs with a needle bank, else one."""
+        return self.n_needles * self.n_runs if self.needle_bank is not None else 1
+
+    def changed_bank_options(self) -> list[str]:
+        """The bank options given away from their defaults (what switched the bank on, for messages)."""
+        return [name for name in BANK_OPTIONS if getattr(self, name) != type(self).model_fields[name].default]
