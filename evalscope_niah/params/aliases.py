@@ -31,29 +31,21 @@ class AliasParams(BaseModel):
     model_config = ConfigDict(extra='forbid', frozen=True)
 
     min_context: int | None = Field(None, description='inspect_evals alias of context_lengths_min.')
-
     max_context: int | None = Field(None, description='inspect_evals alias of context_lengths_max.')
-
     n_contexts: int | None = Field(None, description='inspect_evals alias of context_lengths_num_intervals.')
-
     n_positions: int | None = Field(None, description='inspect_evals alias of document_depth_percent_intervals.')
-
     num_repeats_per_file: int | None = Field(None, description='OpenCompass CDME alias of num_repeats.')
-
     tokenizer_model: str | None = Field(
         None,
         description="OpenCompass CDME: an OpenAI model name such as 'gpt-4', counted with tiktoken offline "
         '(sets tokenizer_path).',
     )
-
     needle: str | None = Field(
         None,
         description='OpenCompass CDME: one needle sentence, the same as needles [needle]; written with a line break '
         "around it ('\\n...\\n') it is inserted on a line of its own, as CDME does (in needles too).",
     )
-
     length: int | None = Field(None, description='OpenCompass CDME: one context length (context_lengths [length]).')
-
     depth: float | None = Field(
         None, description='OpenCompass CDME: one needle depth in percent (document_depth_percents [depth]).'
     )

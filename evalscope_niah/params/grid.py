@@ -17,35 +17,25 @@ class GridParams(BaseModel):
     model_config = ConfigDict(extra='forbid', frozen=True)
 
     context_lengths_min: int = Field(1000, description='Smallest context length (tokens of the whole prompt).')
-
     context_lengths_max: int = Field(32000, description='Largest context length (tokens of the whole prompt).')
-
     context_lengths_num_intervals: int = Field(10, description='Number of context lengths from min to max.')
-
     context_lengths: list[int] | None = Field(
         None, description='Explicit context lengths in tokens; overrides the min/max/num_intervals range.'
     )
-
     document_depth_percent_min: float = Field(0, description='Smallest needle depth in percent (0 = start).')
-
     document_depth_percent_max: float = Field(100, description='Largest needle depth in percent (100 = end).')
-
     document_depth_percent_intervals: int = Field(10, description='Number of needle depths from min to max.')
-
     document_depth_percents: list[float] | None = Field(
         None, description='Explicit needle depths in percent; overrides the min/max/intervals range.'
     )
-
     document_depth_percent_interval_type: Literal['linear', 'sigmoid'] = Field(
         'linear', description="Depth spacing: 'linear' or 'sigmoid' (denser near the start and end, as Kamradt's)."
     )
-
     absent_control: bool = Field(
         False,
         description='Add one needle-absent control cell per context length: nothing inserted, the right answer is '
         'that the document does not say. Reported apart from accuracy (abstention and guess rates).',
     )
-
     num_repeats: int = Field(
         1,
         description='Haystacks per cell, each starting at a different point of the corpus (CDME '

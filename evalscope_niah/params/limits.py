@@ -17,7 +17,6 @@ class LimitsParams(BaseModel):
         description='Most times a corpus may be repeated to fill the longest context length; a run needing more is '
         'refused (use a longer corpus or shorter lengths, or raise this).',
     )
-
     allow_large_grid: bool = Field(
         False,
         description=f'Allow more than {MAX_SAMPLES_PER_RUN:,} samples per run (grid cells x subsets); at most '

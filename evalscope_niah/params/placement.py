@@ -15,17 +15,12 @@ class PlacementParams(BaseModel):
         'Qwen/Qwen3-0.6B',
         description="Tokenizer that measures lengths: a model id, a local directory, or 'tiktoken:<encoding>'.",
     )
-
     sampling_seed: int = Field(0, description='Seed of every random choice (random needle draws, magic numbers).')
-
     start_buffer: int = Field(0, description='Tokens at the top of the haystack where no needle is placed.')
-
     end_buffer: int = Field(0, description='Tokens at the bottom of the haystack where no needle is placed.')
-
     length_buffer: int = Field(
         0, description='Tokens of each context length left free (CDME length_buffer): the prompt is this much shorter.'
     )
-
     guide: bool = Field(
         False,
         description="Append an answer-format hint to the question, as CDME's questions do; a question that already "

@@ -20,17 +20,14 @@ class ScoringParams(BaseModel):
         "'stop': a judge that misgrades them stops the run; 'fallback': the run is scored by rule (labelled as "
         "such); 'off': no check.",
     )
-
     effective_length_threshold: float = Field(
         0.85, description='Score a context length must reach to count as effective (0.85 as RULER uses).'
     )
-
     effective_length_mode: EffectiveLengthMode = Field(
         'absolute',
         description="'absolute': mean score >= threshold; 'relative': >= threshold x the shortest length's score "
         '(as NoLiMa).',
     )
-
     show_score: bool = Field(False, description='Write each cell score on the heatmap images.')
 
     @field_validator('effective_length_threshold')

@@ -23,7 +23,6 @@ class SendingParams(BaseModel):
         'routing_key_header (for servers with a shared prefix cache: vLLM, SGLang). In both prefix orders a prompt '
         'whose prefix an earlier prompt in flight is computing waits for it.',
     )
-
     routing_key_header: str = Field(
         'on',
         description="Key of each prompt's prefix group (subset, haystack start) sent as a request header, so a "

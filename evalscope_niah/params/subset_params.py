@@ -31,39 +31,32 @@ class SubsetParams(BaseModel):
         # The registered tasks are listed with what each asks by tasks.compose.parameters, which knows them.
         description='The task every subset asks (a subset may name its own).',
     )
-
     retrieval_question: str | None = Field(
         None, description="Question asked after the haystack; None uses each subset's own question."
     )
-
     needles: list[str] | None = Field(
         None, description="Needle sentences inserted into the haystack; None uses each subset's own needles."
     )
-
     keyword: str | None = Field(
         None,
         description='OpenCompass CDME multi-needle: the word of the last link that answers retrieval_question. '
         "Given, needles are your own reasoning chain: task 'reasoning' (also without task), scored by this keyword.",
     )
-
     answer: str | None = Field(
         None,
         description="The answer to retrieval_question: task 'single': the short answer inside the needle (for the "
         "guide and guess detection); with keyword: the full reference answer (CDME's answer).",
     )
-
     language: str | None = Field(
         None,
         description="Language of every subset without its own: 'en' or 'zh', or CDME's 'English' / 'Chinese' "
         '(any case).',
     )
-
     file_list: list[str] | None = Field(
         None,
         description='Corpus files of every subset without its own (CDME file_list): plain text or JSON Lines (field '
         'text), joined in order, inside local_path.',
     )
-
     subsets: dict[str, SubsetConfig] = Field(
         default_factory=dict,
         description='Per-subset overrides or new subsets: {name: {corpus_file or file_list, text_field, language, '
