@@ -189,3 +189,27 @@ def test_the_floor_check_can_fail() -> None:
         'evalscope_niah.errors': ast.parse(''),
     }
     assert _upward_imports(modules) == ['evalscope_niah.params.bad -> evalscope_niah.tasks']
+
+
+# What every task builds on; each task folder (tasks/single/, ...) sits above them, so none of them imports one.
+TASK_FOUNDATION = ('evalscope_niah.tasks.base', 'evalscope_niah.tasks.registry', 'evalscope_niah.tasks.guide')
+
+
+def test_the_task_type_knows_no_task() -> None:
+    """A task is its folder: the task type, the registry and the guide name none (the package registers them)."""
+    modules = _modules()
+    folders = {
+        module.split('.')[2]
+        for module in modules
+        if module.startswith('evalscope_niah.tasks.') and len(module.split('.')) > 3
+    }
+    found = {
+        module: sorted(
+            name
+            for name in _imports(module, modules[module], type_checking=True)
+            if name.startswith('evalscope_niah.tasks.') and name.split('.')[2] in folders
+        )
+        for module in TASK_FOUNDATION
+    }
+    assert folders >= {'single', 'multi_retrieval', 'reasoning', 'associative', 'control'}
+    assert {module: names for module, names in found.items() if names} == {}

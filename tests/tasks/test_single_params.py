@@ -1,0 +1,71 @@
+"""The single task owns its needle bank: its parameters, the checks that refuse a bank where it would be ignored,
+and its draws, which samples ask it for; other tasks draw nothing."""
+
+from __future__ import annotations
+
+import pytest
+
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.tasks import Task, get_task
+from evalscope_niah.tasks.compose import parameters, parse_params
+from evalscope_niah.tasks.single.params import BANK_OPTIONS, SingleParams
+
+
+def test_the_bank_options_are_the_single_tasks_own() -> None:
+    owners = {name: parameters()[name].owner for name in ('needle_bank', *BANK_OPTIONS)}
+    assert owners == dict.fromkeys(owners, 'single')
+    assert get_task('single').params_model is SingleParams
+
+
+def test_a_changed_bank_option_means_the_builtin_bank() -> None:
+    assert SingleParams(n_needles=2).needle_bank == 'builtin'
+    assert SingleParams(n_needles=1).needle_bank is None  # a default, as EvalScope passes along, changes nothing
+    assert SingleParams(n_runs=2, needle_bank='bank.jsonl').needle_bank == 'bank.jsonl'
+    assert SingleParams(n_needles=2, n_runs=3).changed_bank_options() == ['n_needles', 'n_runs']
+
+
+def test_draws_per_cell_is_asked_of_the_tasks() -> None:
+    single = get_task('single')
+    params = parse_params({'n_needles': 2, 'n_runs': 3})
+    assert single.draws_per_cell(params) == 6 == params.draws_per_cell()
+    assert single.draws_per_cell(parse_params({})) == 1
+    for name in ('multi_retrieval', 'reasoning', 'associative'):
+        assert get_task(name).draws_per_cell(params) == 1
+
+
+def test_the_draws_are_bank_entries_of_the_subsets_language() -> None:
+    single = get_task('single')
+    subset = parse_params({}).resolve_subset('chinese')
+    assert single.draws(subset, parse_params({})) == ()
+    params = parse_params({'n_needles': 3, 'sample_method': 'sequential'})
+    draws = single.draws(subset, params)
+    assert len(draws) == 3 and {entry.language for entry in draws} == {'zh'}
+    assert len({entry.id for entry in draws}) == 3
+    assert single.sent_texts(parse_params({})) is None
+    needles, questions = single.sent_texts(params)
+    assert {param for param, _ in needles + questions} == {'needle_bank'}
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param'),
+    [
+        ({'needle_bank': 'builtin', 'task': 'associative'}, 'needle_bank'),
+        ({'fixed_index': 2, 'answer': 'kite'}, 'answer'),
+        ({'needle_bank': 'builtin', 'subsets': {'english': {'keyword': 'x'}}}, 'subsets.english.keyword'),
+        ({'needle_bank': 'builtin', 'subsets': {'english': {'task': 'associative'}}}, 'subsets.english.task'),
+    ],
+)
+def test_the_single_tasks_check_refuses_a_bank_that_would_be_ignored(extra: dict, param: str) -> None:
+    with pytest.raises(NiahConfigError) as info:
+        parse_params(extra)
+    assert info.value.param == param
+
+
+def test_the_task_type_has_no_single_only_flags() -> None:
+    for name in ('accepts_bank', 'uses_subset_needles', 'bank'):
+        assert not hasattr(Task, name)
+    # Whether user needles are read is asked of the task: single always, a chain task with a keyword.
+    assert get_task('single').asks_user_needles(keyword=None)
+    assert not get_task('reasoning').asks_user_needles(keyword=None)
+    assert get_task('reasoning').asks_user_needles(keyword='Paris')
+    assert not get_task('multi_retrieval').asks_user_needles(keyword='Paris')
