@@ -19,7 +19,6 @@ from evalscope_niah.integration.param_spec import extra_params_spec
 from evalscope_niah.making.samples import grid
 from evalscope_niah.params.compose import check_dataset_args, parameter_value, parameters, parse_params
 from evalscope_niah.params.run_params import ALIASES, NiahParams
-from evalscope_niah.tasks import task_names
 from evalscope_niah.params.run_size import (
     MAX_CONTEXT_LENGTH,
     MAX_SAMPLES_HARD_LIMIT,
@@ -35,6 +34,7 @@ from evalscope_niah.params.subsets import (
     check_subset_list,
     is_safe_subset_name,
 )
+from evalscope_niah.tasks import task_names
 
 # The built-in needle_haystack's extra_params defaults (evalscope 1.14), written out so a drift is visible here.
 BUILTIN_DEFAULTS = {
