@@ -80,7 +80,8 @@ def planned_samples(task: str, corpus_dir: Path, output: Path) -> list[Sample]:
 _VERBOSE = {
     'en': 'Based on the document you provided, the answer is: {reference} I read the whole text carefully; the rest '
     'of it is about other subjects and adds nothing that would change this. I hope this helps!',
-    'zh': '根据你提供的文档，答案是：{reference}我仔细读了全文，其余内容讲的是别的事情，不会改变这个答案。希望这对你有帮助！',
+    'zh': '根据你提供的文档，答案是：{reference}我仔细读了全文，其余内容讲的是别的事情，'
+    '不会改变这个答案。希望这对你有帮助！',
 }
 _NEGATION = {'en': 'It is not {keys}; the document never says that.', 'zh': '不是{keys}，文中没有这样说。'}
 _SEPARATOR = {'en': ', ', 'zh': '、'}
