@@ -66,9 +66,14 @@ class Answer:
         return f'{self.task}-{meta.language}-{self.category}-{meta.context_length}-{meta.depth_percent}-{meta.repeat}'
 
 
-def planned_samples(task: str, corpus_dir: Path, output: Path) -> list[Sample]:
-    """The task's samples as ``preview`` writes them, with what each prompt shows."""
-    rows = preview_rows({'local_path': str(corpus_dir), 'extra_params': {'task': task, **GRID}}, output)
+def planned_samples(
+    task: str, corpus_dir: Path, output: Path, *, grid: dict[str, Any] | None = None, subsets: list[str] | None = None
+) -> list[Sample]:
+    """The task's samples as ``preview`` writes them (on ``grid``, default GRID), with what each prompt shows."""
+    dataset_args: dict[str, Any] = {'local_path': str(corpus_dir), 'extra_params': {'task': task, **(grid or GRID)}}
+    if subsets is not None:
+        dataset_args['subset_list'] = subsets
+    rows = preview_rows(dataset_args, output)
     samples = []
     for row in rows:
         system, user = row['messages'][0]['content'], row['messages'][-1]['content']
