@@ -17,6 +17,7 @@ the other language as its other entity; it has no dump and no name list without 
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,44 @@ class Answer:
     def label(self) -> str:
         meta = self.sample.meta
         return f'{self.task}-{meta.language}-{self.category}-{meta.context_length}-{meta.depth_percent}-{meta.repeat}'
+
+
+def chosen_metas(task: str) -> list[SampleMeta]:
+    """Samples of ``task`` straight from its ``choose`` on both shipped subsets, without a corpus or tokenizer (the
+    adversarial table's prompts are its own filler): three depths x two repeats per subset, a seed per cell."""
+    from evalscope_niah.metadata import GridCell
+    from evalscope_niah.params.compose import parse_params
+    from evalscope_niah.scoring.text import text_language
+    from evalscope_niah.tasks import PlanContext, get_task
+
+    params = parse_params({'task': task, 'num_repeats': 2})
+    metas = []
+    for name in ('english', 'chinese'):
+        subset = params.resolve_subset(name)
+        context = PlanContext(subset=subset, params=params)
+        for depth in (0.0, 50.0, 100.0):
+            for repeat in (0, 1):
+                cell = GridCell(name, 1000, depth, repeat)
+                choice = get_task(task).choose(context, cell, seed=zlib.crc32(repr(cell).encode()))
+                metas.append(
+                    SampleMeta(
+                        subset=name,
+                        language=text_language(*choice.needles, choice.question, default=subset.language),
+                        task=task,
+                        context_length=1000,
+                        depth_percent=depth,
+                        repeat=repeat,
+                        draw=0,
+                        needles=choice.needles,
+                        question=choice.question,
+                        reference_answer=choice.reference_answer,
+                        answer_keys=choice.answer_keys,
+                        start_token=0,
+                        divergence_token=0,
+                        task_data=choice.data.to_json() if choice.data is not None else {},
+                    )
+                )
+    return metas
 
 
 def planned_samples(
