@@ -36,7 +36,10 @@ def register_task(cls: type[Task]) -> None:
     with _LOCK:
         current = _TASKS.get(cls.name)
         if current is not None and type(current) is not cls:
-            raise ValueError(f'task {cls.name!r} is already registered by {type(current).__qualname__}')
+            raise ValueError(
+                f'task {cls.name!r} is already registered by {type(current).__qualname__}; give {cls.__qualname__} '
+                f'a name none of {", ".join(_TASKS)} has'
+            )
         for name in cls.params_model.model_fields:
             # Parameter names are flat: one name, one owner.
             owner = next((task.name for task in _TASKS.values() if name in task.params_model.model_fields), None)
