@@ -1,11 +1,28 @@
-"""The README's two set-up commands stay the ones that work: CI runs the test command word for word, then ruff."""
+"""The README's two set-up commands stay the ones that work: CI runs the test command word for word, then ruff;
+it names every registered task and parameter; its example task runs as written."""
 
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def vault_registered() -> Iterator[None]:
+    from evalscope_niah.tasks import register_task, unregister_task
+    from tests.support.vault_code.task import VaultCode
+
+    register_task(VaultCode)
+    try:
+        yield
+    finally:
+        unregister_task(VaultCode.name)
 
 
 def _bash_blocks(text: str) -> list[str]:
@@ -32,3 +49,57 @@ def test_main_command_names_existing_cli_commands() -> None:
     command = main_command.rsplit('evalscope-niah ', 1)[1].split()[0]
     subcommands = _parser()._subparsers._group_actions[0].choices
     assert command in subcommands
+
+
+# --- the README against the registry and the params model -------------------------------------------------------------
+
+
+def test_readme_names_every_registered_task_and_parameter() -> None:
+    from tests.support.docs import undocumented
+
+    assert undocumented(ROOT.joinpath('README.md').read_text(encoding='utf-8')) == []
+
+
+def test_the_docs_check_catches_a_missing_task_and_parameter(vault_registered: None) -> None:
+    from tests.support.docs import undocumented
+
+    text = ROOT.joinpath('README.md').read_text(encoding='utf-8')
+    assert undocumented(text) == ['parameter vault_floor', 'task vault_code']
+    assert 'parameter diff' in undocumented(text.replace('| `diff`, `shuffle_links` |', '| `shuffle_links` |'))
+
+
+def _python_blocks(text: str) -> list[str]:
+    return [block for block in re.findall(r'```python\n(.*?)```', text, flags=re.DOTALL)]
+
+
+def test_the_development_example_task_registers_and_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The VaultCode block of the Development section, run as written: a folder's task.py beside its vault.json."""
+    import importlib.util
+    import shutil
+
+    from evalscope_niah.metadata import SampleMeta
+    from evalscope_niah.tasks import ReportedValue, get_task, score_answer, unregister_task
+
+    development = ROOT.joinpath('README.md').read_text(encoding='utf-8').split('## Development', 1)[1]
+    (block,) = [block for block in _python_blocks(development) if 'class VaultCode' in block]
+    folder = tmp_path / 'readme_vault'
+    folder.mkdir()
+    folder.joinpath('task.py').write_text(block, encoding='utf-8')
+    shutil.copy(ROOT / 'tests' / 'support' / 'vault_code' / 'vault.json', folder / 'vault.json')
+    spec = importlib.util.spec_from_file_location('readme_vault_task', folder / 'task.py')
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses read their module's namespace
+    try:
+        spec.loader.exec_module(module)
+        task = get_task('vault_code')
+        assert type(task) is module.VaultCode
+        assert task.reported_values == (ReportedValue('code_found', 'Code found'),)
+        meta = SampleMeta(
+            subset='s', language='en', task='vault_code', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+            needles=('N.',), question='Q?', reference_answer='N.', answer_keys=('482913',), start_token=0,
+            divergence_token=0, task_data={'floor': 7},
+        )  # fmt: skip
+        assert score_answer('It is 482913.', meta).values == {'acc': 1.0, 'code_found': 1.0}
+        assert '7' in task.judge_reference(meta)
+    finally:
+        unregister_task('vault_code')

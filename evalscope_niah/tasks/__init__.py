@@ -12,7 +12,8 @@ from .reasoning.task import ReasoningChain
 from .registry import get_task, register_task, task_names, unregister_task
 from .single.task import SingleNeedle
 
-# In this order in every list of choices; a task added elsewhere is one more register_task call.
+# In this order in every list of choices; a task added elsewhere is one more register_task call, or an entry point
+# of another installed package (plugins.py, loaded at the end of this file).
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
     register_task(_builtin)
 
@@ -71,3 +72,9 @@ def reported_value_declarations() -> tuple[ReportedValue, ...]:
         for value in task.reported_values:
             declared.setdefault(value.name, value)
     return tuple(declared.values())
+
+
+# Last: a plugin's module imports this package's names (Task, ReportedValue, ...), all defined by now.
+from .plugins import load_entry_point_tasks  # noqa: E402
+
+load_entry_point_tasks()

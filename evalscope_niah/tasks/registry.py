@@ -1,28 +1,45 @@
 """Tasks by name. The registry and its lock are declared here, at the top, so the one place that decides which
-tasks exist is visible; registering is idempotent for the same class and refuses a second class under a name."""
+tasks exist is visible; registering is idempotent for the same class and refuses a second class under a name.
+
+One way to register: the call ``register_task(MyTask)`` (not a decorator), once the class is defined; a task in
+another installed package is found through the ``evalscope_niah.tasks`` entry-point group (``tasks/plugins.py``).
+What it is given is checked first, and each refusal names the call to use and what is allowed."""
 
 from __future__ import annotations
 
+import inspect
 import threading
+from typing import Any
 
 from ..errors import NiahConfigError
-from ..params.run_params import ALIASES, NiahParams
-from .base import Task
+from ..params.run_params import ALIASES, NiahParams, TaskParams
+from .base import ReportedValue, Task
 
-__all__ = ['get_task', 'register_task', 'task_names']
+__all__ = ['get_task', 'register_task', 'task_names', 'unregister_task']
 
 _TASKS: dict[str, Task] = {}
 _LOCK = threading.Lock()
 
+# The call a refusal points at: what a correct registration looks like.
+_USAGE = (
+    'register_task(MyTask) takes a Task subclass (not an instance) with a name, '
+    "e.g. class MyTask(Task): name = 'my_task'; reported_values = (ReportedValue('found', 'Found'),)"
+)
 
-def register_task(cls: type[Task]) -> type[Task]:
-    """Class decorator: make ``cls.name`` selectable as ``task`` and its parameters valid ``extra_params`` names."""
+
+def register_task(cls: type[Task]) -> None:
+    """Make ``cls.name`` selectable as ``task`` and its parameters valid ``extra_params`` names. Call it once the
+    class is defined: ``register_task(MyTask)``."""
+    _check_shape(cls)
     # Every parameter needs a default: a run of another task never gives it.
     cls.params_model()
     with _LOCK:
         current = _TASKS.get(cls.name)
         if current is not None and type(current) is not cls:
-            raise ValueError(f'task {cls.name!r} is already registered by {type(current).__qualname__}')
+            raise ValueError(
+                f'task {cls.name!r} is already registered by {type(current).__qualname__}; give {cls.__qualname__} '
+                f'a name none of {", ".join(_TASKS)} has'
+            )
         for name in cls.params_model.model_fields:
             # Parameter names are flat: one name, one owner.
             owner = next((task.name for task in _TASKS.values() if name in task.params_model.model_fields), None)
@@ -48,7 +65,38 @@ def register_task(cls: type[Task]) -> type[Task]:
                     f'{clash[1]!r}; declare the same meaning or use another name'
                 )
         _TASKS[cls.name] = cls()
-    return cls
+
+
+def _check_shape(cls: Any) -> None:
+    """What ``register_task`` is given, before anything is registered: one TypeError naming the call to use."""
+    if isinstance(cls, Task):
+        raise TypeError(f'register_task got an instance of {type(cls).__qualname__}; pass the class: {_USAGE}')
+    if not (inspect.isclass(cls) and issubclass(cls, Task)):
+        raise TypeError(f'register_task got {cls!r}; {_USAGE}')
+    if inspect.isabstract(cls):
+        missing = ', '.join(sorted(cls.__abstractmethods__))
+        raise TypeError(
+            f'task class {cls.__qualname__} does not define {missing}; a task defines choose and rule_score'
+        )
+    name = getattr(cls, 'name', None)
+    if not isinstance(name, str) or not name.isidentifier() or not name.islower():
+        raise TypeError(
+            f"task class {cls.__qualname__} needs a name: a lowercase identifier such as name = 'my_task' "
+            f'(got {name!r}); it is what users write as the task parameter'
+        )
+    values = cls.reported_values
+    if not isinstance(values, tuple) or not all(isinstance(value, ReportedValue) for value in values):
+        raise TypeError(
+            f'task {name!r}: reported_values must be a tuple of ReportedValue, e.g. '
+            f"reported_values = (ReportedValue('code_found', 'Code found'),) (got {values!r}); ReportedValue "
+            "names the value, labels it for a report and says what it measures: 'score', 'recall', 'precision' "
+            "or 'error_rate'"
+        )
+    if not (inspect.isclass(cls.params_model) and issubclass(cls.params_model, TaskParams)):
+        raise TypeError(
+            f'task {name!r}: params_model must be a TaskParams subclass (class MyParams(TaskParams): '
+            f'my_option: int = Field(3, description=...)), got {cls.params_model!r}'
+        )
 
 
 def unregister_task(name: str) -> None:

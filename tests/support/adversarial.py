@@ -9,7 +9,9 @@ question, reference and answer keys as the task gives them, the reply, and the o
   evalscope_niah/scoring/bounds.py).
 
 The facts are the package's own: params.py's default needles, the needle bank, the reasoning chains and
-``multi_retrieval_set`` values with ``distractor_facts``.
+``multi_retrieval_set`` values with ``distractor_facts``. Beside the hand-written cases, every registered task gets
+the conformance answers (tests/support/conformance.py) on samples its own ``choose`` plans, so a new task is in the
+table the day it is registered.
 """
 
 from __future__ import annotations
@@ -21,13 +23,15 @@ from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
 from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
-from evalscope_niah.tasks import score_answer
+from evalscope_niah.tasks import score_answer, task_names
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
+from tests.support.conformance import Sample, answers, chosen_metas
 
-TASKS = ('single', 'multi_retrieval', 'reasoning', 'control')
+# Every registered task (the registry's, so a task is in the table the day it is registered), then the control.
+TASKS = (*task_names(), 'control')
 OUTCOMES = ('pass', 'fail', 'judge')
 WRONG = 'fail'
 
@@ -45,6 +49,7 @@ class Case:
     expected: str
     distractor_values: tuple[str, ...] = ()
     distractors: tuple[str, ...] = ()  # the distractor sentences placed in the haystack beside the needles
+    task_data: dict | None = None  # the sample's task data as its task planned it (None: from distractor_values)
 
     @property
     def label(self) -> str:
@@ -550,8 +555,39 @@ def _control_cases() -> list[Case]:
     return cases
 
 
+# --- every registered task: the conformance answers (tests/support/conformance.py) ------------------------------------
+
+
+def _registry_cases() -> list[Case]:
+    """The same right and wrong answers for every registered task, derived from samples its own ``choose`` plans;
+    their categories are prefixed 'registry ' (a verbose right answer here is shorter than the table's own)."""
+    cases = []
+    for task in task_names():
+        samples = []
+        for meta in chosen_metas(task):
+            probe = Case(task, meta.language, '', '', meta.needles, meta.question, meta.reference_answer, (), 'pass')
+            samples.append(Sample(meta, probe.prompt, meta.context_length))
+        for answer in answers(task, samples):
+            meta = answer.sample.meta
+            cases.append(
+                Case(
+                    task,
+                    meta.language,
+                    f'registry {answer.category}',
+                    answer.answer,
+                    meta.needles,
+                    meta.question,
+                    meta.reference_answer,
+                    meta.answer_keys,
+                    expected=answer.expected,
+                    task_data=dict(meta.task_data),
+                )
+            )
+    return cases
+
+
 def all_cases() -> list[Case]:
-    return [*_single_cases(), *_multi_cases(), *_reasoning_cases(), *_control_cases()]
+    return [*_single_cases(), *_multi_cases(), *_reasoning_cases(), *_control_cases(), *_registry_cases()]
 
 
 # --- running the table ---------------------------------------------------------------------------------------------
@@ -574,7 +610,11 @@ def score_case(case: Case) -> RuleScore:
         answer_keys=case.answer_keys,
         start_token=0,
         divergence_token=0,
-        task_data=MultiRetrievalData(distractor_values=case.distractor_values).to_json(),
+        task_data=(
+            case.task_data
+            if case.task_data is not None
+            else MultiRetrievalData(distractor_values=case.distractor_values).to_json()
+        ),
     )
     return score_answer(strip_reasoning(case.answer), meta, prompt=case.prompt)
 

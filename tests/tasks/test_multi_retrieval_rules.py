@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalscope_niah.scoring import (
+    UNCERTAIN_SCORE_CAP,
     PromptText,
     RuleScore,
     strip_reasoning,
@@ -260,3 +261,18 @@ def test_multi_rejects_bad_distractor_values() -> None:
         multi_retrieval_score('1', values=('1',), distractor_values=('12a',))
     with pytest.raises(TypeError, match='distractor_values'):
         multi_retrieval_score('1', values=('1',), distractor_values='1234567')
+
+
+@pytest.mark.parametrize(
+    ('language', 'answer'),
+    [
+        ('en', 'It is not 4821937, 1234567 or 7654321; the document never says that.'),
+        ('zh', '不是4821937、1234567、7654321，文中没有这样说。'),
+    ],
+)
+def test_denied_values_are_not_given(language: str, answer: str) -> None:
+    """Found by the conformance suite: a negated list scored 1.0 certain before the negation cue was read."""
+    verdict = multi_retrieval_score(answer, values=('4821937', '1234567', '7654321'), language=language)
+    assert verdict.accuracy <= UNCERTAIN_SCORE_CAP and not verdict.certain and 'negated' in verdict.explanation
+    plain = multi_retrieval_score('4821937, 1234567, 7654321', values=('4821937', '1234567', '7654321'))
+    assert (plain.accuracy, plain.certain) == (1.0, True)

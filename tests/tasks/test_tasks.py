@@ -105,7 +105,9 @@ def test_unknown_task_names_the_registered_ones() -> None:
     with pytest.raises(NiahConfigError) as error:
         parse_params({'task': 'access_code'})
     assert error.value.param == 'task'
-    assert "'single', 'multi_retrieval', 'reasoning' or 'associative'" in str(error.value)
+    names = task_names()
+    assert ', '.join(map(repr, names[:-1])) + f' or {names[-1]!r}' in str(error.value)
+    assert 'access_code' not in names
     with pytest.raises(NiahConfigError):
         get_task('nope')
 
@@ -124,6 +126,11 @@ def test_which_tasks_are_judged() -> None:
     assert not get_task('single').is_judged(_meta('single', depth_percent=None))  # a control is scored by rule
     assert not get_task('multi_retrieval').is_judged(_meta('multi_retrieval'))
     assert not get_task('reasoning').is_judged(_meta('reasoning'))
+    # Every registered task: judged exactly when it says so, never on a control cell.
+    for name in task_names():
+        task = get_task(name)
+        assert task.is_judged(_meta(name)) is task.judged, name
+        assert not task.is_judged(_meta(name, depth_percent=None)), name
 
 
 def test_control_cells_are_scored_by_the_control_whatever_their_task() -> None:

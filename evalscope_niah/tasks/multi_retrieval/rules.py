@@ -7,8 +7,8 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ...scoring.bounds import MAX_SCAN_CHARS
-from ...scoring.cues import NUMBER_WORDS, PromptText, paste_evidence
+from ...scoring.bounds import MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
+from ...scoring.cues import NUMBER_WORDS, PromptText, cue_near, excluded_cue_text, paste_evidence
 from ...scoring.result import RuleScore
 from ...scoring.text import check_language
 
@@ -70,6 +70,14 @@ def _digit_values(values: Sequence[str], param: str) -> tuple[str, ...]:
     return cleaned
 
 
+def _negations(final: str, found: Sequence[str], *, needles: Sequence[str], question: str, language: str) -> list[str]:
+    """Negation cues in the sentence of a stated value ('it is not 4821937'), cue words of the needles and question
+    aside."""
+    spans = sorted(match.span() for value in found for match in re.finditer(re.escape(value), final[:MAX_SCAN_CHARS]))
+    hits = cue_near(final, spans[:MAX_SPANS], language=language, excluded=excluded_cue_text(*needles, question))
+    return [cue for kind, cue in hits if kind == 'negation']
+
+
 def multi_retrieval_score(  # long because one pass yields every value reported, each with its reason
     answer: str,
     *,
@@ -128,7 +136,12 @@ def multi_retrieval_score(  # long because one pass yields every value reported,
     evidence = {'found': found, 'wrong': wrong, 'distractors_named': named, 'f1': f1, 'length_factor': factor}
     score = recall * precision
     certain = True
-    if not found and not wrong and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]):
+    negations = _negations(final, found, needles=needles, question=question, language=language)
+    if negations:
+        # A value stated only to be denied is not given: capped as the single-needle rule caps it; a judge may read it.
+        score = min(score, UNCERTAIN_SCORE_CAP)
+        certain, explanation, flags = False, f'{explanation}; negated ({negations[0]!r})', ('negation',)
+    elif not found and not wrong and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]):
         certain, explanation, flags = False, explanation + '; numbers spelt out: a judge decides', ('number_words',)
     else:
         flags = ('exact',) if score == 1.0 else ('distractor',) if named else ()

@@ -1,6 +1,6 @@
 """The vault-code task: an invented six-digit code of the vault on one floor (its parameter, ``vault_floor``), drawn
-from this folder's ``vault.json``; judged, with a hint for the judge, and one value of its own in every result
-(``code_found``: the code appears in the answer)."""
+from this folder's ``vault.json``; judged, with a hint for the judge, scored by rule as a single needle whose key is
+the code, and one value of its own in every result (``code_found``: the code appears in the answer)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.params.run_params import TaskParams
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
+from evalscope_niah.tasks.single.rules import single_needle_score
 
 VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='utf-8'))
 
@@ -56,8 +57,19 @@ class VaultCode(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        # The code stated plainly, by the single-needle ladder (a negated, hedged, listed or pasted code fails);
+        # code_found reports its mere presence beside that verdict.
         found = float(re.search(rf'(?<!\d){meta.answer_keys[0]}(?!\d)', answer) is not None)
-        return RuleScore(values={'acc': found, 'code_found': found}, certain=False, explanation=f'code found: {found}')
+        rule = single_needle_score(
+            answer,
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            answer_keys=meta.answer_keys,
+            reference=meta.reference_answer,
+            prompt=prompt,
+        )
+        return rule.reporting(code_found=found)
 
     def judge_hint(self, meta: SampleMeta) -> str | None:
         return VAULT[meta.language]['hint'].format(floor=VaultData.of(meta).floor)
