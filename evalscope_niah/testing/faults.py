@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = ['FAULT_KINDS', 'TOKENIZE_LIES', 'FaultPlan', 'Lies']
+
 #: Fault names, in the order their rates are stacked when one is drawn.
 FAULT_KINDS: tuple[str, ...] = (
     'http_500',

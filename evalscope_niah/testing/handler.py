@@ -30,12 +30,17 @@ from .wire import (
     reply_message,
 )
 
+__all__ = ['HOST', 'BoundedHTTPServer']
+
 HOST = '127.0.0.1'
 _MAX_BODY_BYTES = 64 * 1024 * 1024
 _STREAM_PIECE_CHARS = 16
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
+    """The listener on 127.0.0.1: a daemon thread per connection, each tracked so ``close_connections`` can end them
+    all (hung handlers included) when the server closes."""
+
     daemon_threads = True
     block_on_close = False
 

@@ -13,6 +13,20 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    'CJK_CHARS',
+    'JUDGE_FIELDS',
+    'Reply',
+    'Responder',
+    'make_judge_responder',
+    'message_text',
+    'needle_finder',
+    'overlap_grader',
+    'parse_judge_prompt',
+    'reasoning_only',
+    'tool_call_only',
+]
+
 
 @dataclass(frozen=True)
 class Reply:

@@ -12,6 +12,17 @@ from typing import Any
 
 from .responders import CJK_CHARS, Reply, message_text
 
+__all__ = [
+    'RecordedRequest',
+    'approx_tokens',
+    'echo_key',
+    'error_body',
+    'llama_piece',
+    'openai_tool_calls',
+    'prompt_text',
+    'reply_message',
+]
+
 
 @dataclass
 class RecordedRequest:
