@@ -1,7 +1,7 @@
-# long because EvalScope calls one adapter object for every stage of a run: each hook is short and delegates, but the
-# state they share (planned cells, per-subset results and errors, the judge check) lives on that one object.
-"""EvalScope's hooks for needle in a haystack. Each hook delegates: samples to ``samples``, rule scores to the task
-types, the judge to ``judging``, reply checks to ``replies``, metrics to ``run_metrics``, files to ``outputs``."""
+"""EvalScope's hooks for needle in a haystack. Each hook delegates: samples to ``samples``, the window check to
+``model_window``, one sample's review and rule score to ``review`` (and the task types), the judge to ``judging``,
+reply checks to ``replies``, scores read back to ``sample_results``, metrics to ``run_metrics``, files to
+``outputs``."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import re
 import threading
 from collections import defaultdict
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
 from typing import Any
 
 from evalscope.api.benchmark import DefaultDataAdapter
@@ -22,30 +21,31 @@ from evalscope.api.judge import JudgeContext, JudgeDefinition
 from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.metric import AggScore, SampleScore, Score
 from evalscope.api.model import Model
-from evalscope.constants import JudgeStrategy, ScoreStatus, ScoringPolicy
+from evalscope.constants import JudgeStrategy, ScoringPolicy
 
 from ..errors import NiahConfigError
 from ..making.corpus import resolve_corpus_dir
 from ..making.prompts import PromptSpec
 from ..making.samples import grid, subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
-from ..making.window import check_window, served_counter
 from ..metadata import GridCell, SampleMeta
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
-from ..reporting.records import SampleResult, bounded_text
+from ..reporting.records import SampleResult
 from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..scoring import PromptText, strip_reasoning
-from ..serving.endpoint import probe_context_window
 from ..serving.prefix_gate import PlannedPrompt, PrefixGate
 from ..serving.routing import routing_headers, routing_key
-from ..serving.server_values import ServerValues, plausible_tokens
-from ..tasks import RuleScore, score_answer, task_for
+from ..serving.server_values import ServerValues
+from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
 from .judge_check import qualify_judges
 from .judging import judge_workflow
+from .model_window import check_model_window, model_endpoint
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume import refuse_mixed_inputs
+from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
+from .sample_results import sample_result, score_meta
 from .secrets import redact_logs, redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 
@@ -90,10 +90,6 @@ class NiahAdapter(DefaultDataAdapter):
         # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
         self._redactor = run_redactor(self._task_config)
         redact_logs(self._task_config)  # EvalScope logs a retried call's error before it reaches us
-        # Each task state under review (keyed by id(task_state) while calculate_metrics runs): what it was shown,
-        # the evidence that an answer pastes its prompt (the review itself keeps only the elided prompt), and its
-        # final answer, the reply stripped of reasoning once for every step that reads it.
-        self._reviews: dict[int, _Review] = {}
         # In a prefix order a deep prompt waits for the earlier one computing its prefix (the evaluator plans it).
         self.prefix_gate = PrefixGate(on_hold=_log_hold) if self.params.request_order != 'grid' else None
 
@@ -122,7 +118,7 @@ class NiahAdapter(DefaultDataAdapter):
         declare_metric_semantics((self.name,))
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
-        endpoint = self._endpoint()
+        endpoint = model_endpoint(self._task_config)
         samplers = subset_samplers(
             self.params,
             corpus_dir=corpus_dir,
@@ -132,7 +128,7 @@ class NiahAdapter(DefaultDataAdapter):
             shuffle=self.shuffle,
             endpoint=endpoint,
         )
-        self._check_model_window(endpoint, samplers)
+        check_model_window(self._task_config, self.params, endpoint, samplers)
         tokenizer = samplers[0][0].tokenizer if samplers else None
         if getattr(tokenizer, 'calls', None) is not None:
             logger.info('needle_haystack: %d tokenize calls to the model server so far', tokenizer.calls)
@@ -159,40 +155,6 @@ class NiahAdapter(DefaultDataAdapter):
         refuse_mixed_inputs(self._task_config, self.name, datasets, self._samplers, self._prompt_spec())
         self._qualify_judges(samplers)
         return DatasetDict(datasets), None
-
-    def _endpoint(self) -> dict[str, str | None]:
-        """The model under test's server: what tokenizer_path 'server' counts with and the window is asked of."""
-        config = self._task_config
-        if config is None or not config.api_url:
-            return {}
-        return {'api_url': config.api_url, 'model': config.model_id or config.model, 'api_key': config.api_key}
-
-    def _check_model_window(self, endpoint: dict[str, str | None], samplers: list[Any]) -> None:
-        """Refuse, before any request, lengths whose prompt plus the answer budget the model cannot read: its window
-        comes from the user's model_length, else from the server (vLLM /v1/models, llama.cpp /props); prompts are
-        counted by the server's tokenizer where it has a tokenize API (``window``)."""
-        config = self._task_config
-        window = getattr(config, 'model_length', None) if config is not None else None
-        source = 'model_length'
-        if not window and endpoint.get('api_url'):
-            window = probe_context_window(endpoint['api_url'], model=endpoint['model'], api_key=endpoint['api_key'])
-            source = 'its server says so'
-        if not window or not samplers:
-            return  # the endpoint does not say: run as before
-        budget = (config.generation_config.max_tokens if config and config.generation_config else None) or 0
-        count = None
-        if endpoint.get('api_url') and self.params.tokenizer_path != SERVER_TOKENIZER:  # 'server': ours are its
-            count = served_counter(
-                samplers, api_url=endpoint['api_url'], model=endpoint['model'], api_key=endpoint['api_key']
-            )
-        check_window(
-            [cell for _, cells in samplers for cell in cells],
-            window=window,
-            budget=budget,
-            count=count,
-            tokenizer_name=samplers[0][0].tokenizer.name,
-            source=source,
-        )
 
     def _qualify_judges(self, samplers: list[Any]) -> None:
         """Before any model request: the judge grades calibration answers built from each judged subset's needle."""
@@ -315,21 +277,14 @@ class NiahAdapter(DefaultDataAdapter):
         self._check_cached_cell(task_state, meta)
         output = task_state.output
         completion = '' if output is None or output.empty else output.completion
-        review = _Review(prompt=self._prompt_text(task_state), final=strip_reasoning(completion))
-        self._reviews[id(task_state)] = review
-        try:
+        review = SampleReview(task_state, prompt=self._prompt_text(task_state), final=strip_reasoning(completion))
+        with reviewing(review):  # the hooks EvalScope calls inside (filter, match, judge) read it: see review.py
             return self._calculate_metrics(task_state, meta, review)
-        finally:
-            self._reviews.pop(id(task_state), None)
 
     def filter_prediction(self, prediction: str, task_state: TaskState) -> str:
         # The final answer (reasoning stripped) is what the rules and the judge read.
-        review = self._reviews.get(id(task_state))
+        review = review_of(task_state)
         return super().filter_prediction(review.final if review else strip_reasoning(prediction), task_state)
-
-    def _prompt_of(self, task_state: TaskState) -> PromptText | None:
-        review = self._reviews.get(id(task_state))
-        return review.prompt if review else None
 
     def _prompt_text(self, task_state: TaskState) -> PromptText | None:
         spec = self._prompt_spec()
@@ -338,7 +293,7 @@ class NiahAdapter(DefaultDataAdapter):
             return None  # a review row without its haystack: no evidence, the scorers fall back to a length bound
         return PromptText(shown=shown, template=(spec.system_prompt, spec.user_template))
 
-    def _calculate_metrics(self, task_state: TaskState, meta: SampleMeta, review: _Review) -> SampleScore:
+    def _calculate_metrics(self, task_state: TaskState, meta: SampleMeta, review: SampleReview) -> SampleScore:
         # The prediction row (with the prompt) is already written; the review keeps what was asked, not the haystack.
         task_state.messages = [
             message.model_copy(update={'content': self._elided_prompt(meta)}) if message.role == 'user' else message
@@ -349,9 +304,10 @@ class NiahAdapter(DefaultDataAdapter):
             no_answer = no_final_answer(task_state.output, review.final) if budget is None else None
             if no_answer is not None:
                 # Finished, with nothing to score: flagged and left out like a cut reply, never a silent 0.
-                sample_score = self._excluded_score(
+                sample_score = excluded_score(
                     task_state,
                     review.final,
+                    repeats=self.repeats,
                     explanation=f'no final answer: {no_answer}',
                     metadata={'source': 'no_answer', 'no_answer': no_answer},
                 )
@@ -370,7 +326,7 @@ class NiahAdapter(DefaultDataAdapter):
             raise
         sample_score.score.metadata = {
             **(sample_score.score.metadata or {}),
-            **_served(task_state, self._server_values, review.final),
+            **served_values(task_state, self._server_values, review.final),
         }
         return sample_score
 
@@ -391,52 +347,30 @@ class NiahAdapter(DefaultDataAdapter):
 
     def _budget_score(self, task_state: TaskState, reason: str, final: str) -> SampleScore:
         # Excluded with no value, and never judged: the answer may have come after the cut, so a 0 would be a guess.
-        return self._excluded_score(
+        return excluded_score(
             task_state,
             final,
+            repeats=self.repeats,
             explanation=f'reply cut: {reason}',
             metadata={'source': 'budget', 'budget_exhausted': True, 'stop_reason': task_state.output.stop_reason},
-        )
-
-    def _excluded_score(
-        self, task_state: TaskState, final: str, *, explanation: str, metadata: dict[str, Any]
-    ) -> SampleScore:
-        """A sample left out of every mean with no value and no judge call; ``metadata`` says why."""
-        score = Score(
-            value={},
-            main_score_name='acc',
-            status=ScoreStatus.EXCLUDED,
-            prediction=task_state.output.completion,
-            extracted_prediction=final,
-            explanation=explanation,
-            metadata=metadata,
-        )
-        return SampleScore(
-            score=score,
-            sample_id=task_state.sample_id,
-            group_id=task_state.group_id,
-            generation_index=(task_state.sample_id % self.repeats) if self.repeats > 1 else 0,
-            sample_metadata=task_state.metadata,
         )
 
     def match_score(
         self, original_prediction: str, filtered_prediction: str, reference: str, task_state: TaskState
     ) -> Score:
-        meta = SampleMeta.from_dict(task_state.metadata)
-        return _rule_score(original_prediction, filtered_prediction, meta, self._prompt_of(task_state))[1]
+        return rule_score(original_prediction, filtered_prediction, task_state)[1]
 
     def judge_definition(self, context: JudgeContext) -> JudgeDefinition:
         meta = SampleMeta.from_dict(context.task_state.metadata)
-        prompt = self._prompt_of(context.task_state)
-        rule, rule_score = _rule_score(context.original_prediction, context.filtered_prediction, meta, prompt)
+        rule, score = rule_score(context.original_prediction, context.filtered_prediction, context.task_state)
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
-            return JudgeDefinition.skip(rule_score, reason='scored by rule: exact for this task')
+            return JudgeDefinition.skip(score, reason='scored by rule: exact for this task')
         if meta.subset in self._rule_fallback:
-            rule_score.metadata = {**(rule_score.metadata or {}), 'scoring': 'rule_fallback'}
-            return JudgeDefinition.skip(rule_score, reason='scored by rule: the judge failed qualification')
+            score.metadata = {**(score.metadata or {}), 'scoring': 'rule_fallback'}
+            return JudgeDefinition.skip(score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
-            return JudgeDefinition.skip(rule_score, reason='rule score is certain')
+            return JudgeDefinition.skip(score, reason='rule score is certain')
         shown = ('rule_recall', 'levenshtein', *(value.name for value in task_for(meta).reported_values))
         side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
@@ -445,12 +379,12 @@ class NiahAdapter(DefaultDataAdapter):
 
     def aggregate_scores(self, sample_scores: list[SampleScore]) -> list[AggScore]:
         # Control cells measure guessing, not retrieval: they stay out of accuracy and get their own metrics.
-        needle_scores = [score for score in sample_scores if not _meta(score).control]
+        needle_scores = [score for score in sample_scores if not score_meta(score).control]
         aggregates = super().aggregate_scores(needle_scores) if needle_scores else []
         for aggregate in aggregates:
             aggregate.dimensions = {**aggregate.dimensions, 'scope': 'overall'}
         aggregates += self._cell_accuracies(needle_scores)
-        results = [_sample_result(sample_score) for sample_score in sample_scores]
+        results = [sample_result(sample_score) for sample_score in sample_scores]
         subsets = {result.subset for result in results}  # one, when EvalScope aggregates a subset
         for subset in subsets:
             self._results[subset] = [result for result in results if result.subset == subset]
@@ -483,7 +417,7 @@ class NiahAdapter(DefaultDataAdapter):
     def _cell_accuracies(self, needle_scores: list[SampleScore]) -> list[AggScore]:
         cells: dict[tuple[int, float], list[SampleScore]] = defaultdict(list)
         for sample_score in needle_scores:
-            meta = _meta(sample_score)
+            meta = score_meta(sample_score)
             cells[(meta.context_length, meta.depth_percent)].append(sample_score)
         aggregates = []
         for (length, depth), cell_scores in sorted(cells.items()):
@@ -536,91 +470,3 @@ def _planned_prompt(sample: Sample) -> PlannedPrompt:
 
 def _log_hold(prompt: PlannedPrompt) -> None:
     logger.debug('%s waits for the prompt computing its prefix (group %s)', prompt.key, prompt.group)
-
-
-def _served(task_state: TaskState, values: ServerValues, final: str) -> dict[str, Any]:
-    """What the server says it read and wrote (usage), and the reasoning it sent apart from the answer. Absent, not
-    zero, when the endpoint reports no usage (a prompt is never 0 tokens); absent too when implausible (``values``
-    drops it and warns once)."""
-    output = task_state.output
-    served: dict[str, Any] = {}
-    usage = output.usage if output is not None else None
-    prompt_tokens = values.tokens('usage.prompt_tokens', usage.input_tokens) if usage is not None else None
-    if usage is not None and prompt_tokens:
-        served['served_prompt_tokens'] = prompt_tokens
-        served['served_completion_tokens'] = values.tokens('usage.completion_tokens', usage.output_tokens)
-    reasoning = _reasoning_text(output, final)
-    if reasoning:
-        served['reasoning'] = bounded_text(reasoning)
-    return served
-
-
-def _reasoning_text(output: Any, final: str) -> str:
-    if output is None or output.empty or isinstance(output.message.content, str):
-        completion = '' if output is None or output.empty else output.completion
-        # With no final answer, all of the text is reasoning (<think> blocks): kept, the needle may be in it.
-        return completion[: len(completion) - len(final)].strip() if completion.endswith(final) else ''
-    return '\n'.join(part.reasoning for part in output.message.content if part.type == 'reasoning' and part.reasoning)
-
-
-def _rule_score(
-    original_prediction: str, filtered_prediction: str, meta: SampleMeta, prompt: PromptText | None
-) -> tuple[RuleScore, Score]:
-    """The task's rule score of the final answer (``filter_prediction`` stripped its reasoning), and the same as
-    EvalScope's Score."""
-    final = filtered_prediction
-    rule = score_answer(final, meta, prompt=prompt)
-    score = Score(
-        value=dict(rule.values),
-        main_score_name='acc',
-        prediction=original_prediction,
-        extracted_prediction=final,
-        explanation=rule.explanation,
-        metadata={'source': 'rule', 'rule_certain': rule.certain},
-    )
-    return rule, score
-
-
-@dataclass(frozen=True)
-class _Review:
-    prompt: PromptText | None  # None: the haystack is not known (a review row without it)
-    final: str  # the reply without its reasoning blocks
-
-
-def _meta(sample_score: SampleScore) -> SampleMeta:
-    return SampleMeta.from_dict(sample_score.sample_metadata or {})
-
-
-def _sample_result(sample_score: SampleScore) -> SampleResult:
-    score = sample_score.score
-    meta = _meta(sample_score)
-    value = score.value or {}
-    extra = score.metadata or {}
-    judged = bool(extra.get('judge_attempts'))
-    judge_ok = judged and score.status == ScoreStatus.SUCCESS and 'judge_accuracy' in value
-    rating = extra.get('judge_rating')
-    return SampleResult(
-        subset=meta.subset,
-        context_length=meta.context_length,
-        depth_percent=meta.depth_percent,
-        control=meta.control,
-        task_values={
-            name: value[name]
-            for name in (reported.name for reported in task_for(meta).reported_values)
-            if value.get(name) is not None
-        },
-        accuracy=value.get('acc'),
-        rule_recall=value.get('rule_recall'),
-        levenshtein=value.get('levenshtein'),
-        judge_accuracy=value.get('judge_accuracy') if judge_ok else None,
-        judge_status='ok' if judge_ok else ('failed' if judged else 'not_called'),
-        budget_exhausted=bool(extra.get('budget_exhausted')),
-        answer=score.extracted_prediction if score.extracted_prediction is not None else None,
-        reasoning=extra.get('reasoning'),
-        judge_rating=float(rating) if judge_ok and rating is not None else None,
-        # Checked again: a review cached by an older version may hold what a lying server said.
-        served_prompt_tokens=plausible_tokens(extra.get('served_prompt_tokens')),
-        served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
-        scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
-        no_answer=extra.get('no_answer'),
-    )

