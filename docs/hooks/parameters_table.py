@@ -42,9 +42,11 @@ def format_default(value: Any, language: str) -> str:
     return f'`{json.dumps(value, ensure_ascii=False)}`'
 
 
-def _cell(text: str) -> str:
-    # One line per row; a pipe would end the cell, and '<encoding>' would read as an HTML tag.
-    return ' '.join(text.split()).replace('|', '\\|').replace('<', '&lt;')
+def _cell(text: str, *, html_escape: bool = False) -> str:
+    # One line per row; a pipe would end the cell. In prose '<encoding>' would read as an HTML tag (inside a code
+    # span, as a default is, it would not, and an escape would show).
+    text = ' '.join(text.split()).replace('|', '\\|')
+    return text.replace('<', '&lt;') if html_escape else text
 
 
 def parameters_table(language: str) -> str:
@@ -59,7 +61,7 @@ def parameters_table(language: str) -> str:
     for name, parameter in found.items():
         owner = RUN_OWNER[language] if parameter.owner is None else TASK_OWNER[language].format(parameter.owner)
         default = format_default(parameter.default, language)
-        rows.append(f'| `{name}` | {_cell(default)} | {owner} | {_cell(descriptions[name])} |')
+        rows.append(f'| `{name}` | {_cell(default)} | {owner} | {_cell(descriptions[name], html_escape=True)} |')
     return '\n'.join(rows)
 
 
