@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 MARKER = '<!-- parameters-table -->'
+# Only a marker on a line of its own: a page may name the marker in prose or code.
+MARKER_LINE = re.compile(r'^' + re.escape(MARKER) + r'$', flags=re.MULTILINE)
 HERE = Path(__file__).resolve().parent
 
 HEADERS = {
@@ -70,6 +73,7 @@ def page_language(src_uri: str) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs' hook signature
-    if MARKER not in markdown:
+    if not MARKER_LINE.search(markdown):
         return markdown
-    return markdown.replace(MARKER, parameters_table(page_language(page.file.src_uri)))
+    table = parameters_table(page_language(page.file.src_uri))
+    return MARKER_LINE.sub(lambda _: table, markdown)
