@@ -55,7 +55,17 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
     site = tmp_path / 'site'
     env = {**os.environ, 'PYTHONPATH': str(ROOT), 'NO_MKDOCS_2_WARNING': '1'}
     done = subprocess.run(
-        [sys.executable, '-m', 'mkdocs', 'build', '--strict', '--config-file', str(ROOT / 'mkdocs.yml'), '-d', str(site)],
+        [
+            sys.executable,
+            '-m',
+            'mkdocs',
+            'build',
+            '--strict',
+            '--config-file',
+            str(ROOT / 'mkdocs.yml'),
+            '-d',
+            str(site),
+        ],
         cwd=ROOT,
         env=env,
         capture_output=True,
