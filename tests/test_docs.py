@@ -97,3 +97,15 @@ def test_runnable_block_runs(page: str, block: str, tmp_path: Path) -> None:
         ['bash', '-euo', 'pipefail', '-c', block], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, f'{page}:\n{block}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}'
+
+
+@pytest.mark.parametrize(('readme', 'other'), [('README.md', 'README_zh.md'), ('README_zh.md', 'README.md')])
+def test_readmes_link_each_other_and_into_existing_pages(readme: str, other: str) -> None:
+    text = (ROOT / readme).read_text(encoding='utf-8')
+    # The language link is at the top, before the first section.
+    assert f']({other})' in text.split('\n## ', 1)[0]
+    targets = re.findall(r'\]\(([^)#\s]+)(?:#[^)]*)?\)', text)
+    local = [target for target in targets if '://' not in target]
+    assert any(target.startswith('docs/') for target in local)
+    missing = [target for target in local if not (ROOT / target).exists()]
+    assert not missing, f'{readme} links to missing files: {missing}'
