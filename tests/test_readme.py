@@ -1,6 +1,5 @@
 """The README's two set-up commands stay the ones that work: CI runs the test command word for word, then ruff;
-it names every registered task and parameter; its example task runs as written."""
-
+the docs name every registered task and parameter; the docs' example task runs as written."""
 from __future__ import annotations
 
 import re
@@ -51,21 +50,30 @@ def test_main_command_names_existing_cli_commands() -> None:
     assert command in subcommands
 
 
-# --- the README against the registry and the params model -------------------------------------------------------------
+# --- the docs against the registry and the params model ---------------------------------------------------------------
 
 
-def test_readme_names_every_registered_task_and_parameter() -> None:
-    from tests.support.docs import undocumented
+@pytest.mark.parametrize('language', ['en', 'zh'])
+def test_the_docs_name_every_registered_task_and_parameter(language: str) -> None:
+    from tests.support.docs import missing_parameters, tasks_page, unnamed_tasks
 
-    assert undocumented(ROOT.joinpath('README.md').read_text(encoding='utf-8')) == []
+    assert unnamed_tasks(tasks_page(language)) == []
+    assert missing_parameters(_parameters_table(language)) == []
 
 
 def test_the_docs_check_catches_a_missing_task_and_parameter(vault_registered: None) -> None:
-    from tests.support.docs import undocumented
+    from tests.support.docs import missing_parameters, tasks_page, unnamed_tasks
 
-    text = ROOT.joinpath('README.md').read_text(encoding='utf-8')
-    assert undocumented(text) == ['parameter vault_floor', 'task vault_code']
-    assert 'parameter diff' in undocumented(text.replace('| `diff`, `shuffle_links` |', '| `shuffle_links` |'))
+    assert unnamed_tasks(tasks_page('en')) == ['vault_code']
+    table = _parameters_table('en')
+    assert missing_parameters(table) == []  # generated: the registered task's parameter has its row at once
+    assert missing_parameters(table.replace('| `diff` |', '| diff |')) == ['diff']
+
+
+def _parameters_table(language: str) -> str:
+    import runpy
+
+    return runpy.run_path(str(ROOT / 'docs' / 'hooks' / 'parameters_table.py'))['parameters_table'](language)
 
 
 def _python_blocks(text: str) -> list[str]:
@@ -73,14 +81,14 @@ def _python_blocks(text: str) -> list[str]:
 
 
 def test_the_development_example_task_registers_and_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The VaultCode block of the Development section, run as written: a folder's task.py beside its vault.json."""
+    """The VaultCode block of the docs' Development page, run as written: a folder's task.py beside its vault.json."""
     import importlib.util
     import shutil
 
     from evalscope_niah.metadata import SampleMeta
     from evalscope_niah.tasks import ReportedValue, get_task, score_answer, unregister_task
 
-    development = ROOT.joinpath('README.md').read_text(encoding='utf-8').split('## Development', 1)[1]
+    development = ROOT.joinpath('docs', 'en', 'development.md').read_text(encoding='utf-8')
     (block,) = [block for block in _python_blocks(development) if 'class VaultCode' in block]
     folder = tmp_path / 'readme_vault'
     folder.mkdir()

@@ -122,11 +122,11 @@ def test_opencompass_objects_are_refused_with_what_to_write(key: str, fragment: 
 
 
 def _readme_cdme_block() -> dict:
-    readme = Path(__file__).resolve().parents[2].joinpath('README.md').read_text(encoding='utf-8')
-    section = readme.split('## Coming from inspect_evals or OpenCompass', 1)[1].split('\n## ', 1)[0]
-    code = section.split('A CDME multi-needle dict as written', 1)[1].split('```python\n', 1)[1].split('```', 1)[0]
+    # The docs page 'Coming from OpenCompass or inspect_evals' (it was the README's section of that name).
+    page = Path(__file__).resolve().parents[2].joinpath('docs', 'en', 'coming-from.md').read_text(encoding='utf-8')
+    code = page.split('A CDME multi-needle dict as written', 1)[1].split('```python\n', 1)[1].split('```', 1)[0]
     namespace: dict = {}
-    exec(code, namespace)  # the README's own text, nothing else
+    exec(code, namespace)  # the page's own text, nothing else
     return namespace['extra_params']
 
 

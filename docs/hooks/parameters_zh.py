@@ -1,0 +1,113 @@
+"""Chinese descriptions of every ``extra_params`` name, keyed by parameter name, for the Chinese parameters table
+(docs/hooks/parameters_table.py). Names, defaults and owners come from the params model; only the meaning is
+translated here. tests/test_docs.py fails when a parameter has no entry (or an entry names no parameter)."""
+
+ZH_DESCRIPTIONS = {
+    'retrieval_question': '放在干草堆之后提出的问题；None 表示使用每个子集自己的问题。',
+    'needles': '插入干草堆的针句；None 表示使用每个子集自己的针。',
+    'context_lengths_min': '最短的上下文长度（整个提示的 token 数）。',
+    'context_lengths_max': '最长的上下文长度（整个提示的 token 数）。',
+    'context_lengths_num_intervals': '从最短到最长之间取多少个上下文长度。',
+    'context_lengths': '明确列出的上下文长度（token）；给出时覆盖 min/max/num_intervals 的范围。',
+    'document_depth_percent_min': '针的最浅深度，百分比（0 = 开头）。',
+    'document_depth_percent_max': '针的最深深度，百分比（100 = 结尾）。',
+    'document_depth_percent_intervals': '从最浅到最深之间取多少个针的深度。',
+    'document_depth_percents': '明确列出的针深度（百分比）；给出时覆盖 min/max/intervals 的范围。',
+    'document_depth_percent_interval_type': (
+        "深度的间隔方式：'linear'（均匀）或 'sigmoid'（Kamradt 的方式：靠近开头和结尾更密）。"
+    ),
+    'tokenizer_path': (
+        "计量长度所用的分词器：模型 id、本地目录、'tiktoken:<编码名>'，或 'server'（模型服务自己的分词器：vLLM 或 "
+        'llama.cpp 的 /tokenize 及其对话模板，长度即模型自己的 token）。'
+    ),
+    'show_score': '在热力图图片上写出每个格子的分数。',
+    'task': (
+        "'single'：每个子集的针与问题（或针库抽出的针），由 LLM 评审打分；'multi_retrieval'：关于同一个键的 "
+        'num_needles 条不同事实，混在关于其他键的干扰事实之中，一个问题问全部，得分 = 召回率 × 精确率；'
+        "'reasoning'：相隔 diff 百分点放置的一串相互关联的针（OpenCompass CDME 的推理链），答案必须只指出一个候选；"
+        "'associative'：关于某个角色的事实，需要借助一步常识才能由问题联想到（问题与针没有共同词语），"
+        '答案是角色的名字。'
+    ),
+    'judge_check': (
+        "模型运行前，评审先给由每个子集的针构造的校准答案打分。'stop'：评错的评审让运行停止；'fallback'："
+        "改用规则评分（并标明）；'off'：不检查。"
+    ),
+    'absent_control': (
+        '每个上下文长度增加一个无针对照格子：什么也不插入，正确答案是文档中没有说。与准确率分开报告（弃答率与猜测率）。'
+    ),
+    'num_repeats': (
+        '每个格子的干草堆数，每个从语料的不同位置开始（CDME 的 num_repeats_per_file）；格子得分为其均值，附 '
+        'bootstrap 置信区间。'
+    ),
+    'needle_bank': (
+        "从针库抽针：'builtin'（随包提供的虚构事实，中英文）或一个 JSONL/JSON 文件路径，每条为 {needle, question, "
+        'answer, language}。None 表示使用子集的针，除非给出了 n_needles、sample_method、fixed_index 或 '
+        'n_runs（此时使用 builtin）。'
+    ),
+    'n_needles': 'inspect_evals：每个格子从针库抽取的针数（每根针一个样本）。',
+    'sample_method': "inspect_evals：针库的抽取方式：'fixed'、'sequential' 或 'random'。",
+    'fixed_index': "inspect_evals：'fixed' 时的针库下标（'sequential' 时为起始下标）。",
+    'n_runs': 'inspect_evals：整个网格重复的次数，每次抽取针库中接下来的针。',
+    'sampling_seed': '所有随机选择的种子（随机抽针、魔法数字、推理链的打乱）。',
+    'start_buffer': '干草堆开头不放针的 token 数。',
+    'end_buffer': '干草堆结尾不放针的 token 数。',
+    'length_buffer': '每个上下文长度中留空的 token 数（CDME 的 length_buffer）：提示相应缩短。',
+    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的"先思考"提示。',
+    'effective_length_threshold': '一个上下文长度被算作有效所需达到的分数（0.85，与 RULER 相同）。',
+    'effective_length_mode': "'absolute'：平均分 >= 阈值；'relative'：>= 阈值 × 最短长度的分数（与 NoLiMa 相同）。",
+    'request_order': (
+        "'prefix'：按让带自动前缀缓存的服务复用最多的顺序发送请求；'grid'：长度在外、深度在内，"
+        "与内置基准的发送顺序相同；'replicas'：前缀顺序，但各干草堆起点轮流发送，"
+        '使在途请求分散到路由器后的各副本（路由器按 routing_key_header 路由；适用于有共享前缀缓存的服务：vLLM、'
+        'SGLang）。两种前缀顺序下，若前面某个在途提示正在计算本提示的前缀，本提示会等待它。'
+    ),
+    'routing_key_header': (
+        '把每个提示所属前缀组（子集、干草堆起点）的键作为请求头发送，使路由器的一致性哈希策略把该组留在同一副本上、'
+        "保住其共享前缀缓存：'on'（X-Session-ID、X-SMG-Routing-Key：vllm-router、sglang-router）、'off'，"
+        '或自定义的请求头名。'
+    ),
+    'min_context': 'inspect_evals 中 context_lengths_min 的别名。',
+    'max_context': 'inspect_evals 中 context_lengths_max 的别名。',
+    'n_contexts': 'inspect_evals 中 context_lengths_num_intervals 的别名。',
+    'n_positions': 'inspect_evals 中 document_depth_percent_intervals 的别名。',
+    'num_repeats_per_file': 'OpenCompass CDME 中 num_repeats 的别名。',
+    'tokenizer_model': "OpenCompass CDME：OpenAI 模型名，如 'gpt-4'，离线用 tiktoken 计数（设置 tokenizer_path）。",
+    'needle': (
+        "OpenCompass CDME：一个针句，等同于 needles [needle]；前后写有换行（'\\n...\\n'）时按 CDME "
+        '的做法单独成行插入（needles 中亦然）。'
+    ),
+    'keyword': (
+        'OpenCompass CDME 多针：回答 retrieval_question 的、最后一环中的那个词。给出时 needles 即你自己的推理链：'
+        "任务 'reasoning'（不写 task 也是），按此关键词评分。"
+    ),
+    'answer': (
+        "retrieval_question 的答案：任务 'single' 时为针中的简短答案（用于 guide 与猜测识别）；与 keyword "
+        '一起时为完整参考答案（CDME 的 answer）。'
+    ),
+    'language': "没有自己语言设置的子集所用的语言：'en' 或 'zh'，或 CDME 的 'English' / 'Chinese'（不区分大小写）。",
+    'file_list': (
+        '没有自己语料的子集所读的语料文件（CDME 的 file_list）：纯文本或 JSON Lines（字段 text），按顺序拼接，'
+        '须位于 local_path 内。'
+    ),
+    'length': 'OpenCompass CDME：单个上下文长度（context_lengths [length]）。',
+    'depth': 'OpenCompass CDME：单个针深度，百分比（document_depth_percents [depth]）。',
+    'max_corpus_repeats': (
+        '为填满最长的上下文长度，语料最多可重复的次数；需要更多的运行会被拒绝（请用更长的语料或更短的长度，'
+        '或调大此值）。'
+    ),
+    'allow_large_grid': '允许每次运行超过 10,000 个样本（网格格子 × 子集）；即便如此也最多 1,000,000 个。',
+    'subsets': (
+        '按子集覆盖设置或新增子集：{名字: {corpus_file 或 file_list, text_field, language, needles, '
+        'retrieval_question}}。内置：english（PaulGraham_Essays.txt）、chinese（Journey_to_the_West.txt）。'
+    ),
+    'num_needles': "任务 'multi_retrieval' 每个样本的事实数（1–20）。",
+    'distractors': (
+        "任务 'multi_retrieval'：放入干草堆的、关于其他键的同形式干扰事实（RULER 的 multi-key）；None = 每根针 3 "
+        '条，0 = 不放（v4 之前的任务）。'
+    ),
+    'diff': "任务 'reasoning'：后一环相对前一环增加的深度，百分点（与 CDME 的 diff 相同）。",
+    'shuffle_links': "任务 'reasoning'：以打乱的顺序插入各环。",
+    'associative_distractor': (
+        "任务 'associative'：另外在远离针的位置放一句与问题共享词语、却不回答问题的句子（NoLiMa-Hard）。"
+    ),
+}

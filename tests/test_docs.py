@@ -1,0 +1,111 @@
+"""The docs site (docs/en, docs/zh, mkdocs.yml): it builds strictly (a broken link, anchor or missing page fails),
+its parameter tables list every parameter in both languages, every Chinese description names a real parameter,
+and every command block marked runnable runs."""
+
+from __future__ import annotations
+
+import os
+import re
+import runpy
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evalscope_niah.tasks.compose import parameters
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / 'docs'
+HOOK = runpy.run_path(str(DOCS / 'hooks' / 'parameters_table.py'))
+# A bash block is run by the tests when the line before it is this marker; the others are examples needing a model.
+RUNNABLE = '<!-- runnable -->'
+LANGUAGES = ('en', 'zh')
+
+
+def _runnable_blocks() -> list[tuple[str, str]]:
+    found = []
+    for page in sorted(DOCS.glob('*/*.md')):
+        text = page.read_text(encoding='utf-8')
+        for block in re.findall(re.escape(RUNNABLE) + r'\n```bash\n(.*?)```', text, flags=re.DOTALL):
+            found.append((str(page.relative_to(ROOT)), block))
+    return found
+
+
+def test_every_parameter_has_a_chinese_description() -> None:
+    zh = HOOK['zh_descriptions']()
+    names = set(parameters())
+    assert not names - set(zh), f'no Chinese description: {sorted(names - set(zh))}'
+    assert not set(zh) - names, f'Chinese descriptions of no parameter: {sorted(set(zh) - names)}'
+    assert all(text.strip() for text in zh.values())
+
+
+@pytest.mark.parametrize('language', LANGUAGES)
+def test_parameters_table_lists_every_parameter(language: str) -> None:
+    table = HOOK['parameters_table'](language)
+    rows = [line for line in table.splitlines()[2:]]
+    assert [row.split('|')[1].strip() for row in rows] == [f'`{name}`' for name in parameters()]
+    assert all(row.count(' | ') == 3 for row in rows), 'a description broke a table row'
+    page = (DOCS / language / 'parameters.md').read_text(encoding='utf-8')
+    assert HOOK['MARKER_LINE'].search(page)
+
+
+def test_site_builds_strictly(tmp_path: Path) -> None:
+    site = tmp_path / 'site'
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'NO_MKDOCS_2_WARNING': '1'}
+    done = subprocess.run(
+        [
+            sys.executable,
+            '-m',
+            'mkdocs',
+            'build',
+            '--strict',
+            '--config-file',
+            str(ROOT / 'mkdocs.yml'),
+            '-d',
+            str(site),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    for language in LANGUAGES:
+        prefix = site if language == 'en' else site / language
+        html = (prefix / 'parameters' / 'index.html').read_text(encoding='utf-8')
+        for name in parameters():
+            assert f'<code>{name}</code>' in html, (language, name)
+    # Each language's pages are its own: a Chinese page never falls back to the English text.
+    for page in sorted((DOCS / 'en').glob('*.md')):
+        assert (DOCS / 'zh' / page.name).is_file(), f'docs/zh/{page.name} is missing'
+
+
+def test_the_docs_mark_runnable_commands() -> None:
+    pages = {page for page, _ in _runnable_blocks()}
+    assert {'docs/en/getting-started.md', 'docs/zh/getting-started.md'} <= pages
+
+
+@pytest.mark.parametrize(('page', 'block'), _runnable_blocks())
+def test_runnable_block_runs(page: str, block: str, tmp_path: Path) -> None:
+    if shutil.which('evalscope-niah') is None:
+        pytest.skip('evalscope-niah is not on PATH (install the package)')
+    env = {**os.environ, 'PYTHONPATH': str(ROOT), 'EVALSCOPE_NIAH_CACHE': str(tmp_path / 'cache')}
+    done = subprocess.run(
+        ['bash', '-euo', 'pipefail', '-c', block], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f'{page}:\n{block}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}'
+
+
+@pytest.mark.parametrize(('readme', 'other'), [('README.md', 'README_zh.md'), ('README_zh.md', 'README.md')])
+def test_readmes_link_each_other_and_into_existing_pages(readme: str, other: str) -> None:
+    text = (ROOT / readme).read_text(encoding='utf-8')
+    # The language link is at the top, before the first section.
+    assert f']({other})' in text.split('\n## ', 1)[0]
+    targets = re.findall(r'\]\(([^)#\s]+)(?:#[^)]*)?\)', text)
+    local = [target for target in targets if '://' not in target]
+    assert any(target.startswith('docs/') for target in local)
+    missing = [target for target in local if not (ROOT / target).exists()]
+    assert not missing, f'{readme} links to missing files: {missing}'
