@@ -1,5 +1,6 @@
 """The README's two set-up commands stay the ones that work: CI runs the test command word for word, then ruff;
 the docs name every registered task and parameter; the docs' example task runs as written."""
+
 from __future__ import annotations
 
 import re
