@@ -295,6 +295,7 @@ class NiahAdapter(DefaultDataAdapter):
             judge_accuracy=None,
             judge_status='not_called',
             error=message[:_MAX_ERROR_CHARS],
+            tokenizer=meta.tokenizer,
         )
         with self._errors_lock:
             self._errors[result.subset].append(result)
@@ -623,4 +624,5 @@ def _sample_result(sample_score: SampleScore) -> SampleResult:
         served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
         no_answer=extra.get('no_answer'),
+        tokenizer=meta.tokenizer,
     )
