@@ -30,7 +30,7 @@ __all__ = ['plot_heatmap_html']
 
 # One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
 _HOVER_LINES = (
-    'context length: {}',  # '1,000 Qwen3 tokens': the unit is the tokenizer that counted
+    'context length: {} tokens',  # a page names its tokenizer here: 'context length: 1,000 Qwen3 tokens'
     'depth: {}%',
     'mean accuracy: {}',
     'n: {}',
@@ -132,12 +132,17 @@ def _fmt(value: float | None) -> str:
     return 'n/a' if value is None else f'{value:.2f}'
 
 
-def _hover_fields(length: int, depth: float, cell: CellSummary | None, *, unit: str) -> list[str]:
+def _hover_lines(unit: str) -> list[str]:
+    """`_HOVER_LINES` with the length in ``unit`` ('Qwen3 tokens')."""
+    return [_HOVER_LINES[0].replace('tokens', unit), *_HOVER_LINES[1:]]
+
+
+def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
     if cell is None:
-        return [f'{length:,} {unit}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a', '0']
+        return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a', '0']
     ci = 'n/a' if cell.ci_low is None or cell.ci_high is None else f'[{cell.ci_low:.2f}, {cell.ci_high:.2f}]'
     return [
-        f'{length:,} {unit}',
+        f'{length:,}',
         format_depth(depth),
         _fmt(cell.accuracy),
         str(cell.n),
@@ -166,15 +171,9 @@ def _score(cell: CellSummary | None) -> float | None:
 
 
 def _cell_td(
-    length: int,
-    depth: float,
-    cell: CellSummary | None,
-    *,
-    unit: str,
-    effective: bool = False,
-    answers_id: int | None = None,
+    length: int, depth: float, cell: CellSummary | None, *, effective: bool = False, answers_id: int | None = None
 ) -> str:
-    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell, unit=unit)))
+    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell)))
     score = _score(cell)
     # 'ec': the effective length's column, drawn with a dashed right border like the PNG's line.
     classes = ' '.join(name for name, on in (('e', score is None), ('ec', effective)) if on)
@@ -302,7 +301,6 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
                 length,
                 depth,
                 grid.get((depth, length)),
-                unit=unit,
                 effective=col == column,
                 answers_id=panel_ids.get((depth, length)),
             )
@@ -326,7 +324,7 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
         else ''
     )
     # Answers add their CSS, a hint, the panels and their script; without them the page is as it always was.
-    css, script = _HTML_CSS, _HTML_JS % (json.dumps(list(_HOVER_LINES)), _FIELD_SEP)
+    css, script = _HTML_CSS, _HTML_JS % (json.dumps(_hover_lines(unit)), _FIELD_SEP)
     if panels:
         css += _ANSWERS_CSS
         script += _ANSWERS_JS
