@@ -20,6 +20,12 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = REPO_ROOT.parent / 'shared' / 'corpus'
 CORPUS_FILES = ('PaulGraham_Essays.txt', 'Journey_to_the_West.txt')
+# --quick: the package's own demo corpus (a few thousand tokens per language), under the file names both adapters read.
+DEMO_CORPUS = REPO_ROOT / 'evalscope_niah' / 'data' / 'demo_corpus'
+DEMO_CORPUS_FILES = dict(zip(CORPUS_FILES, ('english.txt', 'chinese.txt'), strict=True))
+QUICK_HELP = (
+    'a tiny grid on the shipped demo corpus (seconds, no ../shared): checks the script runs; figures mean nothing'
+)
 BUILTIN_MODULE = 'evalscope.benchmarks.needle_haystack.needle_haystack_adapter'
 OURS_MODULE = 'evalscope_niah.integration.adapter'
 
@@ -111,6 +117,23 @@ def check_corpus(corpus: Path) -> Path:
     if missing:
         raise SystemExit(f'corpus directory {corpus} lacks {", ".join(missing)}')
     return corpus
+
+
+def quick_corpus(directory: Path) -> Path:
+    """A corpus folder in ``directory`` holding the demo corpus under the real corpus' file names; returns it."""
+    corpus = directory / 'quick-corpus'
+    corpus.mkdir(parents=True, exist_ok=True)
+    for name, demo in DEMO_CORPUS_FILES.items():
+        (corpus / name).write_bytes((DEMO_CORPUS / demo).read_bytes())
+    return corpus
+
+
+def builtin_runs() -> bool:
+    """Whether EvalScope's built-in needle_haystack can run here: it imports seaborn (our `bench` extra)."""
+    return importlib.util.find_spec('seaborn') is not None
+
+
+BUILTIN_SKIPPED = 'note: seaborn is not installed (pip install .[bench]), so the built-in side was skipped'
 
 
 def versions() -> dict[str, str]:

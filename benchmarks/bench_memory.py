@@ -1,7 +1,7 @@
 """Memory: peak RSS of building one prompt from a large corpus, by corpus size and prompt length.
 
     python benchmarks/bench_memory.py [--corpus ../shared/corpus] [--sizes-mb 10 50] [--lengths 2000 32000 128000]
-                                      [--lines one|many] [--json FILE]
+                                      [--lines one|many] [--json FILE] [--quick]
 
 Writes each corpus into a temporary directory: the English corpus (``PaulGraham_Essays.txt`` from --corpus, or
 synthetic sentences when it is absent) repeated to the size, on one line by default (the hard case for chunked
@@ -11,6 +11,9 @@ its peak RSS is read from ``/usr/bin/time -f %M``.
 
 Targets (issue "Hardening", item 3): a 2,000-token prompt from a 10 MB one-line corpus, and prompts up to 128k tokens
 from a 50 MB corpus, each under 600 MB peak RSS.
+
+``--quick``: one 2,000-token prompt from a 1 MB corpus made of the shipped demo corpus (seconds): it checks that the
+script still runs, its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, REPO_ROOT, child_env, format_table, write_json_report
+from _common import DEFAULT_CORPUS, DEMO_CORPUS, QUICK_HELP, REPO_ROOT, child_env, format_table, write_json_report
 
 TARGET_MB = 600
 CORPUS_FILE = 'PaulGraham_Essays.txt'
@@ -80,10 +83,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--lines', choices=['one', 'many'], default='one', help='corpus on one line, or paragraphs')
     parser.add_argument('--json', type=Path, help='also write the results here')
     parser.add_argument('--child', nargs=2, metavar=('CORPUS_DIR', 'LENGTH'), help=argparse.SUPPRESS)
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP + ' (--sizes-mb 1 --lengths 2000)')
     args = parser.parse_args(argv)
     if args.child:
         child(Path(args.child[0]), int(args.child[1]))
         return 0
+    source = args.corpus / CORPUS_FILE
+    if args.quick:
+        args.sizes_mb, args.lengths, source = [1], [2000], DEMO_CORPUS / 'english.txt'
     if not Path('/usr/bin/time').is_file():
         raise SystemExit('/usr/bin/time is needed (apt-get install time)')
     rows, results = [], []
@@ -93,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             corpus_dir = root / f'{megabytes}mb'
             corpus_dir.mkdir()
             one_line = args.lines == 'one'
-            write_corpus(corpus_dir, source=args.corpus / CORPUS_FILE, megabytes=megabytes, one_line=one_line)
+            write_corpus(corpus_dir, source=source, megabytes=megabytes, one_line=one_line)
             for length in args.lengths:
                 cache = root / f'cache-{megabytes}-{length}'  # cold: the corpus is tokenized in the measured run
                 result = {'corpus_mb': megabytes, 'length': length, **measure(corpus_dir, length, cache)}

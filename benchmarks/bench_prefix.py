@@ -1,7 +1,7 @@
 """Prefix-cache reuse: the share of prompt tokens that a server with prefix caching could reuse, by request order.
 
     python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both] [--in-flight W]
-                                      [--json FILE]
+                                      [--json FILE] [--quick]
 
 Builds every sample of the grid in full (``making.samples.iter_samples``, real corpus, real Qwen3 tokenizer)
 and prints ``serving.ordering.prefix_reuse_share`` for the samples in grid order (how EvalScope's built-in
@@ -16,6 +16,9 @@ With one request at a time the share does not depend on the order: prompts of on
 text up to their divergence token d, so the k-th prompt reuses min(d_k, max d before it), and summed over any
 order that is sum(d) - max(d) (every rise of the running maximum is paid once). Order matters when requests
 overlap: EvalScope sends ``eval_batch_size`` requests at once (8 for an API).
+
+``--quick`` builds a 3 x 3 grid of 1-2k tokens per subset from the shipped demo corpus (seconds): it checks that the
+script still runs, its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import argparse
 import bisect
 import inspect
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,7 +35,17 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, GRIDS, check_corpus, format_table, machine, verdict, write_json_report
+from _common import (
+    DEFAULT_CORPUS,
+    GRIDS,
+    QUICK_HELP,
+    check_corpus,
+    format_table,
+    machine,
+    quick_corpus,
+    verdict,
+    write_json_report,
+)
 
 SUBSETS = ['english', 'chinese']
 
@@ -115,12 +129,22 @@ class Ordering:
         return self._share(items, **options, **({'gate': True} if gate else {}))
 
 
+# --quick: 9 prompts per subset, enough for 8 in flight to overlap.
+QUICK_GRID = {
+    'context_lengths_min': 1000,
+    'context_lengths_max': 2000,
+    'context_lengths_num_intervals': 3,
+    'document_depth_percent_intervals': 3,
+}
+ALL_GRIDS = {**GRIDS, 'quick': QUICK_GRID}
+
+
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:
     from evalscope_niah.making.samples import iter_samples
     from evalscope_niah.tasks.compose import parse_params
 
     start = time.perf_counter()
-    samples = list(iter_samples(parse_params(GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))
+    samples = list(iter_samples(parse_params(ALL_GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))
     seconds = time.perf_counter() - start
     ordering = Ordering()
     orders = {'grid order (built-in)': samples}
@@ -168,17 +192,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--grid', choices=['default', '128k', 'both'], default='default')
     parser.add_argument('--in-flight', type=int, default=8, help='requests sent at once (eval_batch_size)')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP + ' (--grid is ignored)')
     args = parser.parse_args(argv)
     if args.in_flight < 1:
         parser.error('--in-flight must be at least 1')
-    corpus = check_corpus(args.corpus)
-    grids = ['default', '128k'] if args.grid == 'both' else [args.grid]
+    grids = ['quick'] if args.quick else ['default', '128k'] if args.grid == 'both' else [args.grid]
     rows: list[Row] = []
     details: dict[str, Any] = {}
-    for name in grids:
-        print(f'building grid {name} ...', file=sys.stderr, flush=True)
-        grid_rows, details[name] = measure_grid(name, corpus, args.in_flight)
-        rows += grid_rows
+    with tempfile.TemporaryDirectory(prefix='bench-prefix-') as workdir:
+        corpus = quick_corpus(Path(workdir)) if args.quick else check_corpus(args.corpus)
+        for name in grids:
+            print(f'building grid {name} ...', file=sys.stderr, flush=True)
+            grid_rows, details[name] = measure_grid(name, corpus, args.in_flight)
+            rows += grid_rows
     w = args.in_flight
     header = ('grid', 'order', 'samples', 'prompt tokens', 'prefix_reuse_share', f'... {w} in flight')
     header += ('text check', f'text check, {w} in flight', f'ours / grid order, {w} in flight', '... with the gate')
@@ -242,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             args.json,
             {
                 'corpus': str(corpus),
-                'grids': {name: GRIDS[name] for name in grids},
+                'grids': {name: ALL_GRIDS[name] for name in grids},
                 'in_flight': args.in_flight,
                 'rows': [asdict(row) for row in rows],
                 'details': details,

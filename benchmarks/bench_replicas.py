@@ -1,7 +1,7 @@
 """Prefill across N replicas behind a router, simulated: round robin, cache_aware, and consistent hashing on our key.
 
     python benchmarks/bench_replicas.py [--grid default|1m|both] [--replicas 8] [--in-flight 16]
-                                        [--prefill-rate 5000] [--ring-seeds 20] [--json FILE]
+                                        [--prefill-rate 5000] [--ring-seeds 20] [--json FILE] [--quick]
 
 A grid's requests are described on paper, from the parameter model's own grid (``NiahParams.context_length_grid``,
 ``depth_percent_grid``; subsets x ``num_repeats`` prefix groups): a prompt of length L with its needle at depth p
@@ -285,6 +285,9 @@ def measure(
     return rows, sum(request.info.prompt_tokens for request in requests)
 
 
+QUICK_ONLY = 'the default grid, num_repeats 1 and 2, 2 ring seeds (seconds): checks the script runs'
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--grid', choices=['default', '1m', 'both'], default='both')
@@ -294,7 +297,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--prefill-rate', type=float, default=5000.0, help='prompt tokens/s of one replica (assumed)')
     parser.add_argument('--ring-seeds', type=int, default=20, help='replica address sets for consistent hashing')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
+    parser.add_argument('--quick', action='store_true', help=QUICK_ONLY)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.grid, args.repeats, args.ring_seeds = 'default', '1,2', 2
     if args.replicas < 1 or args.in_flight < 1 or args.ring_seeds < 1 or args.prefill_rate <= 0:
         parser.error('--replicas, --in-flight, --ring-seeds and --prefill-rate must be positive')
     repeats = [int(value) for value in args.repeats.split(',')]

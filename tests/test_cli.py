@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ from PIL import Image
 from evalscope_niah.cli import main
 from evalscope_niah.reporting.outputs import RESULTS_FILE
 from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import write_results
+from evalscope_niah.reporting.results import read_results, write_results
 
 REQUIRED_FIELDS = {
     'subset',
@@ -356,3 +357,17 @@ def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> 
     html = (report_dir / 'needle_haystack_heatmap_served_chinese.html').read_text(encoding='utf-8')
     assert 'tokens the model read' in html and '2,180' in html and '4,350' in html
     assert (report_dir / 'needle_haystack_heatmap_served_chinese.png').is_file()
+
+
+def test_plot_names_the_tokenizer_that_counted_and_served_tokens_say_so(tmp_path: Path) -> None:
+    report_dir = _write_run(tmp_path / 'run', 'model', {'english': 2000})
+    results = [dataclasses.replace(r, tokenizer='Qwen/Qwen3-0.6B') for r in read_results(report_dir / RESULTS_FILE)]
+    write_results(report_dir / RESULTS_FILE, results)
+    assert main(['plot', str(tmp_path / 'run')]) == 0
+    page = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert 'Context length (Qwen3 tokens)' in page
+    served = [dataclasses.replace(r, served_prompt_tokens=r.context_length + 7) for r in results]
+    write_results(report_dir / RESULTS_FILE, served)
+    assert main(['plot', str(tmp_path / 'run'), '--served-tokens']) == 0
+    page = (report_dir / 'needle_haystack_heatmap_served_english.html').read_text(encoding='utf-8')
+    assert 'Context length (served tokens)' in page  # the server's own count, not Qwen3's any more

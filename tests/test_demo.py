@@ -43,6 +43,7 @@ def test_demo_against_another_endpoint_prints_cells(tmp_path: Path) -> None:
     output = '\n'.join(lines)
     assert 'judge: the rule score' in output
     assert 'english: accuracy 1.00' in output and 'chinese: accuracy 1.00' in output
+    assert 'depth % \\ Qwen3 tokens' in output  # another endpoint: lengths counted by the default Qwen3 tokenizer
     assert (report_dir / 'needle_haystack_heatmap_english.png').is_file()
 
 
@@ -105,6 +106,7 @@ def test_demo_on_the_real_local_model(tmp_path: Path) -> None:
     assert '(scored by rule: the judge failed qualification)' in output or 'NOT qualified' not in output
     # Lengths are the model's own tokens: the server read exactly what each cell says.
     assert all(r.served_prompt_tokens == r.context_length for r in results)
+    assert 'depth % \\ smollm2-135m tokens' in output  # and the table says so, with the served model's name
     scored = [r for r in results if r.accuracy is not None]
     assert any(r.subset == 'english' for r in scored)
     agree = [(r.accuracy >= 0.5) == _states_the_fact(r.answer or '', r.subset) for r in scored]

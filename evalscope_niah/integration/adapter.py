@@ -257,6 +257,7 @@ class NiahAdapter(DefaultDataAdapter):
             judge_accuracy=None,
             judge_status='not_called',
             error=message[:_MAX_ERROR_CHARS],
+            tokenizer=meta.tokenizer,
         )
         with self._errors_lock:
             self._errors[result.subset].append(result)

@@ -50,4 +50,5 @@ def sample_result(sample_score: SampleScore) -> SampleResult:
         served_completion_tokens=plausible_tokens(extra.get('served_completion_tokens')),
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
         no_answer=extra.get('no_answer'),
+        tokenizer=meta.tokenizer,
     )

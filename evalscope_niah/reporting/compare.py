@@ -19,7 +19,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..atomic import atomic_write_bytes, atomic_write_text
-from .labels import length_labels
+from .labels import length_axis_label, length_labels, subset_tokenizer
 from .outputs import OutputFiles, find_results_files, results_file_names
 from .plotting import add_accuracy_colorbar, draw_heatmap
 from .records import SampleResult
@@ -339,7 +339,9 @@ def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Fig
                 )
                 effective = _effective_text(entry.effective, labels)
                 ax.set_title(f'{run.label} · {subset}\neffective: {effective}', fontsize=10, parse_math=False)
-            ax.set_xlabel('Context length (tokens)' if row == n_rows - 1 else '')
+            # Each run's own unit: two runs counted by different tokenizers have different lengths under one label.
+            unit = length_axis_label(subset_tokenizer(cells_by_run[run.label], subset=subset))
+            ax.set_xlabel(unit if row == n_rows - 1 else '')
             ax.set_ylabel(f'{subset}\nNeedle depth (%)' if col == 0 else '', parse_math=False)
     add_accuracy_colorbar(fig, [ax for axes in grid for ax in axes])
     fig.suptitle(

@@ -20,7 +20,7 @@ from matplotlib.colors import to_hex
 
 from ..atomic import atomic_write_text
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
-from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels
+from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -30,7 +30,7 @@ __all__ = ['plot_heatmap_html']
 
 # One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
 _HOVER_LINES = (
-    'context length: {} tokens',
+    'context length: {} tokens',  # a page names its tokenizer here: 'context length: 1,000 Qwen3 tokens'
     'depth: {}%',
     'mean accuracy: {}',
     'n: {}',
@@ -132,6 +132,11 @@ def _fmt(value: float | None) -> str:
     return 'n/a' if value is None else f'{value:.2f}'
 
 
+def _hover_lines(unit: str) -> list[str]:
+    """`_HOVER_LINES` with the length in ``unit`` ('Qwen3 tokens')."""
+    return [_HOVER_LINES[0].replace('tokens', unit), *_HOVER_LINES[1:]]
+
+
 def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
     if cell is None:
         return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a', '0']
@@ -225,10 +230,12 @@ def _sample_html(sample: SampleResult) -> str:
     return text + '</div>'
 
 
-def _answers_section(panel_id: int, length_label: str, depth: float, samples: Sequence[SampleResult]) -> str:
+def _answers_section(
+    panel_id: int, length_label: str, depth: float, samples: Sequence[SampleResult], *, unit: str
+) -> str:
     shown = samples[:_MAX_SAMPLES_PER_CELL]
     more = len(samples) - len(shown)
-    heading = f'{length_label} tokens · depth {format_depth(depth)}% · {len(samples)} sample(s)'
+    heading = f'{length_label} {unit} · depth {format_depth(depth)}% · {len(samples)} sample(s)'
     tail = f'<p class="meta">{more} more in the results file</p>' if more else ''
     body = ''.join(_sample_html(sample) for sample in shown)
     return f'<section class="ans" id="ans-{panel_id}" hidden><h2>{_esc(heading)}</h2>{body}{tail}</section>'
@@ -239,6 +246,8 @@ def _answer_panels(
     lengths: Sequence[int],
     depths: Sequence[float],
     answers: Mapping[CellKey, Sequence[SampleResult]],
+    *,
+    unit: str,
 ) -> tuple[dict[tuple[float, int], int], list[str]]:
     """Panel number per (depth, length) that has samples, and the panels' HTML, in grid order."""
     labels = dict(zip(lengths, length_labels(lengths), strict=True))
@@ -249,7 +258,7 @@ def _answer_panels(
             samples = answers.get((subset, length, depth))
             if samples:
                 ids[(depth, length)] = len(panels)
-                panels.append(_answers_section(len(panels), labels[length], depth, samples))
+                panels.append(_answers_section(len(panels), labels[length], depth, samples, unit=unit))
     return ids, panels
 
 
@@ -274,10 +283,12 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
     lengths, depths, grid = cell_grid(cells, subset=subset)
     column = effective_column(lengths, effective_length, subset=subset)
     labels = length_labels(lengths)
-    heading, subheading = title_parts(subset, grid, title)
+    tokenizer = subset_tokenizer(cells, subset=subset)
+    unit = length_unit(tokenizer)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
     if column is not None:
         subheading = f'{subheading} · effective context length: {labels[column]}'
-    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {})
+    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit)
     n_cols = len(lengths)
     rows = []
     for row, depth in enumerate(depths):
@@ -313,7 +324,7 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
         else ''
     )
     # Answers add their CSS, a hint, the panels and their script; without them the page is as it always was.
-    css, script = _HTML_CSS, _HTML_JS % (json.dumps(list(_HOVER_LINES)), _FIELD_SEP)
+    css, script = _HTML_CSS, _HTML_JS % (json.dumps(_hover_lines(unit)), _FIELD_SEP)
     if panels:
         css += _ANSWERS_CSS
         script += _ANSWERS_JS
@@ -329,7 +340,8 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
         f'<h1>{_esc(heading)}</h1>\n{sub}'
         '<table id="grid">\n<tbody>\n' + '\n'.join(rows) + '\n</tbody>\n<tfoot>\n'
         f'<tr><th colspan="2"></th>{col_labels}<th></th></tr>\n'
-        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{n_cols}">Context length (tokens)</th><th></th></tr>\n'
+        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{n_cols}">{_esc(length_axis_label(tokenizer))}</th>'
+        '<th></th></tr>\n'
         '</tfoot>\n</table>\n'
         f'{note}<div id="tip" role="tooltip" hidden></div>\n<script>\n{script}</script>\n</body>\n</html>\n'
     )

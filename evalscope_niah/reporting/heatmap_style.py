@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 from matplotlib.colors import LinearSegmentedColormap
 
+from .labels import tokenizer_display_name
 from .stats import CellSummary
 
 __all__ = ['CMAP', 'EMPTY_COLOR', 'effective_column', 'title_parts']
@@ -30,11 +31,16 @@ def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
     return math.fsum(acc * n for acc, n in pairs) / total, total
 
 
-def title_parts(subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None) -> tuple[str, str]:
-    """(heading, 'subset: ... · mean accuracy ... (n=...)'), shared by the PNG and the HTML heatmap."""
+def title_parts(
+    subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None, *, tokenizer: str | None = None
+) -> tuple[str, str]:
+    """(heading, 'subset: ... · mean accuracy ... (n=...) · lengths in Qwen3 tokens'), shared by the PNG and the
+    HTML heatmap; the last part only when the tokenizer that counted the lengths is known."""
     mean, total = _weighted_mean(grid.values())
     mean_text = 'n/a' if mean is None else f'{mean:.2f}'
-    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total})'
+    unit = tokenizer_display_name(tokenizer)
+    lengths = f' · lengths in {unit} tokens' if unit else ''
+    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total}){lengths}'
 
 
 def effective_column(lengths: Sequence[int], effective_length: int | None, *, subset: str) -> int | None:

@@ -1,5 +1,6 @@
-"""Human-readable labels for the grid: token counts ('4k', '128k'), depths ('33.33'), and the plain-text cell table
-the CLI and the demo print.  Shared by the heatmaps, the comparison figure and the OpenCompass writer.
+"""Human-readable labels for the grid: token counts ('4k', '128k'), depths ('33.33'), the tokenizer that counted
+them ('Qwen3 tokens'), and the plain-text cell table the CLI and the demo print.  Shared by the heatmaps, the
+comparison figure and the OpenCompass writer.
 """
 
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..making.tokenization import SERVER_TOKENIZER, TIKTOKEN_PREFIX
 from .stats import CellSummary
 
 __all__ = [
@@ -16,7 +18,11 @@ __all__ = [
     'format_cell_table',
     'format_depth',
     'format_tokens',
+    'length_axis_label',
     'length_labels',
+    'length_unit',
+    'subset_tokenizer',
+    'tokenizer_display_name',
 ]
 
 # What an empty cell shows, in the terminal table and on the heatmaps alike.
@@ -30,6 +36,49 @@ def file_name_part(name: str) -> str:
     Keeps names from escaping the output directory ('../x' -> '.._x') or breaking file names.
     """
     return _UNSAFE_FILENAME_CHARS.sub('_', name) or '_'
+
+
+# 'Qwen3-0.6B' -> 'Qwen3', 'Qwen2.5-7B-Instruct' -> 'Qwen2.5': a family shares its tokenizer across sizes.
+_SIZE_SUFFIX = re.compile(r'-\d+(?:\.\d+)?[BbMmKk]$')
+_VARIANT_SUFFIX = re.compile(r'(?:[-_.](?:Instruct|instruct|Chat|chat|it|Base|base|GGUF|gguf))+$')
+_FILE_SUFFIX = re.compile(r'\.gguf$|(?:[-.]Q\d\w*)$', re.IGNORECASE)
+
+
+def tokenizer_display_name(tokenizer: str | None) -> str | None:
+    """Short name of the tokenizer that counted the lengths (``SampleMeta.tokenizer``), for labels; None if unknown.
+
+    A tokenizer path names a tokenizer, shared by a model family: 'Qwen/Qwen3-0.6B' -> 'Qwen3', a local directory
+    -> its folder name. 'tiktoken:cl100k_base' -> 'cl100k_base'. 'server:<model>' (``tokenizer_path: 'server'``,
+    the model server's own tokenizer) names the served model: 'server:SmolLM2-135M-Instruct' -> 'SmolLM2-135M'.
+    """
+    if not tokenizer:
+        return None
+    if tokenizer.startswith(TIKTOKEN_PREFIX):
+        return tokenizer[len(TIKTOKEN_PREFIX) :] or None
+    served = tokenizer.startswith(SERVER_TOKENIZER + ':')
+    name = tokenizer[len(SERVER_TOKENIZER) + 1 :] if served else tokenizer
+    name = name.rstrip('/\\').replace('\\', '/').rsplit('/', 1)[-1]
+    name = _VARIANT_SUFFIX.sub('', _FILE_SUFFIX.sub('', _FILE_SUFFIX.sub('', name)))  # '.Q4_1.gguf': two
+    if not served:
+        name = _SIZE_SUFFIX.sub('', name)
+    return name or None
+
+
+def length_unit(tokenizer: str | None) -> str:
+    """What a length counts: 'Qwen3 tokens', or 'tokens' when the tokenizer is unknown (files from before it was
+    recorded)."""
+    name = tokenizer_display_name(tokenizer)
+    return f'{name} tokens' if name else 'tokens'
+
+
+def length_axis_label(tokenizer: str | None) -> str:
+    """The heatmaps' length axis: 'Context length (Qwen3 tokens)'."""
+    return f'Context length ({length_unit(tokenizer)})'
+
+
+def subset_tokenizer(cells: Iterable[CellSummary], *, subset: str) -> str | None:
+    """The tokenizer that counted one subset's lengths, from its cells (None when none recorded it)."""
+    return next((cell.tokenizer for cell in cells if cell.subset == subset and cell.tokenizer), None)
 
 
 def format_tokens(tokens: int, *, unit: int = 1000) -> str:
@@ -97,8 +146,9 @@ def cell_grid(
 
 def format_cell_table(cells: Iterable[CellSummary], *, subset: str) -> str:
     """Plain-text grid: rows = depth %, columns = context length, values 0.00-1.00, '—' for empty cells."""
+    cells = list(cells)
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    corner = 'depth % \\ tokens'
+    corner = f'depth % \\ {length_unit(subset_tokenizer(cells, subset=subset))}'
     header = [corner, *length_labels(lengths)]
     rows = [header]
     for depth in depths:

@@ -184,6 +184,15 @@ def write_run_outputs(
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
+# The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
+# results file does not name the served model unless the run counted with tokenizer_path 'server' already).
+_SERVED_TOKENS = 'server:served'
+
+
+def _served_unit(tokenizer: str | None) -> str:
+    return tokenizer if tokenizer and tokenizer.startswith(_SERVED_TOKENS.split(':')[0] + ':') else _SERVED_TOKENS
+
+
 def in_served_tokens(
     results: Sequence[SampleResult], effective_lengths: Mapping[str, int | None]
 ) -> tuple[list[SampleResult], dict[str, int | None]]:
@@ -195,7 +204,9 @@ def in_served_tokens(
             served.setdefault((result.subset, result.context_length), []).append(result.served_prompt_tokens)
     label = {key: round(statistics.median(values)) for key, values in served.items()}
     relabelled = [
-        dataclasses.replace(r, context_length=label.get((r.subset, r.context_length), r.context_length))
+        dataclasses.replace(r, context_length=label[(r.subset, r.context_length)], tokenizer=_served_unit(r.tokenizer))
+        if (r.subset, r.context_length) in label
+        else r
         for r in results
     ]
     effective = {

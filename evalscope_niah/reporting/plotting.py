@@ -26,7 +26,15 @@ from matplotlib.figure import Figure
 from ..atomic import atomic_write_bytes
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
-from .labels import EMPTY_CELL, cell_grid, file_name_part, format_depth, length_labels
+from .labels import (
+    EMPTY_CELL,
+    cell_grid,
+    file_name_part,
+    format_depth,
+    length_axis_label,
+    length_labels,
+    subset_tokenizer,
+)
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -84,9 +92,10 @@ def _png_title(
     *,
     effective_label: str | None,
     scoring_note: str | None,
+    tokenizer: str | None,
 ) -> str:
     # The effective length is stated here, above the grid, so no label can cover a cell's number.
-    heading, subheading = title_parts(subset, grid, title)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
     if effective_label is not None:
         subheading = f'{subheading} · effective: {effective_label}'
     return '\n'.join([heading, subheading, *([scoring_note] if scoring_note else [])])
@@ -211,9 +220,16 @@ def _build_heatmap_figure(
     except BaseException:
         fig.clear()
         raise
-    ax.set_xlabel('Context length (tokens)')
+    ax.set_xlabel(length_axis_label(subset_tokenizer(cells, subset=subset)))
     ax.set_ylabel('Needle depth (%)')
-    text = _png_title(subset, grid, title, effective_label=effective_label, scoring_note=scoring_note)
+    text = _png_title(
+        subset,
+        grid,
+        title,
+        effective_label=effective_label,
+        scoring_note=scoring_note,
+        tokenizer=subset_tokenizer(cells, subset=subset),
+    )
     # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
     ax.set_title(text, fontsize=11, parse_math=False)
     if has_empty:

@@ -39,6 +39,7 @@ _OMIT_WHEN_NONE = (
     'served_completion_tokens',
     'scoring',
     'no_answer',
+    'tokenizer',
 )
 
 
@@ -142,6 +143,9 @@ class SampleResult:
     scoring: ScoringSource | None = None
     no_answer: NoAnswerReason | None = None
     task_values: Mapping[str, float] = field(default_factory=dict)
+    # The tokenizer that counted context_length (SampleMeta.tokenizer: 'Qwen/Qwen3-0.6B', 'server:<model>', ...):
+    # the unit of every length shown. None in files written before it was recorded.
+    tokenizer: str | None = None
 
     def __post_init__(self) -> None:
         self._check_dimensions()
@@ -220,7 +224,7 @@ class SampleResult:
         return self.accuracy is None and self.error is None and self.budget_exhausted
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields; the optional ones (`answer` ... `scoring`, `task_values`) only when set."""
+        """All fields; the optional ones (`answer` ... `scoring`, `task_values`, `tokenizer`) only when set."""
         data = asdict(self)
         for name in _OMIT_WHEN_NONE:
             if data[name] is None:
@@ -269,6 +273,7 @@ class SampleResult:
                 scoring=_as_opt_str('scoring', data.get('scoring')),
                 no_answer=_as_opt_str('no_answer', data.get('no_answer')),
                 task_values=_task_values(data),
+                tokenizer=_as_opt_str('tokenizer', data.get('tokenizer')),
             )
         except KeyError as exc:
             raise ValueError(f'missing SampleResult field: {exc.args[0]}') from None

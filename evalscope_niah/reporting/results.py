@@ -73,6 +73,9 @@ CELL_CSV_COLUMNS: tuple[str, ...] = (
 # Then the count of replies with no final answer (``CellSummary.no_answer``); a cells CSV written before it was
 # counted lacks the column and reads as 0. No task value can take the name: it is a SampleResult field.
 NO_ANSWER_COLUMN = 'no_answer'
+# Then the tokenizer that counted context_length (``CellSummary.tokenizer``, e.g. 'Qwen/Qwen3-0.6B'), empty when
+# unknown; a cells CSV written before it was recorded lacks the column and its lengths read as plain 'tokens'.
+TOKENIZER_COLUMN = 'tokenizer'
 # After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
 # of an older version ends with `precision` or with nothing, and reads the same way.
 
@@ -177,20 +180,21 @@ def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
 def write_cells_csv(
     path: str | os.PathLike[str], cells: Iterable[CellSummary], *, value_columns: Sequence[str] = ()
 ) -> Path:
-    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, `no_answer`, then a column
-    per task value of the cells and per name in ``value_columns`` (the values the run's tasks declare, so the header
-    does not depend on which cells happen to hold one), in name order."""
+    """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, `no_answer`, `tokenizer`,
+    then a column per task value of the cells and per name in ``value_columns`` (the values the run's tasks declare,
+    so the header does not depend on which cells happen to hold one), in name order."""
     cells = list(cells)
     values = sorted({*value_columns, *(name for cell in cells for name in cell.task_values)})
     rows = [
         [
             *(getattr(cell, column) for column in CELL_CSV_COLUMNS),
             cell.no_answer,
+            cell.tokenizer,
             *(cell.task_values.get(name) for name in values),
         ]
         for cell in cells
     ]
-    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, *values), *rows]))
+    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, *values), *rows]))
 
 
 def _parse_opt_float(text: str) -> float | None:
@@ -211,6 +215,7 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
         ci_low=_parse_opt_float(row['ci_low']),
         ci_high=_parse_opt_float(row['ci_high']),
         no_answer=int(row[NO_ANSWER_COLUMN]) if NO_ANSWER_COLUMN in row else 0,
+        tokenizer=spreadsheet_unescape(row.get(TOKENIZER_COLUMN) or '') or None,
         task_values={
             spreadsheet_unescape(name): value
             for name in value_names
@@ -220,8 +225,8 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
 
 
 def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
-    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer` (when written), then task-value
-    columns."""
+    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer` and `tokenizer` (when written),
+    then task-value columns."""
     with open(path, encoding='utf-8', newline='') as handle:
         reader = csv.DictReader(handle)
         header = tuple(reader.fieldnames or ())
@@ -230,7 +235,8 @@ def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
                 f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)} and then '
                 'task-value columns'
             )
-        value_names = [name for name in header[len(CELL_CSV_COLUMNS) :] if name != NO_ANSWER_COLUMN]
+        extra = (NO_ANSWER_COLUMN, TOKENIZER_COLUMN)
+        value_names = [name for name in header[len(CELL_CSV_COLUMNS) :] if name not in extra]
         cells: list[CellSummary] = []
         for row in reader:
             try:

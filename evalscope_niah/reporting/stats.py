@@ -74,6 +74,8 @@ class CellSummary:
     task_values: Mapping[str, float] = field(default_factory=dict)
     # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
     no_answer: int = 0
+    # The tokenizer that counted context_length (SampleResult.tokenizer); None in files from before it was recorded.
+    tokenizer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,7 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
         ci_high=ci_high,
         task_values=_task_value_means(scored),
         no_answer=sum(s.no_answer_excluded for s in samples),
+        tokenizer=next((s.tokenizer for s in samples if s.tokenizer), None),
     )
 
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from evalscope_niah.reporting.labels import file_name_part, format_cell_table, format_tokens, length_labels
+from evalscope_niah.reporting.labels import (
+    file_name_part,
+    format_cell_table,
+    format_tokens,
+    length_axis_label,
+    length_labels,
+    length_unit,
+    subset_tokenizer,
+    tokenizer_display_name,
+)
 from evalscope_niah.reporting.stats import (
     summarize_cells,
 )
@@ -79,3 +90,40 @@ def test_format_cell_table_errors() -> None:
 )
 def test_file_name_part_keeps_names_inside_the_directory(name: str, expected: str) -> None:
     assert file_name_part(name) == expected
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The tokenizer that counted the lengths
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ('tokenizer', 'expected'),
+    [
+        ('Qwen/Qwen3-0.6B', 'Qwen3'),  # a tokenizer path names the family's tokenizer: the size goes
+        ('Qwen/Qwen2.5-7B-Instruct', 'Qwen2.5'),
+        ('tiktoken:cl100k_base', 'cl100k_base'),
+        ('server:SmolLM2-135M-Instruct', 'SmolLM2-135M'),  # the served model's own tokens: its name, size kept
+        ('server:smollm2-135m-instruct', 'smollm2-135m'),  # the demo's llama.cpp alias
+        ('server:SmolLM2-135M-Instruct.Q4_1.gguf', 'SmolLM2-135M'),
+        ('/models/my-tokenizer/', 'my-tokenizer'),  # a local directory: its folder name
+        (None, None),
+        ('', None),
+    ],
+)
+def test_tokenizer_display_name(tokenizer: str | None, expected: str | None) -> None:
+    assert tokenizer_display_name(tokenizer) == expected
+
+
+def test_length_labels_name_the_tokenizer_or_say_tokens() -> None:
+    assert length_unit('Qwen/Qwen3-0.6B') == 'Qwen3 tokens'
+    assert length_axis_label('server:SmolLM2-135M-Instruct') == 'Context length (SmolLM2-135M tokens)'
+    assert length_axis_label(None) == 'Context length (tokens)'  # results from before the tokenizer was recorded
+
+
+def test_format_cell_table_corner_names_the_tokenizer() -> None:
+    counted = [dataclasses.replace(sample(1.0), tokenizer='tiktoken:cl100k_base'), sample(0.0, subset='old')]
+    cells = summarize_cells(counted)
+    assert subset_tokenizer(cells, subset='en') == 'tiktoken:cl100k_base'
+    assert format_cell_table(cells, subset='en').splitlines()[1].startswith('depth % \\ cl100k_base tokens')
+    assert format_cell_table(cells, subset='old').splitlines()[1].startswith('depth % \\ tokens')

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import re
@@ -130,6 +131,22 @@ def test_figure_axes_ticks_and_fixed_colour_limits(cells: list[CellSummary]) -> 
         assert ax.get_xlabel() == 'Context length (tokens)'
     finally:
         fig.clear()
+
+
+def test_png_and_html_name_the_tokenizer_that_counted(cells: list[CellSummary]) -> None:
+    counted = [dataclasses.replace(c, tokenizer='Qwen/Qwen3-0.6B') for c in cells]
+    fig = _build_heatmap_figure(counted, subset='en')
+    try:
+        ax = fig.axes[0]
+        assert ax.get_xlabel() == 'Context length (Qwen3 tokens)'
+        assert 'lengths in Qwen3 tokens' in ax.get_title()
+    finally:
+        fig.clear()
+    html = _heatmap_html(counted, subset='en')
+    assert '>Context length (Qwen3 tokens)</th>' in html
+    assert 'lengths in Qwen3 tokens</p>' in html
+    assert '"context length: {} Qwen3 tokens"' in html  # the hover line
+    assert 'lengths in' not in _heatmap_html(cells, subset='en')  # unknown tokenizer: plain 'tokens', no claim
 
 
 def test_title_mean_is_weighted_by_samples() -> None:

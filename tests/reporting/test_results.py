@@ -65,7 +65,7 @@ def test_cells_csv_round_trip_exact(tmp_path: Path) -> None:
     path = write_cells_csv(tmp_path / 'cells.csv', cells, value_columns=('precision',))
     header = (
         'subset,context_length,depth_percent,n,accuracy,rule_recall,levenshtein,judge_failures,errors,ci_low,ci_high,'
-        'no_answer,precision'
+        'no_answer,tokenizer,precision'
     )
     assert path.read_text(encoding='utf-8').splitlines()[0] == header
     assert len(path.read_text(encoding='utf-8').splitlines()) == len(cells) + 1
@@ -80,6 +80,17 @@ def test_cells_csv_rejects_wrong_header_and_bad_rows(tmp_path: Path) -> None:
     path.write_text(','.join(CELL_CSV_COLUMNS) + '\nen,notanint,0.0,1,1.0,,,0,0,,\n', encoding='utf-8')
     with pytest.raises(ValueError, match='invalid cell row'):
         read_cells_csv(path)
+
+
+def test_cells_csv_keeps_the_tokenizer_that_counted_and_old_files_have_none(tmp_path: Path) -> None:
+    results = [dataclasses.replace(r, tokenizer='Qwen/Qwen3-0.6B') for r in mixed_results()]
+    cells = summarize_cells(results)
+    assert {cell.tokenizer for cell in cells} == {'Qwen/Qwen3-0.6B'}
+    path = write_cells_csv(tmp_path / 'cells.csv', cells)
+    assert read_cells_csv(path) == cells
+    old = tmp_path / 'old.csv'
+    old.write_text(','.join(CELL_CSV_COLUMNS) + ',no_answer\nen,1000,0.0,2,0.5,0.5,,0,0,0.0,1.0,0\n', encoding='utf-8')
+    assert [cell.tokenizer for cell in read_cells_csv(old)] == [None]
 
 
 def test_old_cells_csv_without_precision_still_reads(tmp_path: Path) -> None:
