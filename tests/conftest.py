@@ -36,3 +36,16 @@ def hf_qwen():
     """The shipped Qwen3 tokenizer loaded by transformers: the reference our own tokenizer code is checked against."""
     transformers = pytest.importorskip('transformers')
     return transformers.AutoTokenizer.from_pretrained(str(shipped_qwen3_dir()))
+
+
+@pytest.fixture
+def vault_registered() -> Iterator[None]:
+    """The example task of tests/support/vault_code registered for one test."""
+    from evalscope_niah.tasks import register_task, unregister_task
+    from tests.support.vault_code.task import VaultCode
+
+    register_task(VaultCode)
+    try:
+        yield
+    finally:
+        unregister_task(VaultCode.name)

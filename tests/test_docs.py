@@ -37,8 +37,20 @@ def test_every_parameter_has_a_chinese_description() -> None:
     zh = HOOK['zh_descriptions']()
     names = set(parameters())
     assert not names - set(zh), f'no Chinese description: {sorted(names - set(zh))}'
-    assert not set(zh) - names, f'Chinese descriptions of no parameter: {sorted(set(zh) - names)}'
+    table = HOOK['table_zh_descriptions']()
+    assert not set(table) - names, f'Chinese descriptions of no parameter: {sorted(set(table) - names)}'
     assert all(text.strip() for text in zh.values())
+
+
+def test_a_task_brings_its_own_chinese(vault_registered: None) -> None:
+    """A task registered from its folder needs no edit of the docs: its parameters' Chinese come from their fields,
+    its description joins the task list and the Chinese description of `task`."""
+    zh = HOOK['zh_descriptions']()
+    from tests.support.vault_code.task import VaultParams
+
+    assert zh['vault_floor'] == VaultParams.model_fields['vault_floor'].json_schema_extra['description_zh']
+    assert "'vault_code'" in zh['task']
+    assert '- `task: vault_code`:' in HOOK['render']('<!-- tasks-list -->', 'zh')
 
 
 @pytest.mark.parametrize('language', LANGUAGES)

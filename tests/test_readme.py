@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-@pytest.fixture
-def vault_registered() -> Iterator[None]:
-    from evalscope_niah.tasks import register_task, unregister_task
-    from tests.support.vault_code.task import VaultCode
-
-    register_task(VaultCode)
-    try:
-        yield
-    finally:
-        unregister_task(VaultCode.name)
 
 
 def _bash_blocks(text: str) -> list[str]:
@@ -65,7 +52,8 @@ def test_the_docs_name_every_registered_task_and_parameter(language: str) -> Non
 def test_the_docs_check_catches_a_missing_task_and_parameter(vault_registered: None) -> None:
     from tests.support.docs import missing_parameters, tasks_page, unnamed_tasks
 
-    assert unnamed_tasks(tasks_page('en')) == ['vault_code']
+    assert unnamed_tasks(tasks_page('en')) == []  # the page's list comes from the registry: a new task is on it
+    assert unnamed_tasks(tasks_page('en', generated=False)) == ['vault_code']
     table = _parameters_table('en')
     assert missing_parameters(table) == []  # generated: the registered task's parameter has its row at once
     assert missing_parameters(table.replace('| `diff` |', '| diff |')) == ['diff']

@@ -3,8 +3,12 @@ name, generated from the params model (``evalscope_niah.tasks.compose.parameters
 registered task's), so the table can never drift from the code.
 
 English pages get each field's own description; Chinese pages (``zh/``) get names, defaults and owners from the
-model and descriptions from ``parameters_zh.py`` beside this file, keyed by parameter name. A parameter without a
-Chinese description fails the build (and tests/test_docs.py names it).
+model and descriptions from the field itself (``json_schema_extra={'description_zh': ...}``, where a task keeps the
+Chinese of its own parameters, so a new task needs no edit here), else from ``parameters_zh.py`` beside this file,
+keyed by parameter name; ``task`` lists the registered tasks, each with its ``description_zh``. A parameter without
+a Chinese description fails the build (and tests/test_docs.py names it).
+
+The marker ``<!-- tasks-list -->`` becomes the list of registered tasks, from the registry, in the page's language.
 """
 
 from __future__ import annotations
@@ -16,8 +20,10 @@ from pathlib import Path
 from typing import Any
 
 MARKER = '<!-- parameters-table -->'
+TASKS_MARKER = '<!-- tasks-list -->'
 # Only a marker on a line of its own: a page may name the marker in prose or code.
 MARKER_LINE = re.compile(r'^' + re.escape(MARKER) + r'$', flags=re.MULTILINE)
+TASKS_MARKER_LINE = re.compile(r'^' + re.escape(TASKS_MARKER) + r'$', flags=re.MULTILINE)
 HERE = Path(__file__).resolve().parent
 
 HEADERS = {
@@ -29,12 +35,44 @@ TASK_OWNER = {'en': 'task `{}`', 'zh': '任务 `{}`'}
 NO_DEFAULT = {'en': 'none', 'zh': '无'}
 
 
-def zh_descriptions() -> dict[str, str]:
-    """The Chinese description of each parameter (loaded by path: MkDocs loads hooks as files, not as a package)."""
+def table_zh_descriptions() -> dict[str, str]:
+    """The Chinese descriptions kept in ``parameters_zh.py`` (loaded by path: MkDocs loads hooks as files, not as a
+    package)."""
     spec = importlib.util.spec_from_file_location('niah_docs_parameters_zh', HERE / 'parameters_zh.py')
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.ZH_DESCRIPTIONS
+
+
+def task_description(name: str, language: str) -> str:
+    from evalscope_niah.tasks import get_task
+
+    task = get_task(name)
+    return (task.description_zh if language == 'zh' else '') or task.description
+
+
+def zh_descriptions() -> dict[str, str]:
+    """The Chinese description of each parameter: the field's own, else the table's; ``task`` from the registry."""
+    from evalscope_niah.tasks import task_names
+    from evalscope_niah.tasks.compose import parameters
+
+    table = table_zh_descriptions()
+    found = {}
+    for name, parameter in parameters().items():
+        extra = parameter.field.json_schema_extra
+        own = extra.get('description_zh') if isinstance(extra, dict) else None
+        text = own or table.get(name)
+        if text:
+            found[name] = text
+    found['task'] = '；'.join(f"'{name}'：{task_description(name, 'zh')}" for name in task_names()) + '。'
+    return found
+
+
+def tasks_list(language: str) -> str:
+    """The registered tasks (the control cells are no task a user picks), each with its description."""
+    from evalscope_niah.tasks import task_names
+
+    return '\n'.join(f'- `task: {name}`: {_cell(task_description(name, language))}' for name in task_names())
 
 
 def format_default(value: Any, language: str) -> str:
@@ -73,7 +111,15 @@ def page_language(src_uri: str) -> str:
 
 
 def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs' hook signature
-    if not MARKER_LINE.search(markdown):
-        return markdown
-    table = parameters_table(page_language(page.file.src_uri))
-    return MARKER_LINE.sub(lambda _: table, markdown)
+    return render(markdown, page_language(page.file.src_uri))
+
+
+def render(markdown: str, language: str) -> str:
+    """A page with its markers replaced by what the registry and the params model say."""
+    if MARKER_LINE.search(markdown):
+        table = parameters_table(language)
+        markdown = MARKER_LINE.sub(lambda _: table, markdown)
+    if TASKS_MARKER_LINE.search(markdown):
+        tasks = tasks_list(language)
+        markdown = TASKS_MARKER_LINE.sub(lambda _: tasks, markdown)
+    return markdown

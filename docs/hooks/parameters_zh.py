@@ -1,6 +1,8 @@
 """Chinese descriptions of every ``extra_params`` name, keyed by parameter name, for the Chinese parameters table
 (docs/hooks/parameters_table.py). Names, defaults and owners come from the params model; only the meaning is
-translated here. tests/test_docs.py fails when a parameter has no entry (or an entry names no parameter)."""
+translated here. ``task`` is not here: its Chinese lists the registered tasks (each task's ``description_zh``), and a
+task may keep its parameters' Chinese in their fields. tests/test_docs.py fails when a parameter has no Chinese
+description (or an entry here names no parameter)."""
 
 ZH_DESCRIPTIONS = {
     'retrieval_question': '放在干草堆之后提出的问题；None 表示使用每个子集自己的问题。',
@@ -21,13 +23,6 @@ ZH_DESCRIPTIONS = {
         'llama.cpp 的 /tokenize 及其对话模板，长度即模型自己的 token）。'
     ),
     'show_score': '在热力图图片上写出每个格子的分数。',
-    'task': (
-        "'single'：每个子集的针与问题（或针库抽出的针），由 LLM 评审打分；'multi_retrieval'：关于同一个键的 "
-        'num_needles 条不同事实，混在关于其他键的干扰事实之中，一个问题问全部，得分 = 召回率 × 精确率；'
-        "'reasoning'：相隔 diff 百分点放置的一串相互关联的针（OpenCompass CDME 的推理链），答案必须只指出一个候选；"
-        "'associative'：关于某个角色的事实，需要借助一步常识才能由问题联想到（问题与针没有共同词语），"
-        '答案是角色的名字。'
-    ),
     'judge_check': (
         "模型运行前，评审先给由每个子集的针构造的校准答案打分。'stop'：评错的评审让运行停止；'fallback'："
         "改用规则评分（并标明）；'off'：不检查。"

@@ -112,6 +112,9 @@ class Task(ABC):
 
     name: ClassVar[str]
     description: ClassVar[str] = ''
+    # The same in Chinese, for the Chinese docs (its parameters' Chinese descriptions go in each field's
+    # json_schema_extra 'description_zh'); empty: the Chinese docs show the English one.
+    description_zh: ClassVar[str] = ''
     # Whether the LLM judge grades its answers; a task scored exactly by rule says False.
     judged: ClassVar[bool] = False
     # Whether the subset's needles, question, keyword and answer, given with a keyword, are a user chain it asks.

@@ -12,8 +12,16 @@ from evalscope_niah.tasks.compose import parameters
 DOCS = Path(__file__).resolve().parents[2] / 'docs'
 
 
-def tasks_page(language: str) -> str:
-    return (DOCS / language / 'tasks.md').read_text(encoding='utf-8')
+def tasks_page(language: str, *, generated: bool = True) -> str:
+    """The tasks page as the site shows it (its markers replaced by the docs hook); ``generated=False``: without the
+    list the hook generates from the registry, only what the page itself says."""
+    import runpy
+
+    hook = runpy.run_path(str(DOCS / 'hooks' / 'parameters_table.py'))
+    text = (DOCS / language / 'tasks.md').read_text(encoding='utf-8')
+    if not generated:
+        text = text.replace(hook['TASKS_MARKER'], '')
+    return hook['render'](text, language)
 
 
 def unnamed_tasks(text: str) -> list[str]:

@@ -31,6 +31,7 @@ class Associative(Task):
         'a fact about a character reached through one hop of common knowledge (question and needle share no word); '
         "the answer is the character's name"
     )
+    description_zh = '关于某个角色的事实，需要借助一步常识才能由问题联想到（问题与针没有共同词语），答案是角色的名字'
     judged = True
     params_model = AssociativeParams
     # NoLiMa's measure: a length is effective while the score holds 85% of the shortest length's.

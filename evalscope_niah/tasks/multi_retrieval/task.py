@@ -25,6 +25,9 @@ class MultiRetrieval(Task):
         'num_needles distinct facts about one key among distractor facts about other keys, and one question asking '
         'for all of them; score = recall x precision of the values'
     )
+    description_zh = (
+        '关于同一个键的 num_needles 条不同事实，混在关于其他键的干扰事实之中，一个问题问全部，得分 = 召回率 × 精确率'
+    )
     params_model = MultiRetrievalParams
     # The share of the values given that are the key's.
     reported_values = (ReportedValue('precision', 'Precision', measure='precision'),)

@@ -19,6 +19,7 @@ from .rules import chain_answer_score
 class ReasoningChain(Task):
     name = 'reasoning'
     description = 'a chain of linked needles (OpenCompass CDME) placed diff percent apart; one candidate must be named'
+    description_zh = '相隔 diff 百分点放置的一串相互关联的针（OpenCompass CDME 的推理链），答案必须只指出一个候选'
     params_model = ReasoningParams
     uses_user_chain = True
 

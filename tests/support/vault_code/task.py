@@ -21,7 +21,11 @@ VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='ut
 
 
 class VaultParams(TaskParams):
-    vault_floor: int = Field(3, description="Task 'vault_code': the floor whose vault code is asked (1-99).")
+    vault_floor: int = Field(
+        3,
+        description="Task 'vault_code': the floor whose vault code is asked (1-99).",
+        json_schema_extra={'description_zh': "任务 'vault_code'：问的是哪一层金库的密码（1-99）。"},
+    )
 
     @field_validator('vault_floor')
     @classmethod
@@ -39,6 +43,7 @@ class VaultData(SampleData):
 class VaultCode(Task):
     name = 'vault_code'
     description = "the code of one floor's vault, judged with a hint"
+    description_zh = '某一层金库的密码，评审时附带提示'
     judged = True
     params_model = VaultParams
     reported_values = (ReportedValue('code_found', 'Code found'),)
