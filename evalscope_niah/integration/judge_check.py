@@ -23,6 +23,7 @@ from ..judging.qualification import (
     qualification_error_message,
 )
 from ..tasks import judge_reference
+from .interrupt import install_deadline
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
@@ -118,6 +119,9 @@ class _Probe:
         self._model = judge.model
         self.model = self
         self.config = judge.model.config
+        # judge_generate puts the request deadline on the model it is handed, which is this probe: the real model's
+        # client gets it here, or a dripping judge would hold the first call until the server gives up.
+        install_deadline(judge.model)
 
     def generate(self, *args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
         configured = self.config.retries  # fewer attempts than the probe's, when the user asked for fewer
