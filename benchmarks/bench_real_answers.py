@@ -1,4 +1,4 @@
-"""Rule verdicts against published graders on real model answers: the agreement table the README quotes.
+"""Rule verdicts against published graders on real model answers: the agreement table docs/en/scoring.md quotes.
 
 Every answer of every set in tests/data/real_answers (sources in its SOURCES.md) goes through its task type's rule
 score, the path a run takes. Per set: the certain verdicts that disagree with the published grade, the share left

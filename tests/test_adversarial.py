@@ -62,7 +62,7 @@ def test_control_recognises_at_least_fifteen_abstentions_per_language(language: 
 
 def test_summary_reports_every_task(capsys: pytest.CaptureFixture[str]) -> None:
     table = summary(CASES)
-    print(table)  # pytest -s shows the figures for the README
+    print(table)  # pytest -s shows the figures for docs/en/scoring.md
     rows = table.splitlines()[2:]
     assert [row.split('|')[1].strip() for row in rows] == list(TASKS)
 

@@ -1,7 +1,7 @@
 """A server that lies: every field a model server reports about itself or a reply, each lie against a real run.
 
 The test server (evalscope_niah.testing.openai_server, ``Lies``) answers every prompt right (``needle_finder``) but lies
-in one field. Each test asserts the documented outcome (README: Guarantees): a lie in a recorded value is dropped
+in one field. Each test asserts the documented outcome (docs/en/guarantees.md): a lie in a recorded value is dropped
 with one warning and the run scores as usual; a reply EvalScope cannot read is an error counted as such; a window
 or tokenizer that cannot be trusted stops the run before any model request. Nothing already computed is lost.
 """

@@ -33,7 +33,7 @@ logger = logging.getLogger(__name__)
 
 # Calibration calls in flight at once: about one subset's set, so the check takes one judge round trip or two.
 _CONCURRENT_CALLS = 10
-# README: Scoring (judge check). The check's first call goes alone, tried PROBE_ATTEMPTS times PROBE_RETRY_S apart
+# docs/en/scoring.md, the judge check: the check's first call goes alone, tried PROBE_ATTEMPTS times PROBE_RETRY_S apart
 # (the OpenAI client adds two quick reconnects of its own): an address nobody answers, a rejected key or an unknown
 # model fail every call alike, so the check stops there in seconds and names the cause, instead of ten calls each
 # with the judge's full retries (EvalScope's default: 5 attempts 10 s apart). A 401/403/404 is never retried

@@ -20,7 +20,7 @@ from .interrupt import install_deadline
 
 logger = logging.getLogger(__name__)
 
-# README: Guarantees. At most this many calls per sample for replies that are empty or cut short of the budget.
+# docs/en/guarantees.md. At most this many calls per sample for replies that are empty or cut short of the budget.
 REPLY_ATTEMPTS = 3
 # Sleep REPLY_BACKOFF_S * n after the n-th discarded reply: short, the server answered, it is not rate limiting.
 REPLY_BACKOFF_S = 1.0

@@ -1,4 +1,4 @@
-"""How large a run may be, and the checks that refuse a larger one before any haystack is built (README parameter
+"""How large a run may be, and the checks that refuse a larger one before any haystack is built (docs: parameter
 table)."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from urllib.parse import quote
 __all__ = ['MIN_SECRET_CHARS', 'NO_SECRETS', 'REDACTED', 'Redactor']
 
 # Shorter values are not redacted: placeholders such as 'EMPTY' or 'x' are no secrets, and replacing every 'x' in
-# an error message would make it unreadable. README: Guarantees.
+# an error message would make it unreadable. docs/en/guarantees.md.
 MIN_SECRET_CHARS = 8
 REDACTED = '[redacted secret]'
 # Exception attributes that hold a copy of the message (openai's APIError: message and body; ours: detail).
