@@ -23,7 +23,6 @@ from ..judging.qualification import (
     qualification_error_message,
 )
 from ..tasks import judge_reference
-from .interrupt import install_deadline
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
@@ -92,7 +91,7 @@ def _ask(
         system, user = prompt
         messages = [ChatMessageSystem(content=system), ChatMessageUser(content=user)]
         try:
-            output = judge_generate(_Probe(judge) if probe else judge, messages)
+            output = judge_generate(judge, messages, extra=_probe_config(judge) if probe else None)
         except Exception as exc:  # no reply: named by what failed, never taken for an unparsable reply
             failure = judge_call_error(exc, url=url, model=model)
             logger.warning('needle_haystack judge check: a calibration call failed: %s', failure.describe())
@@ -111,23 +110,11 @@ def _ask(
     return [reply for reply, _ in answers], [failure for _, failure in answers], None
 
 
-class _Probe:
-    """The judge as judge_generate reads it (``.model.config``, ``.model.generate``), with the first call's short
-    retries merged over whatever per-call config judge_generate passes."""
-
-    def __init__(self, judge: Any) -> None:
-        self._model = judge.model
-        self.model = self
-        self.config = judge.model.config
-        # judge_generate puts the request deadline on the model it is handed, which is this probe: the real model's
-        # client gets it here, or a dripping judge would hold the first call until the server gives up.
-        install_deadline(judge.model)
-
-    def generate(self, *args: Any, config: GenerateConfig | None = None, **kwargs: Any) -> Any:
-        configured = self.config.retries  # fewer attempts than the probe's, when the user asked for fewer
-        attempts = PROBE_ATTEMPTS if configured is None else max(1, min(PROBE_ATTEMPTS, configured))
-        quick = GenerateConfig(retries=attempts, retry_interval=PROBE_RETRY_S)
-        return self._model.generate(*args, config=quick if config is None else config.merge(quick), **kwargs)
+def _probe_config(judge: Any) -> GenerateConfig:
+    """The first call's short retries (fewer, when the judge's own retries are fewer)."""
+    configured = judge.model.config.retries
+    attempts = PROBE_ATTEMPTS if configured is None else max(1, min(PROBE_ATTEMPTS, configured))
+    return GenerateConfig(retries=attempts, retry_interval=PROBE_RETRY_S)
 
 
 def _judge_name(judge: Any) -> str:

@@ -178,11 +178,14 @@ def model_call_config(
     return GenerateConfig(**overrides) if overrides else None
 
 
-def judge_generate(judge: Any, messages: list[Any]) -> ModelOutput:
-    """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict)."""
+def judge_generate(judge: Any, messages: list[Any], *, extra: GenerateConfig | None = None) -> ModelOutput:
+    """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict).
+    ``extra``: per-call settings merged over ours (the judge check's first call: fewer, quicker retries)."""
     model = judge.model
     install_deadline(model)  # the run's judges and the judge check's alike; once per client
     config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)
+    if extra is not None:
+        config = extra if config is None else config.merge(extra)
     output = generate_checked(
         lambda: model.generate(messages, config=config), what='judge', max_tokens=model.config.max_tokens
     )
