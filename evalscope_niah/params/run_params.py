@@ -38,9 +38,6 @@ class TaskParams(BaseModel):
 P = TypeVar('P', bound=TaskParams)
 
 
-P = TypeVar('P', bound=TaskParams)
-
-
 # Pydantic lists the fields of the last base first: the groups are named here in the reverse of the order in which
 # EvalScope's spec and the messages list them (subsets, grid, sample making, grading, sending, other names, limits).
 class NiahParams(

@@ -154,3 +154,7 @@ class SubsetParams(BaseModel):
     def task_of(self, override: SubsetConfig) -> str:
         """A subset's task: its own, else the reasoning chain when it gives a keyword, else the run's."""
         return override.task or (KEYWORD_TASK if override.keyword is not None else self.task)
+
+    def tasks_in_run(self) -> set[str]:
+        """Every task the run asks: the run's own and each subset's (``task_of``)."""
+        return {self.task, *(self.task_of(override) for override in self.subsets.values())}

@@ -110,7 +110,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         task_models.append((task, _validated(task.params_model, own)))
     params = params.with_task_params(model for _, model in task_models)
     _check_tasks(params, task_models)
-    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
+    tasks = params.tasks_in_run()
     return params.with_draws_per_cell(max(get_task(task).draws_per_cell(params) for task in tasks))
 
 
@@ -167,8 +167,9 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
             f"the needle_haystack entry must be a mapping such as {{'extra_params': {{...}}}} (got "
             f'{type(dataset_args).__name__} {quoted(dataset_args)})',
         )
+    known = parameters()
     for key in dataset_args:
-        if key in parameters() or key in ALIASES:
+        if key in known or key in ALIASES:
             raise NiahConfigError(
                 key,
                 f"is a benchmark parameter: put it under extra_params, e.g. dataset_args={{'needle_haystack': "
@@ -184,7 +185,7 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
     if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
-        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, parameters())
+        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, known)
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 
@@ -249,7 +250,7 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
             if not _reads_needles(task, override.keyword or params.keyword):
                 raise NiahConfigError(f'subsets.{name}.{field}', _ignored_needles(task, field))
     # model_fields_set holds what the user gave (aliases resolved): a default is never "given".
-    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
+    tasks = params.tasks_in_run()
     for task, model in task_models:
         defaults = type(model)()
         for field in type(model).model_fields:
@@ -280,7 +281,7 @@ def _check_user_chains(params: NiahParams) -> None:
     """A top-level keyword needs a task that reads it (each subset's chain is checked when it is resolved)."""
     if params.keyword is None:
         return
-    tasks = {params.task, *(params.task_of(override) for override in params.subsets.values())}
+    tasks = params.tasks_in_run()
     if not any(get_task(task).uses_user_chain for task in tasks):
         raise NiahConfigError('keyword', _ignored_needles(params.task, 'keyword'))
 
