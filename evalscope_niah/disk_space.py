@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import errno
 
+from .errors import exception_chain
+
 __all__ = ['DiskFull', 'disk_full_error', 'disk_full_message']
 
 # No space left on the device, or over the user's quota: both mean 'free space, then resume'.
@@ -17,23 +19,13 @@ _FULL = frozenset({errno.ENOSPC, getattr(errno, 'EDQUOT', errno.ENOSPC)})
 
 class DiskFull(BaseException):
     """A full disk, carried past the handlers that would count it as one sample's error and go on (EvalScope's
-    ``ignore_errors`` logs a traceback per sample): no later write would succeed either."""
-
-    def __init__(self, error: OSError) -> None:
-        super().__init__(error)
-        self.error = error
+    ``ignore_errors`` logs a traceback per sample): no later write would succeed either. Raised from the OSError,
+    which ``disk_full_error`` finds behind it."""
 
 
 def disk_full_error(exc: BaseException) -> OSError | None:
     """The disk-full OSError behind ``exc`` (itself, or a cause or context of it), or None."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(current, OSError) and current.errno in _FULL:
-            return current
-        current = current.__cause__ or current.__context__
-    return None
+    return next((link for link in exception_chain(exc) if isinstance(link, OSError) and link.errno in _FULL), None)
 
 
 def disk_full_message(error: OSError, work_dir: str) -> str:

@@ -44,9 +44,7 @@ class NiahEvaluator(DefaultEvaluator):
                 except KeyboardInterrupt:
                     # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                     exit_interrupted(self.outputs.outputs_dir)
-                except DiskFull as stop:
-                    raise SystemExit(disk_full_message(stop.error, self.outputs.outputs_dir)) from None
-                except Exception as exc:
+                except (DiskFull, Exception) as exc:  # DiskFull is no Exception: it passes EvalScope's handlers
                     full = disk_full_error(exc)
                     if full is None:
                         raise

@@ -8,10 +8,14 @@ from typing import Any
 
 import openai
 
+from ..errors import exception_chain
 from ..judging.judge_failures import JudgeCallFailure, judge_call_failure
 from .replies import CutReplyError, EmptyReplyError, UnreadableReplyError
 
 __all__ = ['judge_call_error']
+
+# Links of an exception's chain that are read: enough for the SDK's and EvalScope's wrapping, bounded.
+_MAX_CHAIN = 10
 
 
 def judge_call_error(exc: BaseException, *, url: str, model: str) -> JudgeCallFailure:
@@ -33,21 +37,12 @@ def judge_call_error(exc: BaseException, *, url: str, model: str) -> JudgeCallFa
     return judge_call_failure('http_error', url=url, model=model, detail=f'{type(exc).__name__}: {_cut(str(exc))}')
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in chain and len(chain) < 10:
-        chain.append(current)
-        current = current.__cause__ or current.__context__
-    return chain
-
-
 def _caused_by(exc: BaseException, *types: type[BaseException]) -> bool:
-    return any(isinstance(link, types) for link in _chain(exc))
+    return any(isinstance(link, types) for link in exception_chain(exc, limit=_MAX_CHAIN))
 
 
 def _connection_detail(exc: BaseException) -> str:
-    chain = _chain(exc)
+    chain = exception_chain(exc, limit=_MAX_CHAIN)
     if any(isinstance(link, ConnectionRefusedError) for link in chain):
         return 'connection refused: nothing listens at that address and port'
     if any(isinstance(link, socket.gaierror) for link in chain):
