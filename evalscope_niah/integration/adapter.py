@@ -46,7 +46,7 @@ from .replies import budget_failure, generate_checked, judge_generate, model_cal
 from .resume import refuse_mixed_inputs
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .sample_results import sample_result, score_meta
-from .secrets import redact_logs, redacting, run_redactor
+from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
@@ -88,8 +88,7 @@ class NiahAdapter(DefaultDataAdapter):
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
         # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
-        self._redactor = run_redactor(self._task_config)
-        redact_logs(self._task_config)  # EvalScope logs a retried call's error before it reaches us
+        self._redactor = run_redactor(self._task_config)  # EvalScope's log lines are redacted from here on too
         # In a prefix order a deep prompt waits for the earlier one computing its prefix (the evaluator plans it).
         self.prefix_gate = PrefixGate(on_hold=_log_hold) if self.params.request_order != 'grid' else None
 

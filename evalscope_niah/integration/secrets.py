@@ -18,7 +18,7 @@ from pydantic import BaseModel, SecretStr
 
 from ..serving.redact import NO_SECRETS, Redactor
 
-__all__ = ['configured_secrets', 'redact_logs', 'redacting', 'run_redactor']
+__all__ = ['configured_secrets', 'redacting', 'run_redactor']
 
 T = TypeVar('T')
 
@@ -52,8 +52,14 @@ def _collect(value: Any, found: list[str], *, depth: int) -> None:
 
 
 def run_redactor(task_config: Any) -> Redactor:
-    """The redactor of a run's configured secrets (none without a TaskConfig)."""
-    return NO_SECRETS if task_config is None else Redactor(configured_secrets(task_config))
+    """The redactor of a run's configured secrets (none without a TaskConfig); from then on EvalScope's logger prints
+    them redacted too (with the secrets of earlier runs in this process), as it logs a retried call's error before
+    the call returns to us."""
+    if task_config is None:
+        return NO_SECRETS
+    secrets = configured_secrets(task_config)
+    _redact_logs(secrets)
+    return Redactor(secrets)
 
 
 def redacting(call: Callable[..., T], redactor: Redactor) -> Callable[..., T]:
@@ -80,16 +86,21 @@ def _redact_output(output: ModelOutput, redactor: Redactor) -> None:
     for choice in output.choices:
         message = choice.message
         if isinstance(message.content, str):
-            if redactor.text(message.content) != message.content:
-                message.content = redactor.text(message.content)
+            _redact_field(message, 'content', redactor)
             continue
         for part in message.content:
             for name in ('text', 'reasoning'):
-                text = getattr(part, name, None)
-                if isinstance(text, str) and redactor.text(text) != text:
-                    setattr(part, name, redactor.text(text))
-    if output.error and redactor.text(output.error) != output.error:
-        output.error = redactor.text(output.error)
+                _redact_field(part, name, redactor)
+    _redact_field(output, 'error', redactor)
+
+
+def _redact_field(holder: Any, name: str, redactor: Redactor) -> None:
+    """Set only when the text held a secret: a field that held none is left untouched (not even re-assigned)."""
+    text = getattr(holder, name, None)
+    if isinstance(text, str) and text:
+        redacted = redactor.text(text)
+        if redacted != text:
+            setattr(holder, name, redacted)
 
 
 # EvalScope logs a retried call's error (the body a server sent, maybe quoting the key) before the call returns to
@@ -124,11 +135,8 @@ class _LogRedaction(logging.Filter):
 _LOG_REDACTION = _LogRedaction()
 
 
-def redact_logs(task_config: Any) -> None:
-    """From now on, EvalScope's logger prints the secrets of this run (and of earlier ones in this process) redacted."""
-    if task_config is None:
-        return
-    _LOG_REDACTION.add(configured_secrets(task_config))
+def _redact_logs(secrets: list[str]) -> None:
+    _LOG_REDACTION.add(secrets)
     for name in _LOGGERS:
         logger = logging.getLogger(name)
         if _LOG_REDACTION not in logger.filters:
