@@ -3,7 +3,7 @@ inspect_evals' niah draws), as flat extra_params names."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -38,8 +38,7 @@ class SingleParams(TaskParams):
             return values
         values = dict(values)
         # EvalScope passes every default along, so only a changed bank option can mean "use the bank".
-        changed = [name for name in BANK_OPTIONS if values.get(name) not in (None, cls.model_fields[name].default)]
-        if values.get('needle_bank') is None and changed:
+        if values.get('needle_bank') is None and _changed(values.get):
             values['needle_bank'] = 'builtin'
         return values
 
@@ -70,4 +69,9 @@ class SingleParams(TaskParams):
 
     def changed_bank_options(self) -> list[str]:
         """The bank options given away from their defaults (what switched the bank on, for messages)."""
-        return [name for name in BANK_OPTIONS if getattr(self, name) != type(self).model_fields[name].default]
+        return _changed(lambda name: getattr(self, name))
+
+
+def _changed(value: Callable[[str], Any]) -> list[str]:
+    """The bank options whose value is given away from its default (None: not given)."""
+    return [name for name in BANK_OPTIONS if value(name) not in (None, SingleParams.model_fields[name].default)]
