@@ -37,6 +37,16 @@ RequestOrder = Literal['prefix', 'grid', 'replicas']
 # writes it and every run's summaries (the guess rate) read it, so the name lives here, below both.
 GUESSED = 'guessed'
 
+# tokenizer_path 'server': lengths counted by the model server's own tokenizer. The results then name that tokenizer
+# 'server:<served model>' (serving.endpoint writes it; reporting's labels and served-token units read it).
+SERVER_TOKENIZER = 'server'
+SERVED_TOKENIZER_PREFIX = f'{SERVER_TOKENIZER}:'
+
+
+def served_tokenizer_name(model: str) -> str:
+    """The name of the tokenizer a model server counts with: ``'server:<model>'``."""
+    return SERVED_TOKENIZER_PREFIX + model
+
 
 def check_language(language: str, *, param: str = 'language') -> None:
     """Refuse a language outside LANGUAGES, naming ``param`` and what is allowed."""

@@ -30,6 +30,7 @@ import numpy as np
 
 from ..errors import NiahConfigError
 from ..serving.token_bytes import boundaries_from_byte_lengths
+from ..vocabulary import SERVER_TOKENIZER
 from .token_cache import TokenCounter, TokenIndex, cache_dir, clear_counters, shared_counter, token_index
 from .tokenizer_protocol import Message, Tokenizer
 
@@ -59,7 +60,6 @@ TIKTOKEN_PREFIX = 'tiktoken:'
 # Not the -Thinking-2507 models: their template opens '<think>' in the generation prompt.
 _QWEN3_ID = re.compile(r'^(Qwen/)?Qwen3-[0-9.]+B(-A[0-9.]+B)?(-(Base|Instruct|FP8|AWQ|GGUF|[0-9]+))*$', re.IGNORECASE)
 _TOKENIZER_FILES = ('tokenizer.json', 'tokenizer_config.json', 'chat_template.jinja', 'special_tokens_map.json')
-SERVER_TOKENIZER = 'server'
 
 # ---- process-wide state ----------------------------------------------------------------------------------------
 # Everything this module shares between calls lives here, like tiktoken's encoding registry: a plain dict guarded by

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..making.tokenization import SERVER_TOKENIZER, TIKTOKEN_PREFIX
+from ..making.tokenization import TIKTOKEN_PREFIX
+from ..vocabulary import SERVED_TOKENIZER_PREFIX
 from .stats import CellSummary
 
 __all__ = [
@@ -55,8 +56,8 @@ def tokenizer_display_name(tokenizer: str | None) -> str | None:
         return None
     if tokenizer.startswith(TIKTOKEN_PREFIX):
         return tokenizer[len(TIKTOKEN_PREFIX) :] or None
-    served = tokenizer.startswith(SERVER_TOKENIZER + ':')
-    name = tokenizer[len(SERVER_TOKENIZER) + 1 :] if served else tokenizer
+    served = tokenizer.startswith(SERVED_TOKENIZER_PREFIX)
+    name = tokenizer[len(SERVED_TOKENIZER_PREFIX) :] if served else tokenizer
     name = name.rstrip('/\\').replace('\\', '/').rsplit('/', 1)[-1]
     name = _VARIANT_SUFFIX.sub('', _FILE_SUFFIX.sub('', _FILE_SUFFIX.sub('', name)))  # '.Q4_1.gguf': two
     if not served:

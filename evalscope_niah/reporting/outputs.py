@@ -16,6 +16,7 @@ from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
+from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .labels import file_name_part
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
@@ -129,7 +130,8 @@ def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
     root = Path(root)
     if not root.is_dir():
         return []
-    return sorted(path for name in results_file_names() for path in root.rglob(name))
+    names = set(results_file_names())  # one walk of the tree, whatever the number of prefixes
+    return sorted(path for path in root.rglob('*.jsonl') if path.name in names)
 
 
 RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
@@ -186,11 +188,11 @@ def write_run_outputs(
 
 # The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
 # results file does not name the served model unless the run counted with tokenizer_path 'server' already).
-_SERVED_TOKENS = 'server:served'
+_SERVED_TOKENS = served_tokenizer_name('served')
 
 
 def _served_unit(tokenizer: str | None) -> str:
-    return tokenizer if tokenizer and tokenizer.startswith(_SERVED_TOKENS.split(':')[0] + ':') else _SERVED_TOKENS
+    return tokenizer if tokenizer and tokenizer.startswith(SERVED_TOKENIZER_PREFIX) else _SERVED_TOKENS
 
 
 def in_served_tokens(

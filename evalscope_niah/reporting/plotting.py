@@ -220,7 +220,8 @@ def _build_heatmap_figure(
     except BaseException:
         fig.clear()
         raise
-    ax.set_xlabel(length_axis_label(subset_tokenizer(cells, subset=subset)))
+    tokenizer = subset_tokenizer(cells, subset=subset)
+    ax.set_xlabel(length_axis_label(tokenizer))
     ax.set_ylabel('Needle depth (%)')
     text = _png_title(
         subset,
@@ -228,7 +229,7 @@ def _build_heatmap_figure(
         title,
         effective_label=effective_label,
         scoring_note=scoring_note,
-        tokenizer=subset_tokenizer(cells, subset=subset),
+        tokenizer=tokenizer,
     )
     # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
     ax.set_title(text, fontsize=11, parse_math=False)

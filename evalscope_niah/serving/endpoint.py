@@ -27,6 +27,7 @@ import httpx
 import numpy as np
 
 from ..errors import NiahConfigError
+from ..vocabulary import served_tokenizer_name
 from .redact import Redactor
 from .server_values import plausible_tokens, shown, trusted_window
 from .token_bytes import boundaries_from_byte_lengths
@@ -251,7 +252,7 @@ class ServerTokenizer:
         self.api_url = api_url
         self.model = model
         self.root = server_root(api_url)
-        self.name = f'server:{model}'
+        self.name = served_tokenizer_name(model)
         self.calls = 0
         self.context_window: int | None = None
         self.timeout = TOKENIZE_TIMEOUT_S if timeout is None else timeout
