@@ -1,7 +1,7 @@
 """EvalScope's hooks for needle in a haystack. Each hook delegates: samples to ``samples``, the window check to
-``model_window``, one sample's review and rule score to ``review`` (and the task types), the judge to ``judging``,
-reply checks to ``replies``, scores read back to ``sample_results``, metrics to ``run_metrics``, files to
-``outputs``."""
+``window_check``, one sample's review and rule score to ``review`` (and the task types), the judge to
+``judge_workflow``, reply checks to ``replies``, scores read back to ``sample_results``, metrics to
+``run_metrics``, files to ``outputs``."""
 
 from __future__ import annotations
 
@@ -40,14 +40,14 @@ from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
 from .judge_check import qualify_judges
-from .judging import judge_workflow
-from .model_window import check_model_window, model_endpoint
+from .judge_workflow import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
-from .resume import refuse_mixed_inputs
+from .resume_cache import refuse_mixed_inputs
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .sample_results import sample_result, score_meta
 from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
+from .window_check import check_model_window, model_endpoint
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
 

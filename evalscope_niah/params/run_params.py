@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from .aliases import ALIASES, AliasParams
+from .grading import ScoringParams
 from .grid import GridParams
 from .limits import LimitsParams
 from .placement import PlacementParams
 from .run_size import check_sample_count
-from .scoring import ScoringParams
 from .sending import SendingParams
 from .subset_params import SubsetParams
 from .subsets import ResolvedSubset, check_subset_list

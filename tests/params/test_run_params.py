@@ -8,11 +8,11 @@ from pydantic import BaseModel, ValidationError
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.params.aliases import AliasParams
+from evalscope_niah.params.grading import ScoringParams
 from evalscope_niah.params.grid import GridParams
 from evalscope_niah.params.limits import LimitsParams
 from evalscope_niah.params.placement import PlacementParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
-from evalscope_niah.params.scoring import ScoringParams
 from evalscope_niah.params.sending import SendingParams
 from evalscope_niah.params.subset_params import SubsetParams
 

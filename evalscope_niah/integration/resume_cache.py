@@ -1,5 +1,5 @@
 """Where a resume's cached predictions are (EvalScope's cache layout), checked against this run's samples before
-any model request (resume_inputs.py)."""
+any model request (resume_match.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from evalscope.api.evaluator import CacheManager
 from evalscope.utils.io_utils import OutputsStructure
 
 from ..making.prompts import PromptSpec
-from ..making.resume_inputs import (
+from ..making.resume_match import (
     cached_input_changes,
     check_cached_inputs,
     haystack_changes,

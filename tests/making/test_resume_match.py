@@ -10,7 +10,7 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.prompts import PromptSpec
-from evalscope_niah.making.resume_inputs import (
+from evalscope_niah.making.resume_match import (
     CachedRow,
     cached_input_changes,
     check_cached_inputs,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..making.tokenization import SERVER_TOKENIZER
-from ..making.window import check_window, served_counter
+from ..making.window_fit import check_window, served_counter
 from ..serving.endpoint import probe_context_window
 
 if TYPE_CHECKING:

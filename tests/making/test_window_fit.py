@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.making.window import check_window, served_lengths_past
+from evalscope_niah.making.window_fit import check_window, served_lengths_past
 from evalscope_niah.metadata import GridCell
 
 LENGTHS = [1000, 2000, 3000, 4000, 5000, 6000, 7000, 8000]
