@@ -18,9 +18,20 @@ def _register() -> None:
         # Our integration code is itself importing evalscope (someone imported one of its modules first): the
         # integration package registers once it is complete. Returning here keeps the import graph free of circles.
         return
-    from .integration import register
+    try:
+        from .integration import register
 
-    register()
+        register()
+    except Exception as error:  # runs inside `import evalscope`: ours failing must not break EvalScope's benchmarks
+        import warnings
+
+        warnings.warn(
+            f'evalscope-niah could not register its benchmarks ({type(error).__name__}: {error}); EvalScope and its '
+            "other benchmarks work as usual. Run 'evalscope-niah doctor' to see why, or set "
+            'EVALSCOPE_NIAH_AUTOLOAD=0 to stop loading it.',
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 class _RegisteringLoader:  # duck-typed: importing importlib.abc would cost ~30 ms at every start-up

@@ -16,7 +16,9 @@ from packaging.specifiers import SpecifierSet
 
 from ..errors import NiahConfigError
 from ..params.corpus_format import DATASET_ID
+from ..tasks import failed_plugins, plugin_tasks
 from ..tasks.compose import parse_params
+from ..tasks.plugins import LOAD_SWITCH
 from .evalscope_surface import missing_hooks, tested_evalscope_range
 from .registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 
@@ -38,7 +40,7 @@ class Check:
 def run_checks(*, dataset_args: Mapping[str, Any], judge: Mapping[str, Any] | None) -> list[Check]:
     checks = [_evalscope_version()]
     register()
-    checks += [_name(PUBLIC_NAME), _name(OVERRIDDEN_NAME)]
+    checks += [_name(PUBLIC_NAME), _name(OVERRIDDEN_NAME), *_plugins()]
     params_check, params = _guarded('parameters', lambda: parse_params(dataset_args.get('extra_params')))
     checks.append(params_check)
     if params is not None:
@@ -81,6 +83,16 @@ def _name(name: str) -> Check:
         'evalscope-niah' if ours else "EvalScope's built-in",
         f'use --datasets {PUBLIC_NAME}' if name != PUBLIC_NAME else 'reinstall evalscope-niah',
     )
+
+
+def _plugins() -> list[Check]:
+    """Tasks from other installed packages: each one loaded, and each one skipped with why (a broken plugin never
+    stops a run of another task, but a run that asks for its task is refused)."""
+    loaded, failed = plugin_tasks(), failed_plugins()
+    checks = [Check('task plugins', True, f'{", ".join(loaded) or "none"} loaded')] if loaded or not failed else []
+    for name, why in failed.items():
+        checks.append(Check(f'task plugin {name}', False, why, f'fix or uninstall the package; or set {LOAD_SWITCH}'))
+    return checks
 
 
 def _tokenizer(params: Any) -> Check:

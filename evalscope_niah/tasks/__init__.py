@@ -8,14 +8,16 @@ from .associative.task import Associative
 from .base import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
+from .plugins import failed_plugins, load_entry_point_tasks, plugin_tasks
 from .reasoning.task import ReasoningChain
-from .registry import get_task, register_task, task_names, unregister_task
+from .registry import get_task, register_task, set_task_loader, task_names, unregister_task
 from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call, or an entry point
-# of another installed package (plugins.py, loaded at the end of this file).
+# of another installed package (plugins.py, loaded at the first lookup, never at import).
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
     register_task(_builtin)
+set_task_loader(load_entry_point_tasks)
 
 __all__ = [
     'ABSENT_CONTROL',
@@ -31,8 +33,11 @@ __all__ = [
     'SampleData',
     'SingleNeedle',
     'Task',
+    'failed_plugins',
     'get_task',
     'judge_reference',
+    'load_entry_point_tasks',
+    'plugin_tasks',
     'register_task',
     'reported_value_declarations',
     'reported_values',
@@ -72,9 +77,3 @@ def reported_value_declarations() -> tuple[ReportedValue, ...]:
         for value in task.reported_values:
             declared.setdefault(value.name, value)
     return tuple(declared.values())
-
-
-# Last: a plugin's module imports this package's names (Task, ReportedValue, ...), all defined by now.
-from .plugins import load_entry_point_tasks  # noqa: E402
-
-load_entry_point_tasks()

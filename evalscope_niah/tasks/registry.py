@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import inspect
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import NiahConfigError
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from .base import ReportedValue, Task
 
-__all__ = ['get_task', 'register_task', 'task_names', 'unregister_task']
+__all__ = ['get_task', 'mark_unavailable', 'register_task', 'set_task_loader', 'task_names', 'unregister_task']
 
 _TASKS: dict[str, Task] = {}
+_UNAVAILABLE: dict[str, str] = {}  # a task name that could not be registered (a broken plugin) -> why
 _LOCK = threading.Lock()
+# Called before every lookup, outside the lock: the plugin loader (tasks/plugins.py), installed by the package's
+# __init__ so that this module imports nothing that imports it back.
+_loader: Callable[[], object] | None = None
 
 # The call a refusal points at: what a correct registration looks like.
 _USAGE = (
@@ -105,14 +110,36 @@ def unregister_task(name: str) -> None:
         _TASKS.pop(name, None)
 
 
+def set_task_loader(loader: Callable[[], object]) -> None:
+    """What brings tasks registered elsewhere (entry points) before a lookup; it must be idempotent and cheap."""
+    global _loader
+    _loader = loader
+
+
+def mark_unavailable(name: str, why: str) -> None:
+    """A task that could not be registered: a run that asks for it is told why, not only that it is unknown."""
+    with _LOCK:
+        _UNAVAILABLE[name] = why
+
+
+def _load() -> None:
+    if _loader is not None:
+        _loader()
+
+
 def task_names() -> tuple[str, ...]:
+    _load()
     with _LOCK:
         return tuple(_TASKS)
 
 
 def get_task(name: str) -> Task:
+    _load()
     with _LOCK:
         task = _TASKS.get(name)
-    if task is None:
-        raise NiahConfigError('task', f'unknown task {name!r}; choose one of {", ".join(task_names())}')
-    return task
+        why = _UNAVAILABLE.get(name)
+    if task is not None:
+        return task
+    if why is not None:
+        raise NiahConfigError('task', f'task {name!r} is not available: {why}')
+    raise NiahConfigError('task', f'unknown task {name!r}; choose one of {", ".join(task_names())}')
