@@ -128,6 +128,11 @@ class Task(ABC):
     # reports (acc, rule_recall, levenshtein): written to the results file, averaged per cell in the cells CSV and
     # declared to the report with their meaning.
     reported_values: ClassVar[tuple[ReportedValue, ...]] = ()
+    # How its answer keys are read, which the conformance suite holds every task to: whether their order matters (an
+    # ordered list: a reversed or shuffled answer is wrong) and whether an answer naming some of them earns a share
+    # (never a pass) or nothing.
+    ordered_answer: ClassVar[bool] = False
+    partial_credit: ClassVar[bool] = False
 
     def asks_user_needles(self, *, keyword: str | None) -> bool:
         """Whether a subset of this task asks about the needles and question the user gives (top level or per subset;

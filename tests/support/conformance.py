@@ -8,7 +8,11 @@ Per sample, from its ``SampleMeta`` and the prompt the model is shown:
 * must fail (score <= UNCERTAIN_SCORE_CAP): the empty answer; another entity (the answer keys of another sample of
   the same task: another draw, chain, pair or code); a negation of the keys; a paste of the prompt; a dump (every
   key of every sample of the task, when there are three or more); a name list (another sample's key, this one's
-  first, a third's).
+  first, a third's);
+* by what the task declares (``Task.ordered_answer``, ``Task.partial_credit``), where a sample has two keys or more:
+  its keys reversed and rotated pass for an unordered answer and fail for an ordered one; part of its keys earns a
+  share that is not a pass with partial credit, and fails without; its first key repeated as often as it has keys
+  scores no more than that key alone.
 
 A sample whose keys every other sample shares (the subset's one fixed needle) takes another sample of the task in
 the other language as its other entity; it has no dump and no name list without enough other entities.
@@ -28,7 +32,7 @@ from evalscope_niah.scoring.bounds import CERTAIN_PASS, UNCERTAIN_SCORE_CAP
 from evalscope_niah.tasks import score_answer
 from tests.support.preview import preview_rows
 
-PASS, FAIL = 'pass', 'fail'
+PASS, FAIL, SHARE, ONE_KEY = 'pass', 'fail', 'a share', 'no more than one key'
 CATEGORIES = {
     'reference': PASS,
     'verbose right': PASS,
@@ -38,6 +42,10 @@ CATEGORIES = {
     'paste': FAIL,
     'dump': FAIL,
     'name list': FAIL,
+    'reversed': 'order',
+    'rotated': 'order',
+    'partial': 'part',
+    'duplicated': 'no more than one key',
 }
 # Every task is planned on this grid: two lengths, three depths, two repeats, both shipped subsets.
 GRID = {'context_lengths': [600, 900], 'document_depth_percents': [0, 50, 100], 'num_repeats': 2}
@@ -59,7 +67,17 @@ class Answer:
 
     @property
     def expected(self) -> str:
-        return CATEGORIES[self.category]
+        """PASS or FAIL, or for the categories the task's declarations decide: SHARE (more than nothing, not a pass)
+        or ONE_KEY (no more than the first key alone)."""
+        from evalscope_niah.tasks import get_task
+
+        declared = CATEGORIES[self.category]
+        task = get_task(self.task)
+        if declared == 'order':
+            return FAIL if task.ordered_answer else PASS
+        if declared == 'part':
+            return SHARE if task.partial_credit else FAIL
+        return ONE_KEY if declared == 'no more than one key' else declared
 
     @property
     def label(self) -> str:
@@ -168,7 +186,21 @@ def answers(task: str, samples: Sequence[Sample]) -> list[Answer]:
             add('dump', separator.join(every_key))
         if len(others) >= 2:
             add('name list', separator.join([*others[0][:1], *meta.answer_keys[:1], *others[1][:1]]))
+        for category, answer in _order_and_parts(meta.answer_keys, separator):
+            add(category, answer)
     return table
+
+
+def _order_and_parts(keys: tuple[str, ...], separator: str) -> list[tuple[str, str]]:
+    """The answers whose expectation the task's declarations decide (two keys or more)."""
+    if len(keys) < 2:
+        return []
+    made = [('reversed', separator.join(reversed(keys)))]
+    if len(keys) >= 3:
+        made.append(('rotated', separator.join([*keys[1:], keys[0]])))
+    made.append(('partial', separator.join(keys[: len(keys) // 2])))
+    made.append(('duplicated', separator.join([keys[0]] * len(keys))))
+    return made
 
 
 def score(answer: Answer) -> RuleScore:
@@ -177,8 +209,14 @@ def score(answer: Answer) -> RuleScore:
 
 
 def meets(answer: Answer, verdict: RuleScore) -> bool:
-    if answer.expected == PASS:
+    expected = answer.expected
+    if expected == PASS:
         return verdict.accuracy >= CERTAIN_PASS and verdict.certain
+    if expected == SHARE:
+        return 0 < verdict.accuracy < CERTAIN_PASS
+    if expected == ONE_KEY:
+        alone = score_answer(answer.sample.meta.answer_keys[0], answer.sample.meta, prompt=answer.sample.prompt)
+        return verdict.accuracy <= alone.accuracy and verdict.accuracy < CERTAIN_PASS
     return verdict.accuracy <= UNCERTAIN_SCORE_CAP
 
 

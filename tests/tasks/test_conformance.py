@@ -121,3 +121,30 @@ def test_declared_values_reach_results_cells_and_report(task: str, fixture_corpu
     for name in declared:
         assert semantics[name]['display_unit'] == '%', (name, semantics[name])
     assert 'accuracy' in semantics  # the shared value is reported beside them
+
+
+# --- the suite sees order and parts -------------------------------------------------------------------------------
+
+
+def test_an_order_blind_rule_on_an_ordered_answer_is_caught(
+    samples: dict[str, list[Sample]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task whose answer is an ordered list but whose rule ignores order (multi_retrieval's rule, declared ordered
+    here): reversed and rotated answers score 1.0, and the suite names them as misses."""
+    from evalscope_niah.tasks import MultiRetrieval
+
+    monkeypatch.setattr(MultiRetrieval, 'ordered_answer', True)
+    table = answers('multi_retrieval', samples['multi_retrieval'])
+    assert {answer.category for answer in table if not meets(answer, score(answer))} == {'reversed', 'rotated'}
+
+
+def test_credit_for_parts_is_held_to_the_declaration(
+    samples: dict[str, list[Sample]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Declared without partial credit, a rule that gives a share for part of the keys is caught; the duplicated
+    answer (one key said three times) never scores more than the key alone, either way."""
+    from evalscope_niah.tasks import MultiRetrieval
+
+    monkeypatch.setattr(MultiRetrieval, 'partial_credit', False)
+    table = answers('multi_retrieval', samples['multi_retrieval'])
+    assert {answer.category for answer in table if not meets(answer, score(answer))} == {'partial'}

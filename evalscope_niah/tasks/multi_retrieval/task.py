@@ -31,6 +31,7 @@ class MultiRetrieval(Task):
     params_model = MultiRetrievalParams
     # The share of the values given that are the key's.
     reported_values = (ReportedValue('precision', 'Precision', measure='precision'),)
+    partial_credit = True  # each value found is a share of the score; their order is free
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         options = context.options(MultiRetrievalParams)
