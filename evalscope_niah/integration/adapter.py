@@ -382,24 +382,18 @@ class NiahAdapter(DefaultDataAdapter):
     # ---- live pages: a sweep you can watch --------------------------------------------------------------------
 
     def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
-        """The run's plan (every sample it will have, cached ones included) and the scores already finished
-        (cached): the live pages are written at once, every planned cell pending or done."""
-        planned = []
-        for sample in samples:
-            meta = SampleMeta.from_dict(sample.metadata)
-            planned.append(PlannedSample(meta.subset, meta.context_length, meta.depth_percent, meta.context_length))
+        """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
+        metas = [SampleMeta.from_dict(sample.metadata) for sample in samples]
+        planned = [PlannedSample(m.subset, m.context_length, m.depth_percent, m.context_length) for m in metas]
         self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name))
-        for sample_score in finished:
-            self._live.add(sample_result(sample_score))
-        self._live.update()
+        self.sample_finished(*finished)
 
-    def sample_finished(self, sample_score: SampleScore | None) -> None:
-        """A sample's review is saved (the run's main thread): the pages follow, when due."""
-        if self._live is None:
-            return
-        if sample_score is not None:
-            self._live.add(sample_result(sample_score))
-        self._live.update()
+    def sample_finished(self, *sample_scores: SampleScore | None) -> None:
+        """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""
+        if self._live is not None:
+            for sample_score in filter(None, sample_scores):
+                self._live.add(sample_result(sample_score))
+            self._live.update()
 
     def finish_live(self, *, complete: bool) -> None:
         if self._live is not None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
-from .heatmap_html import LiveCell, LivePage, RunStatus, write_live_heatmap
+from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens
 from .outputs import OUTPUT_PREFIXES, OutputFiles
 from .records import SampleResult
@@ -294,7 +294,10 @@ class LiveRun:
             return
         self._finished = True
         progress = self.progress('complete' if complete else 'stopped')
-        self._write(progress, page=not complete)
+        try:
+            self._write(progress, page=not complete)
+        except Exception as exc:  # a full disk: the run is over either way, and says so through its own error
+            logger.warning('%s: the live pages could not be marked %s: %s', self._files.prefix, progress.status, exc)
         logger.info('%s', progress.line(name=self._files.prefix))
 
     def _write(self, progress: RunProgress, *, page: bool) -> None:

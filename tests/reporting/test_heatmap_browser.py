@@ -80,7 +80,7 @@ def served(tmp_path: Path) -> Iterator[str]:
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class names it so)
+    def log_message(self, format: str, *args: object) -> None:  # the base class names it so
         pass
 
 
