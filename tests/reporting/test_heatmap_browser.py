@@ -137,3 +137,26 @@ def test_a_live_page_shows_answers_and_turns_pending_cells_into_scores(
     assert page.locator('td[data-c="1-1"]').text_content() == '…'  # never answered: still pending
     page.close()
     assert [error for error in errors if not error.endswith('/favicon.ico')] == []  # a browser asks http for one
+
+
+def test_done_pending_and_untested_cells_look_different(browser: object, tmp_path: Path) -> None:
+    from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
+    from evalscope_niah.reporting.stats import summarize_cells
+
+    cells = {(600, 0.0): LiveCell(1, 1), (600, 100.0): LiveCell(1, 0), (900, 0.0): LiveCell(0, untested=True)}
+    live = LivePage(cells=cells, status='complete', line='run complete', data_src=None)
+    path = tmp_path / 'page.html'
+    write_live_heatmap(summarize_cells([_result(600, 0.0, 'x', 1.0)]), subset='english', path=path, live=live)
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on('pageerror', lambda exc: errors.append(str(exc)))
+    page.goto(path.as_uri())
+    looks = [
+        page.locator(f'td[data-c="{key}"]').evaluate(
+            '(td) => [td.textContent, getComputedStyle(td).backgroundImage, getComputedStyle(td).backgroundColor]'
+        )
+        for key in ('0-0', '1-0', '0-1')  # done, pending, untested (900 at depth 0); 1-1 is off the plan: untested
+    ]
+    page.close()
+    assert [look[0] for look in looks] == ['1.00', '…', '×']
+    assert len({tuple(look[1:]) for look in looks}) == 3 and errors == []
