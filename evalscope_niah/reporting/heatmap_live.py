@@ -226,10 +226,11 @@ def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, 
     return _LIVE_JS % script_json(options)
 
 
-def _live_note(live: LivePage) -> str:
+def _live_note(*, untested: bool) -> str:
+    """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end)."""
     swatches = (
         (_PENDING_BACKGROUND, f'{PENDING_CELL} = pending (planned, not answered yet)'),
-        (_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)'),
+        *([(_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)')] if untested else []),
         (EMPTY_COLOR, f'{EMPTY_CELL} = no scored sample'),
     )
     legend = ' &nbsp; '.join(f'<span class="sw" style="background:{bg}"></span> {_esc(text)}' for bg, text in swatches)
@@ -268,7 +269,7 @@ def _page_parts(
         tds={key: _live_td(cell) for key, cell in live_cells.items()},
         css=_ANSWERS_CSS + _LIVE_CSS,
         script=_ANSWERS_JS + _live_script(live, live_cells),
-        note=_live_note(live),
+        note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values())),
         line=live.line,
     )
     return parts, _live_data(live, live_cells)

@@ -72,6 +72,7 @@ def test_a_live_page_draws_done_pending_and_untested_cells_distinctly(tmp_path: 
     assert '<td data-c="0-0" style="background:' in page and '>1.00</td>' in page
     assert page.count('class="p"') == 1 and page.count('class="nt"') == 1 and '>×</td>' in page
     assert 'class="pt"' in page  # one of its two samples finished: its score so far, marked partial
+    assert '= not tested (left out by the sweep)' in page  # the legend names the states the page shows
     assert (tmp_path / 'data.live.js').read_text('utf-8').startswith('niahLive({"status":"running"')
 
 
@@ -122,6 +123,7 @@ def test_a_stopped_run_redraws_its_page_as_stopped(tmp_path: Path) -> None:
     run.finish(complete=False)
     page = (tmp_path / PAGE).read_text('utf-8')
     assert 'run stopped' in page and page.count('class="p"') == 3
+    assert '= pending' in page and 'not tested' not in page
 
 
 def test_plot_draws_a_running_work_dir_over_an_older_runs_results(tmp_path: Path, capsys) -> None:
