@@ -126,6 +126,7 @@ def test_a_live_page_shows_answers_and_turns_pending_cells_into_scores(
     clock.now += 60
     run.update()
     page.wait_for_function("document.querySelector('td[data-c=\"0-1\"]').textContent === '0.00'")
+    assert panel.is_visible()  # the panel the reader opened stays open across the update
     assert pending.get_attribute('class') in (None, '')
     pending.click()
     page.locator('#ans-0-1').wait_for(state='visible')
