@@ -217,12 +217,18 @@ def _plot(args: argparse.Namespace) -> int:
         if value is not None:
             print(f'evalscope-niah plot: error: {option} only applies with --csv', file=sys.stderr)
             return 2
+    from .reporting.live import find_unfinished_runs
     from .reporting.outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
     from .reporting.results import read_results_to_draw
 
     found = [path for work_dir in args.work_dirs for path in find_results_files(work_dir)]
+    unfinished = [path for work_dir in args.work_dirs for path in find_unfinished_runs(work_dir)]
+    # A run still going (or stopped) draws from its progress file: a results file beside it is an older run's.
+    found = [path for path in found if not any(_same_run(path, progress) for progress in unfinished)]
     missing = [str(work_dir) for work_dir in args.work_dirs if not Path(work_dir).is_dir()]
-    if missing or not found:
+    if unfinished and not missing and _plot_unfinished(unfinished, args) != 0:
+        return 1
+    if missing or not (found or unfinished):
         where = ', '.join(missing) if missing else ', '.join(str(work_dir) for work_dir in args.work_dirs)
         print(
             f'evalscope-niah plot: no {" or ".join(results_file_names())} under {where}; pass the output directory '
@@ -250,6 +256,33 @@ def _plot(args: argparse.Namespace) -> int:
             results_file.parent, results, effective_lengths=effective, show_score=args.show_score, **options
         ):
             print(path)
+    return 0
+
+
+def _same_run(results_file: Path, progress_file: Path) -> bool:
+    from .reporting.outputs import OutputFiles
+
+    return results_file.parent == progress_file.parent and OutputFiles.of_results_file(results_file).progress == (
+        progress_file.name
+    )
+
+
+def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -> int:
+    """What a running (or stopped) run has finished so far, pending cells shown as pending."""
+    from .reporting.live import draw_unfinished
+
+    for progress_file in progress_files:
+        if args.served_tokens:
+            print(
+                f'evalscope-niah plot: {progress_file.parent} is still running: drawn in its own tokens',
+                file=sys.stderr,
+            )
+        try:
+            for path in draw_unfinished(progress_file, show_score=args.show_score):
+                print(path)
+        except (ValueError, OSError) as exc:
+            print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
+            return 1
     return 0
 
 

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 __all__ = [
     'BUILTIN_ADAPTER',
+    'CACHED_SCORES',
     'CACHE_MANAGER',
     'CLI_RUN_CMD',
     'COLLECT_WORK_ITEMS',
@@ -126,8 +127,10 @@ COLLECT_WORK_ITEMS = Hook(
     _EVALUATOR,
     'DefaultEvaluator._collect_work_items',
     'callable',
-    why='orders the requests so a prefix-caching server reuses the most, and publishes review files at once',
-    fallback='request_order grid (EvalScope order), and reviews of a killed run are re-judged on resume',
+    why='orders the requests so a prefix-caching server reuses the most, publishes review files at once, and '
+    "hands the run's plan to the live pages (reporting/live.py)",
+    fallback='request_order grid (EvalScope order), reviews of a killed run are re-judged on resume, and no live '
+    'pages or progress lines',
     called_in=f'{_EVALUATOR}:DefaultEvaluator',
 )
 WORK_ITEMS = Hook(
@@ -142,6 +145,13 @@ WORK_ITEM_SAMPLE = Hook(
     '_WorkItem.sample',
     'instance attribute',
     why="a work item's sample (None for a review of a cached prediction), read to order the requests",
+    fallback='as for DefaultEvaluator._collect_work_items',
+)
+CACHED_SCORES = Hook(
+    _EVALUATOR,
+    '_PoolContext.cached_scores_by_subset',
+    'instance attribute',
+    why='the scores a resumed run loads from its cache: finished cells on the live pages from the start',
     fallback='as for DefaultEvaluator._collect_work_items',
 )
 PREDICT_SAMPLE = Hook(
@@ -165,8 +175,9 @@ PERSIST_RESULT = Hook(
     _EVALUATOR,
     'DefaultEvaluator._persist_result',
     'callable',
-    why='the review row is written here: a full disk stops the run with one line naming the file',
-    fallback='as for DefaultEvaluator._process_work_item',
+    why='the review row is written here, in the main thread: a full disk stops the run with one line naming the '
+    'file, and the live pages follow the finished sample',
+    fallback="as for DefaultEvaluator._process_work_item, and live pages that stay pending until the run's end",
     called_in=f'{_EVALUATOR}:DefaultEvaluator',
 )
 CACHE_MANAGER = Hook(
@@ -244,6 +255,7 @@ HOOKS: tuple[Hook, ...] = (
     COLLECT_WORK_ITEMS,
     WORK_ITEMS,
     WORK_ITEM_SAMPLE,
+    CACHED_SCORES,
     CACHE_MANAGER,
     COMMIT_REVIEW_RERUNS,
     PREDICT_SAMPLE,

@@ -1,6 +1,6 @@
-"""EvalScope's evaluator with three changes: reviews that survive a crash, a prefix-cache-friendly request order
-(planned with the adapter's prefix gate), requests with a deadline that Ctrl-C cuts (interrupt.py), and one run per
-work dir at a time (work_dir_lock)."""
+"""EvalScope's evaluator with these changes: reviews that survive a crash, a prefix-cache-friendly request order
+(planned with the adapter's prefix gate), requests with a deadline that Ctrl-C cuts (interrupt.py), one run per
+work dir at a time (work_dir_lock), and live heatmap pages and progress lines as samples finish (reporting/live.py)."""
 
 from __future__ import annotations
 
@@ -37,10 +37,13 @@ class NiahEvaluator(DefaultEvaluator):
         weakref.finalize(self, self._work_dir_hold.release)
 
     def eval(self):
+        complete = False
         try:
             with stop_on_interrupt():
                 try:
-                    return super().eval()
+                    report = super().eval()
+                    complete = True  # the final pages are written: the live ones' data now says the run is over
+                    return report
                 except KeyboardInterrupt:
                     # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                     exit_interrupted(self.outputs.outputs_dir)
@@ -50,15 +53,17 @@ class NiahEvaluator(DefaultEvaluator):
                         raise
                     raise SystemExit(disk_full_message(full, self.outputs.outputs_dir)) from None
         finally:
+            self.benchmark.finish_live(complete=complete)
             self._work_dir_hold.release()
 
     def _process_work_item(self, item, model_prediction_dir):
         with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)
             return super()._process_work_item(item, model_prediction_dir)
 
-    def _persist_result(self, *args: Any, **kwargs: Any) -> None:
-        with _disk_full_stops_the_run():  # the review row is written here
-            return super()._persist_result(*args, **kwargs)
+    def _persist_result(self, item, task_state, sample_score) -> None:
+        with _disk_full_stops_the_run():  # the review row is written here, in the main thread
+            super()._persist_result(item, task_state, sample_score)
+            self.benchmark.sample_finished(sample_score)
 
     def _predict_sample(self, sample, model_prediction_dir):
         # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
@@ -79,6 +84,12 @@ class NiahEvaluator(DefaultEvaluator):
             predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
         self.benchmark.plan_prefix_turns([item.sample for item in predictions])
         context.work_items[:] = reviews + predictions
+        # The plan is every sample of the run; the cached scores are finished already.
+        self.benchmark.start_live(
+            self.cache_manager.get_report_path(),
+            [sample for dataset in dataset_dict.values() for sample in dataset],
+            [score for scores in context.cached_scores_by_subset.values() for score in scores],
+        )
         return context
 
 

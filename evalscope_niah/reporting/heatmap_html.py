@@ -13,6 +13,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,7 +27,7 @@ from .stats import CellKey, CellSummary
 if TYPE_CHECKING:
     from .records import SampleResult
 
-__all__ = ['plot_heatmap_html']
+__all__ = ['PageParts', 'plot_heatmap_html']
 
 # One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
 _HOVER_LINES = (
@@ -262,6 +263,22 @@ def _answer_panels(
     return ids, panels
 
 
+@dataclass(frozen=True)
+class PageParts:
+    """The pieces a page of a run still going (heatmap_live.py) puts in place of the final page's: the axes (every
+    planned cell, finished or not), the finished cells, each cell's <td>, and extra CSS, notes and script; `line` is
+    the progress line shown above the table."""
+
+    lengths: Sequence[int]
+    depths: Sequence[float]
+    grid: Mapping[tuple[float, int], CellSummary]
+    tds: Mapping[tuple[float, int], str]
+    css: str
+    script: str
+    note: str
+    line: str
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # Document
 # --------------------------------------------------------------------------------------------------------------------
@@ -275,12 +292,13 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
     effective_length: int | None = None,
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
+    live: PageParts | None = None,
 ) -> str:
     """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources.
 
     Long because it is one template: each piece is built above and only put together here.
     """
-    lengths, depths, grid = cell_grid(cells, subset=subset)
+    lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
     column = effective_column(lengths, effective_length, subset=subset)
     labels = length_labels(lengths)
     tokenizer = subset_tokenizer(cells, subset=subset)
@@ -288,7 +306,7 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
     heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
     if column is not None:
         subheading = f'{subheading} · effective context length: {labels[column]}'
-    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit)
+    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit) if live is None else ({}, [])
     n_cols = len(lengths)
     rows = []
     for row, depth in enumerate(depths):
@@ -304,6 +322,8 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
                 effective=col == column,
                 answers_id=panel_ids.get((depth, length)),
             )
+            if live is None
+            else live.tds[(depth, length)]
             for col, length in enumerate(lengths)
         )
         if row == 0:
@@ -325,13 +345,19 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
     )
     # Answers add their CSS, a hint, the panels and their script; without them the page is as it always was.
     css, script = _HTML_CSS, _HTML_JS % (json.dumps(_hover_lines(unit)), _FIELD_SEP)
-    if panels:
+    if live is not None:  # a live page's cells and answers come from the data it re-reads (heatmap_live.py)
+        css += live.css
+        script += live.script
+        note = live.note
+    elif panels:
         css += _ANSWERS_CSS
         script += _ANSWERS_JS
         note += '<p class="note">Click a cell to show its answers below.</p>\n' + '\n'.join(panels) + '\n'
     sub = f'<p class="sub">{_esc(subheading)}</p>\n'
     if scoring_note:
         sub += f'<p class="sub">{_esc(scoring_note)}</p>\n'
+    if live is not None:  # the progress line, kept current by the live page's script
+        sub += f'<p id="live">{_esc(live.line)}</p>\n'
     doc_title = _esc(f'{heading} · {subheading}'.replace('\n', ' '))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
@@ -356,6 +382,7 @@ def plot_heatmap_html(
     effective_length: int | None = None,
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
+    live: PageParts | None = None,
 ) -> Path:
     """Save an interactive HTML heatmap of one subset (atomically); ValueError when the subset has no cells.
 
@@ -364,7 +391,8 @@ def plot_heatmap_html(
     length's column (header and a dashed border) and is stated under the title; `scoring_note` is a line under
     it.  `answers` maps (subset, context_length, depth_percent), as `stats.samples_by_cell` gives it, to the
     samples of that cell: a click on the cell then shows their answers, reasoning, score, judge rating and status
-    (at most 20 per cell; all text HTML-escaped).
+    (at most 20 per cell; all text HTML-escaped).  `live` (heatmap_live.py) draws the page of a run still going:
+    its axes, cells, notes and script in place of the final page's.
     """
     page = _heatmap_html(
         cells,
@@ -373,5 +401,6 @@ def plot_heatmap_html(
         effective_length=effective_length,
         scoring_note=scoring_note,
         answers=answers,
+        live=live,
     )
     return atomic_write_text(path, page)

@@ -31,6 +31,7 @@ __all__ = [
     'OPENCOMPASS_SUMMARY_PREFIX',
     'OUTPUT_FILE_NAMES',
     'OUTPUT_PREFIXES',
+    'PROGRESS_FILE',
     'RESULTS_FILE',
     'SUMMARY_FILE',
     'OutputFiles',
@@ -60,8 +61,11 @@ JUDGE_CHECK_FILE = 'needle_haystack_judge_check.json'
 # f'{prefix}_{subset}.csv' per subset (subset made file-name safe). Runs before per-subset files wrote all subsets
 # into f'{prefix}.csv'; `opencompass.read_summary_csv` reads both.
 OPENCOMPASS_SUMMARY_PREFIX = 'needle_haystack_summary_opencompass'
-# f'{prefix}_{subset}.png' and '.html'; `plot` adds '_served' or the model's name before the subset.
+# f'{prefix}_{subset}.png' and '.html'; `plot` adds '_served' or the model's name before the subset. While a run
+# goes, the '.html' is its live page, and f'{prefix}_{subset}.live.js' the data that page re-reads (live.py).
 HEATMAP_PREFIX = 'needle_haystack_heatmap'
+# A run's plan and its finished samples so far, rewritten as they finish (live.py); `plot` draws a running run from it.
+PROGRESS_FILE = 'needle_haystack_progress.json'
 OUTPUT_FILE_NAMES: tuple[str, ...] = (
     RESULTS_FILE,
     CELLS_FILE,
@@ -69,6 +73,7 @@ OUTPUT_FILE_NAMES: tuple[str, ...] = (
     JUDGE_CHECK_FILE,
     OPENCOMPASS_SUMMARY_PREFIX,
     HEATMAP_PREFIX,
+    PROGRESS_FILE,
 )
 
 
@@ -114,6 +119,10 @@ class OutputFiles:
     @property
     def opencompass_summary_prefix(self) -> str:
         return self._renamed(OPENCOMPASS_SUMMARY_PREFIX)
+
+    @property
+    def progress(self) -> str:
+        return self._renamed(PROGRESS_FILE)
 
     @property
     def heatmap_prefix(self) -> str:

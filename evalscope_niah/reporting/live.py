@@ -1,0 +1,314 @@
+"""A sweep you can watch: while a run goes, each subset's HTML heatmap is rewritten as samples finish (pending cells
+marked, the page re-reads its data file by itself), the console gets progress lines, and a progress file lets
+`evalscope-niah plot` draw a running work dir.
+
+The plan is every sample the run will send, known up front; a finished sample (scored or errored) is matched to its
+cell. Writes are throttled (at most every `WRITE_INTERVAL_S`, and when the last planned sample finishes) so pages do
+not slow a run; every file is written atomically, so a reader never sees half of one.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write_text
+from ..disk_space import disk_full_error
+from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
+from .labels import file_name_part, format_tokens
+from .outputs import OUTPUT_PREFIXES, OutputFiles
+from .records import SampleResult
+from .stats import CellSummary, samples_by_cell, summarize_cells
+
+__all__ = [
+    'WRITE_INTERVAL_S',
+    'LiveRun',
+    'PlannedSample',
+    'RunProgress',
+    'draw_progress',
+    'draw_unfinished',
+    'find_unfinished_runs',
+    'live_data_file',
+    'read_progress',
+]
+
+logger = logging.getLogger(__name__)
+
+# Pages and the progress file are rewritten at most this often (and when the last sample finishes).
+WRITE_INTERVAL_S = 5.0
+# The console gets a progress line at most this often (and at the start and the end).
+LOG_INTERVAL_S = 30.0
+# Version of the progress file's layout: a reader refuses another.
+_PROGRESS_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class PlannedSample:
+    """One sample the run plans to send: its cell (a control has no depth) and its prompt's length in tokens."""
+
+    subset: str
+    context_length: int
+    depth_percent: float | None
+    tokens: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'subset': self.subset,
+            'context_length': self.context_length,
+            'depth_percent': self.depth_percent,
+            'tokens': self.tokens,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlannedSample:
+        depth = data['depth_percent']
+        return cls(
+            subset=str(data['subset']),
+            context_length=int(data['context_length']),
+            depth_percent=None if depth is None else float(depth),
+            tokens=int(data['tokens']),
+        )
+
+
+@dataclass(frozen=True)
+class RunProgress:
+    """A run's plan and what has finished of it: what the live pages, the progress lines and `plot` show."""
+
+    planned: tuple[PlannedSample, ...]
+    results: tuple[SampleResult, ...]
+    status: RunStatus
+
+    def line(self, *, name: str = 'needle_haystack') -> str:
+        """'needle_haystack: 12/40 cells done · 30/100 samples · 1.2M/4M prompt tokens sent · 2 errors'."""
+        cells, cells_done = self.cell_counts()
+        finished = Counter(_cell_of(result) for result in self.results)
+        tokens_planned = sum(sample.tokens for sample in self.planned)
+        tokens_sent = sum(_sample_tokens(self.planned, finished))
+        errors = sum(1 for result in self.results if result.error is not None)
+        parts = [
+            f'{cells_done}/{len(cells)} cells done',
+            f'{len(self.results)}/{len(self.planned)} samples',
+            f'{format_tokens(tokens_sent)}/{format_tokens(tokens_planned)} prompt tokens sent',
+            *([f'{errors} error(s)'] if errors else []),
+        ]
+        state = {'running': 'running', 'complete': 'run complete', 'stopped': 'run stopped'}[self.status]
+        return f'{name} ({state}): ' + ' · '.join(parts)
+
+    def cell_counts(self) -> tuple[Counter, int]:
+        """Samples planned per needle cell (subset, length, depth), and how many cells have all theirs finished."""
+        planned = Counter(_cell_of(sample) for sample in self.planned if sample.depth_percent is not None)
+        finished = Counter(_cell_of(result) for result in self.results if result.depth_percent is not None)
+        return planned, sum(1 for cell, n in planned.items() if finished[cell] >= n)
+
+    def live_cells(self, subset: str) -> dict[tuple[int, float], LiveCell]:
+        """(context_length, depth_percent) -> LiveCell for every planned needle cell of one subset."""
+        planned, _ = self.cell_counts()
+        finished = Counter(_cell_of(result) for result in self.results)
+        return {
+            (length, depth): LiveCell(planned=n, finished=finished[(name, length, depth)])
+            for (name, length, depth), n in planned.items()
+            if name == subset
+        }
+
+    def subsets(self) -> list[str]:
+        return sorted({sample.subset for sample in self.planned if sample.depth_percent is not None})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            'format': _PROGRESS_FORMAT,
+            'status': self.status,
+            'planned': [sample.to_dict() for sample in self.planned],
+            'results': [result.to_dict() for result in self.results],
+        }
+
+
+def _cell_of(item: PlannedSample | SampleResult) -> tuple[str, int, float | None]:
+    return item.subset, item.context_length, item.depth_percent
+
+
+def _sample_tokens(planned: Iterable[PlannedSample], finished: Counter) -> Iterable[int]:
+    """The planned tokens of the finished samples (as many of each cell's samples as have finished)."""
+    left = Counter(finished)
+    for sample in planned:
+        cell = _cell_of(sample)
+        if left[cell] > 0:
+            left[cell] -= 1
+            yield sample.tokens
+
+
+def read_progress(path: str | os.PathLike[str]) -> RunProgress:
+    """A progress file as `LiveRun` writes it; ValueError naming the file when it is not one."""
+    try:
+        data = json.loads(Path(path).read_text('utf-8'))
+        if data.get('format') != _PROGRESS_FORMAT or data.get('status') not in ('running', 'complete', 'stopped'):
+            raise ValueError(f'not a progress file of format {_PROGRESS_FORMAT}')
+        return RunProgress(
+            planned=tuple(PlannedSample.from_dict(item) for item in data['planned']),
+            results=tuple(SampleResult.from_dict(item) for item in data['results']),
+            status=data['status'],
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise ValueError(f'{path}: {exc}') from None
+
+
+def live_data_file(heatmap_html: str) -> str:
+    """The data file a live page re-reads, by the page's file name: 'x_heatmap_en.html' -> 'x_heatmap_en.live.js'."""
+    return heatmap_html.removesuffix('.html') + '.live.js'
+
+
+def draw_progress(
+    report_dir: str | os.PathLike[str],
+    progress: RunProgress,
+    *,
+    prefix: str,
+    live: bool,
+    page: bool = True,
+    title: str | None = None,
+) -> list[Path]:
+    """Each subset's page of a running (or stopped) run in `report_dir`: `live` ones re-read their data file."""
+    results = [result for result in progress.results if not result.control]
+    cells, answers = summarize_cells(results), samples_by_cell(results)
+    line = f'{progress.line(name=prefix.removesuffix("_heatmap"))} · updated {_now()}'
+    paths = []
+    for subset in progress.subsets():
+        name = f'{prefix}_{file_name_part(subset)}.html'
+        state = LivePage(
+            cells=progress.live_cells(subset),
+            status=progress.status,
+            line=line,
+            data_src=live_data_file(name) if live else None,
+        )
+        paths.append(
+            write_live_heatmap(
+                cells, subset=subset, path=Path(report_dir) / name, live=state, answers=answers, title=title, page=page
+            )
+        )
+    return paths
+
+
+def _pending_cells(progress: RunProgress, subset: str) -> list[CellSummary]:
+    """Empty cells (n=0) for the planned cells of `subset` with nothing finished: the PNG draws them grey."""
+    return [
+        CellSummary(subset, length, depth, 0, None, None, None, 0, 0, None, None)
+        for (length, depth), cell in progress.live_cells(subset).items()
+        if cell.state == 'pending'
+    ]
+
+
+def find_unfinished_runs(root: str | os.PathLike[str]) -> list[Path]:
+    """Every progress file (any prefix) under `root` of a run that is still going or stopped, sorted by path;
+    a file that cannot be read counts (`draw_unfinished` then names the problem)."""
+    root = Path(root)
+    if not root.is_dir():
+        return []
+    names = {OutputFiles(prefix).progress for prefix in OUTPUT_PREFIXES}
+    found = []
+    for path in sorted(path for path in root.rglob('*.json') if path.name in names):
+        try:
+            finished = read_progress(path).status == 'complete'
+        except ValueError:
+            finished = False
+        if not finished:
+            found.append(path)
+    return found
+
+
+def draw_unfinished(progress_file: str | os.PathLike[str], *, show_score: bool = False) -> list[Path]:
+    """`evalscope-niah plot` of a run still going: each subset's PNG (pending cells grey, noted in the title) and
+    a page that shows pending cells as such and does not refresh. ValueError when the file is not a progress file."""
+    from .plotting import plot_heatmap_png  # matplotlib only when drawing
+
+    path = Path(progress_file)
+    files = next(OutputFiles(prefix) for prefix in OUTPUT_PREFIXES if OutputFiles(prefix).progress == path.name)
+    progress = read_progress(path)
+    results = [result for result in progress.results if not result.control]
+    cells = summarize_cells(results)
+    planned, done = progress.cell_counts()
+    note = f'run {progress.status}: {done}/{len(planned)} cells done, grey ones pending'
+    written = []
+    for subset in progress.subsets():
+        png = path.parent / f'{files.heatmap_prefix}_{file_name_part(subset)}.png'
+        subset_cells = [cell for cell in cells if cell.subset == subset] + _pending_cells(progress, subset)
+        written.append(
+            plot_heatmap_png(subset_cells, subset=subset, path=png, show_score=show_score, scoring_note=note)
+        )
+    written += draw_progress(path.parent, progress, prefix=files.heatmap_prefix, live=False)
+    return written
+
+
+class LiveRun:
+    """Follows one run: `add` each finished sample (any thread), `update` after each (the run's main thread: writes
+    when due), `finish` once at the end. Files go to `report_dir`, named by `files`."""
+
+    def __init__(
+        self,
+        report_dir: str | os.PathLike[str],
+        planned: Sequence[PlannedSample],
+        *,
+        files: OutputFiles,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._dir = Path(report_dir)
+        self._planned = tuple(planned)
+        self._files = files
+        self._clock = clock
+        self._results: list[SampleResult] = []
+        self._lock = threading.Lock()
+        self._written_at: float | None = None
+        self._logged_at: float | None = None
+        self._finished = False
+
+    def add(self, result: SampleResult) -> None:
+        with self._lock:
+            self._results.append(result)
+
+    def progress(self, status: RunStatus = 'running') -> RunProgress:
+        with self._lock:
+            return RunProgress(planned=self._planned, results=tuple(self._results), status=status)
+
+    def update(self) -> None:
+        """Write pages and the progress file when `WRITE_INTERVAL_S` has passed or every planned sample finished."""
+        now = self._clock()
+        progress = self.progress()
+        all_done = len(progress.results) >= len(self._planned)
+        if self._written_at is None or all_done or now - self._written_at >= WRITE_INTERVAL_S:
+            self._write(progress, page=True)
+            self._written_at = now
+        if self._logged_at is None or now - self._logged_at >= LOG_INTERVAL_S:
+            logger.info('%s', progress.line(name=self._files.prefix))
+            self._logged_at = now
+
+    def finish(self, *, complete: bool) -> None:
+        """The run ended (`complete`) or stopped: the data and progress files say so, and open pages stop
+        re-reading. The pages themselves are left to the final outputs (`write_run_outputs`)."""
+        if self._finished:
+            return
+        self._finished = True
+        progress = self.progress('complete' if complete else 'stopped')
+        try:
+            self._write(progress, page=not complete)
+        except Exception as exc:  # a full disk: the run is over either way, and says so through its own error
+            logger.warning('%s: the live pages could not be marked %s: %s', self._files.prefix, progress.status, exc)
+        logger.info('%s', progress.line(name=self._files.prefix))
+
+    def _write(self, progress: RunProgress, *, page: bool) -> None:
+        try:
+            atomic_write_text(self._dir / self._files.progress, json.dumps(progress.to_dict(), ensure_ascii=False))
+            draw_progress(self._dir, progress, prefix=self._files.heatmap_prefix, live=True, page=page)
+        except Exception as exc:  # a page that cannot be drawn must not stop the run; the final outputs come anyway
+            if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)
+                raise
+            logger.exception('%s: writing the live heatmap pages failed', self._files.prefix)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime('%H:%M:%S UTC')

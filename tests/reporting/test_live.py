@@ -1,0 +1,155 @@
+"""live.py: the progress a run reports (console line, progress file), when it writes its pages, the three states a
+live page draws, and `evalscope-niah plot` on a work dir whose run has not finished."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from evalscope_niah.cli import main
+from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, script_json, write_live_heatmap
+from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
+from evalscope_niah.reporting.outputs import OutputFiles
+from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.results import write_results
+
+FILES = OutputFiles()
+PLAN = tuple(PlannedSample('english', length, depth, length) for length in (1000, 2000) for depth in (0.0, 100.0))
+PAGE = f'{FILES.heatmap_prefix}_english.html'
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _result(length: int, depth: float, *, error: str | None = None) -> SampleResult:
+    return SampleResult(
+        subset='english',
+        context_length=length,
+        depth_percent=depth,
+        accuracy=None if error else 1.0,
+        rule_recall=None if error else 1.0,
+        levenshtein=None,
+        judge_accuracy=None,
+        judge_status='not_called',
+        error=error,
+        answer=None if error else 'the answer',
+    )
+
+
+def test_the_progress_line_counts_cells_samples_tokens_and_errors() -> None:
+    progress = RunProgress(PLAN, (_result(1000, 0.0), _result(2000, 0.0, error='timeout')), 'running')
+    assert progress.line() == (
+        'needle_haystack (running): 2/4 cells done · 2/4 samples · 3k/6k prompt tokens sent · 1 error(s)'
+    )
+    assert RunProgress(PLAN, (), 'stopped').line(name='niah').startswith('niah (run stopped): 0/4 cells done')
+
+
+def test_a_cell_of_several_samples_is_done_when_all_have_finished() -> None:
+    plan = (*PLAN, PLAN[0])  # two samples in the first cell
+    progress = RunProgress(plan, (_result(1000, 0.0),), 'running')
+    assert progress.cell_counts()[1] == 0
+    assert progress.live_cells('english')[(1000, 0.0)] == LiveCell(planned=2, finished=1)
+
+
+def test_a_live_page_draws_done_pending_and_untested_cells_distinctly(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.stats import summarize_cells
+
+    cells = {
+        (1000, 0.0): LiveCell(1, 1),
+        (1000, 100.0): LiveCell(1, 0),
+        (2000, 0.0): LiveCell(0, untested=True),
+        (2000, 100.0): LiveCell(2, 1),
+    }
+    live = LivePage(cells=cells, status='running', line='line', data_src='data.live.js')
+    done = summarize_cells([_result(1000, 0.0), _result(2000, 100.0)])
+    write_live_heatmap(done, subset='english', path=tmp_path / 'page.html', live=live)
+    page = (tmp_path / 'page.html').read_text('utf-8')
+    assert '<td data-c="0-0" style="background:' in page and '>1.00</td>' in page
+    assert page.count('class="p"') == 1 and page.count('class="nt"') == 1 and '>×</td>' in page
+    assert 'class="pt"' in page  # one of its two samples finished: its score so far, marked partial
+    assert '= not tested (left out by the sweep)' in page  # the legend names the states the page shows
+    assert (tmp_path / 'data.live.js').read_text('utf-8').startswith('niahLive({"status":"running"')
+
+
+def test_embedded_json_cannot_close_its_script_or_break_a_line() -> None:
+    hostile = '</script><!--<script>&\u2028\u2029'
+    text = script_json({'a': hostile})
+    assert not any(char in text for char in '<>&\u2028\u2029')
+    assert json.loads(text) == {'a': hostile}
+
+
+def test_pages_are_written_at_most_every_few_seconds_and_when_the_last_sample_finishes(tmp_path: Path) -> None:
+    clock = Clock()
+    run = LiveRun(tmp_path, PLAN, files=FILES, clock=clock)
+    run.update()  # at once: everything pending
+
+    def finished() -> int:
+        return len(read_progress(tmp_path / FILES.progress).results)
+
+    assert finished() == 0 and (tmp_path / PAGE).is_file()
+    run.add(_result(1000, 0.0))
+    clock.now = 1.0
+    run.update()
+    assert finished() == 0  # too soon
+    clock.now = 6.0
+    run.update()
+    assert finished() == 1
+    for length, depth in ((1000, 100.0), (2000, 0.0), (2000, 100.0)):
+        run.add(_result(length, depth))
+    clock.now = 6.5
+    run.update()
+    assert finished() == 4  # the last one: written at once
+
+
+def test_the_end_of_a_run_leaves_the_final_page_and_tells_open_pages(tmp_path: Path) -> None:
+    run = LiveRun(tmp_path, PLAN, files=FILES, clock=Clock())
+    run.update()
+    (tmp_path / PAGE).write_text('the final page', encoding='utf-8')  # as write_run_outputs does before the end
+    run.finish(complete=True)
+    run.finish(complete=False)  # once only
+    assert (tmp_path / PAGE).read_text('utf-8') == 'the final page'
+    assert read_progress(tmp_path / FILES.progress).status == 'complete'
+    assert '"status":"complete"' in (tmp_path / PAGE.replace('.html', '.live.js')).read_text('utf-8')
+
+
+def test_a_stopped_run_redraws_its_page_as_stopped(tmp_path: Path) -> None:
+    run = LiveRun(tmp_path, PLAN, files=FILES, clock=Clock())
+    run.add(_result(1000, 0.0))
+    run.finish(complete=False)
+    page = (tmp_path / PAGE).read_text('utf-8')
+    assert 'run stopped' in page and page.count('class="p"') == 3
+    assert '= pending' in page and 'not tested' not in page
+
+
+def test_plot_draws_a_running_work_dir_over_an_older_runs_results(tmp_path: Path, capsys) -> None:
+    report_dir = tmp_path / 'reports' / 'model'
+    write_results(report_dir / FILES.results, [_result(length, 0.0, error='old run') for length in (1000, 2000)])
+    run = LiveRun(report_dir, PLAN, files=FILES, clock=Clock())
+    run.add(_result(2000, 100.0))
+    run.update()
+    (report_dir / PAGE).unlink()
+    assert find_unfinished_runs(tmp_path) == [report_dir / FILES.progress]
+    assert main(['plot', str(tmp_path)]) == 0
+    drawn = capsys.readouterr().out.split()
+    assert drawn == [str(report_dir / PAGE.replace('.html', '.png')), str(report_dir / PAGE)]
+    page = (report_dir / PAGE).read_text('utf-8')
+    assert page.count('class="p"') == 3 and '"src":null' in page and 'old run' not in page
+
+
+def test_plot_names_a_progress_file_it_cannot_read(tmp_path: Path, capsys) -> None:
+    progress = tmp_path / 'reports' / 'model' / FILES.progress
+    progress.parent.mkdir(parents=True)
+    progress.write_text('{"format": 1, "status": "running", "planned": [', encoding='utf-8')
+    assert main(['plot', str(tmp_path)]) == 1
+    assert f'error: {progress}' in capsys.readouterr().err
+
+
+def test_a_finished_run_is_drawn_from_its_results(tmp_path: Path) -> None:
+    path = tmp_path / FILES.progress
+    path.write_text(json.dumps(RunProgress(PLAN, (), 'complete').to_dict()), encoding='utf-8')
+    assert find_unfinished_runs(tmp_path) == []
