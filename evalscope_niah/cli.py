@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
-from .inert import inert_console, json_text
+from .inert import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
@@ -46,8 +46,8 @@ def _command(argv: list[str]) -> int:
             return _eval(argv)
         args = _parser().parse_args(argv)
         return int(args.handler(args) or 0)
-    except NiahConfigError as exc:
-        print(f'evalscope-niah: error: {exc}', file=sys.stderr)
+    except NiahConfigError as exc:  # shown inert under `eval` and `demo` too: it may quote a needle bank or corpus
+        print(terminal_text(f'evalscope-niah: error: {exc}'), file=sys.stderr)
         return 2
 
 
