@@ -296,3 +296,29 @@ def test_inert_logger_is_the_one_filter(caplog: pytest.LogCaptureFixture) -> Non
     with caplog.at_level(logging.INFO, logger=logger.name):
         logger.info('subset %s', SUBSETS[0])
     _assert_shown_not_obeyed(caplog.text)
+
+
+def test_a_run_whose_model_answers_hostile_text_writes_and_prints_it_inert(
+    fixture_corpus_dir: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """End to end through EvalScope: the answers land in our files and in the logs inert (EvalScope's own console
+    colours and progress bars are escape sequences on purpose, so what is printed is searched for the answer's)."""
+    pytest.importorskip('evalscope')
+    from evalscope import TaskConfig, run_task
+
+    from evalscope_niah.testing.openai_server import OpenAICompatServer
+    from tests.support.tasks import task_settings
+
+    caplog.set_level(logging.DEBUG)
+    extra = {'context_lengths': [600], 'document_depth_percents': [0, 100]}
+    with OpenAICompatServer({'mock-model': lambda messages: ANSWER}, max_seconds=60) as server:
+        run_task(TaskConfig(**task_settings(server, fixture_corpus_dir, tmp_path, model='mock-model', extra=extra)))
+    report = tmp_path / 'reports' / 'mock-model'
+    assert {r.answer for r in read_results(report / RESULTS_FILE)} == {ANSWER.strip()}  # kept, less the ends
+    ours = [p for p in report.iterdir() if p.name.startswith('needle_haystack') and p.suffix != '.png']
+    assert {p.suffix for p in ours} >= {'.jsonl', '.csv', '.json', '.html'}
+    for path in ours:
+        _assert_shown_not_obeyed(path.read_text(encoding='utf-8'), keep='\r' if path.suffix == '.csv' else '')
+    out, err = capfd.readouterr()
+    printed = out + err + caplog.text
+    assert not any(raw in printed for raw in (CLEAR, '\u202e', '\x85', '\x9b', '\u2028'))
