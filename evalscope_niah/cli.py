@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
 from .errors import NiahConfigError
+from .inert import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
 from .vocabulary import EFFECTIVE_LENGTH_MODES
 
@@ -31,13 +32,22 @@ _UNSAFE_NAME_CHARS = re.compile(r'[^A-Za-z0-9._-]+')
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] in (['eval'], ['demo']):
+        # EvalScope's run draws progress bars and colours on purpose: its server text is made inert by the log
+        # filter (inert_logger), the demo's summary by its printer.
+        return _command(argv)
+    with inert_console():  # names, answers and errors from results files and servers: shown, never obeyed
+        return _command(argv)
+
+
+def _command(argv: list[str]) -> int:
     try:
         if argv[:1] == ['eval']:
             return _eval(argv)
         args = _parser().parse_args(argv)
         return int(args.handler(args) or 0)
-    except NiahConfigError as exc:
-        print(f'evalscope-niah: error: {exc}', file=sys.stderr)
+    except NiahConfigError as exc:  # shown inert under `eval` and `demo` too: it may quote a needle bank or corpus
+        print(terminal_text(f'evalscope-niah: error: {exc}'), file=sys.stderr)
         return 2
 
 
@@ -420,7 +430,7 @@ def _preview(args: argparse.Namespace) -> int:
     )
     if args.output is None:
         for sample in samples:
-            sys.stdout.write(json.dumps(sample.to_record(), ensure_ascii=False) + '\n')
+            sys.stdout.write(json_text(sample.to_record(), allow_nan=True) + '\n')
         return 0
     _write_jsonl_atomically(args.output, (sample.to_record() for sample in samples))
     return 0
@@ -466,7 +476,7 @@ def _write_jsonl_atomically(path: Path, records) -> None:
     # Streamed: a preview of long prompts can be far bigger than memory should hold at once.
     with atomic_writer(path) as handle:
         for record in records:
-            handle.write(json.dumps(record, ensure_ascii=False) + '\n')
+            handle.write(json_text(record, allow_nan=True) + '\n')
 
 
 if __name__ == '__main__':

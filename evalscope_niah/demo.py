@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import NiahConfigError
+from .inert import terminal_text
 from .making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from .reporting.labels import format_cell_table
 from .reporting.outputs import HEATMAP_PREFIX, JUDGE_CHECK_FILE, RESULTS_FILE, scoring_notes
@@ -54,7 +55,12 @@ class DemoOptions:
     limit: int | None = None
 
 
-def run_demo(options: DemoOptions, *, say=print) -> Path:
+def _say(text: str) -> None:
+    """The demo's console: model names, judge names and subset names from the run's files, shown never obeyed."""
+    print(terminal_text(text))
+
+
+def run_demo(options: DemoOptions, *, say=_say) -> Path:
     """Run the benchmark, print a per-cell table per subset, return the report directory."""
     if (options.api_url is None) != (options.model is None):
         raise NiahConfigError('--api-url/--model', 'give both to use another endpoint, or neither for the local model')

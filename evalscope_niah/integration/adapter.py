@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import re
 import threading
@@ -24,6 +23,7 @@ from evalscope.api.model import Model
 from evalscope.constants import JudgeStrategy, ScoringPolicy
 
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 from ..making.corpus import resolve_corpus_dir
 from ..making.prompts import PromptSpec
 from ..making.samples import grid, subset_samplers
@@ -52,7 +52,7 @@ from .window_check import check_model_window, model_endpoint
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # Reviews (what EvalScope's dashboard shows) keep the instruction and the question; only the haystack is replaced.
 # The prediction row keeps the whole prompt, once.

@@ -5,7 +5,6 @@ the run is scored by rule and labelled so). Nothing here calls the model under t
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -14,6 +13,7 @@ from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.model import GenerateConfig
 
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 from ..judging.judge_failures import FATAL_FAILURE_KINDS, JudgeCallFailure
 from ..judging.qualification import (
     QualificationResult,
@@ -28,7 +28,7 @@ from .replies import judge_generate
 
 __all__ = ['qualify_judges']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # Calibration calls in flight at once: about one subset's set, so the check takes one judge round trip or two.
 _CONCURRENT_CALLS = 10

@@ -14,7 +14,6 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
-import logging
 import os
 import sys
 import threading
@@ -27,6 +26,7 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
+from ..inert import inert_logger
 from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
@@ -39,7 +39,7 @@ from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 PUBLIC_NAME = 'niah'
 OVERRIDDEN_NAME = 'needle_haystack'

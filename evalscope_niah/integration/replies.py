@@ -6,7 +6,6 @@ scorer as an answer and would score 0, so every reply (model and judge) is looke
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -14,11 +13,12 @@ from typing import Any
 from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
+from ..inert import inert_logger
 from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
 from .interrupt import install_deadline
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # docs/en/guarantees.md. At most this many calls per sample for replies that are empty or cut short of the budget.
 REPLY_ATTEMPTS = 3

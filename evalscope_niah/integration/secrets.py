@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 from evalscope.api.model import ModelOutput
 from pydantic import BaseModel, SecretStr
 
+from ..inert import inert_logger
 from ..serving.redact import NO_SECRETS, Redactor
 
 __all__ = ['configured_secrets', 'redacting', 'run_redactor']
@@ -54,7 +55,10 @@ def _collect(value: Any, found: list[str], *, depth: int) -> None:
 def run_redactor(task_config: Any) -> Redactor:
     """The redactor of a run's configured secrets (none without a TaskConfig); from then on EvalScope's logger prints
     them redacted too (with the secrets of earlier runs in this process), as it logs a retried call's error before
-    the call returns to us."""
+    the call returns to us; and inert (`inert.inert_logger`), secrets or not."""
+    # EvalScope logs what servers sent (a retried call's error body): shown, never obeyed, on its console and in
+    # eval_log.log, from the first run on (its logger does not propagate, so it takes the filter itself).
+    inert_logger(_LOGGERS[0])
     if task_config is None:
         return NO_SECRETS
     secrets = configured_secrets(task_config)

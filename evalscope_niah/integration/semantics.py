@@ -12,16 +12,16 @@ EvalScope gets no declarations (its warnings come back) rather than a failed run
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
+from ..inert import inert_logger
 from ..reporting.run_metrics import OVERALL_AGGREGATION
 from ..tasks import ReportedValue, reported_value_declarations
 from .evalscope_surface import METRIC_ENTRY, METRIC_OVERRIDES, SEMANTICS_CACHE, resolve
 
 __all__ = ['declarations', 'declare_metric_semantics', 'fix_overall_rows']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # name -> (EvalScope baseline id, display name, overrides) of the metrics every run reports. Rates are ratios shown as
 # percents; counts and lengths are plain numbers; diagnostics carry no direction, so no dashboard ranks models by them.

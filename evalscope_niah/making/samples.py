@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 from ..metadata import GridCell, SampleMeta
 from ..params.run_params import NiahParams
 from ..params.run_size import check_corpus_repeats
@@ -34,7 +34,7 @@ from .haystack import (
 from .prompts import PromptSpec
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 __all__ = [
     'GridCell',

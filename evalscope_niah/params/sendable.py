@@ -9,13 +9,13 @@ the model, or the judge, would be shown another prompt than the one the benchmar
 
 from __future__ import annotations
 
-import logging
 import re
 import string
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import NiahConfigError, quoted
+from ..inert import inert_logger
 
 __all__ = [
     'check_no_delimiters',
@@ -25,7 +25,7 @@ __all__ = [
     'warn_judge_instructions',
 ]
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 _SURROGATE = re.compile('[\ud800-\udfff]')
 # A tag as a model reads one: case and inner spaces do not matter ('</ TEXT >' closes <text> too).

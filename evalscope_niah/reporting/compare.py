@@ -8,7 +8,6 @@ through pyplot.
 
 from __future__ import annotations
 
-import io
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -19,9 +18,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..atomic import atomic_write_bytes, atomic_write_text
+from ..inert import terminal_text
 from .labels import length_axis_label, length_labels, subset_tokenizer
 from .outputs import OutputFiles, find_results_files, results_file_names
-from .plotting import add_accuracy_colorbar, draw_heatmap
+from .plotting import add_accuracy_colorbar, draw_heatmap, png_bytes
 from .records import SampleResult
 from .results import csv_text, read_results_to_draw
 from .stats import (
@@ -64,7 +64,6 @@ COMPARE_CSV_COLUMNS: tuple[str, ...] = (
     'shortest_length',
     'longest_length',
 )
-_PNG_DPI = 150
 _NONE_LABEL = 'none'  # effective length below the shortest tested length
 _MISSING_LABEL = 'n/a'  # the model has no results for this subset
 # Per-panel size bounds (inches): big grids stay legible, the whole figure stays within Agg's pixel limits.
@@ -245,6 +244,8 @@ def format_comparison_table(comparison: Comparison) -> str:
             entry = comparison.entry(run.label, subset)
             row.append(_MISSING_LABEL if entry is None else _effective_text(entry.effective, labels))
         rows.append(row)
+    # Aligned as the terminal shows the names (a control character is several characters wide once shown).
+    rows = [[terminal_text(value) for value in row] for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ['  '.join(value.ljust(width) for value, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     return '\n'.join([heading, *lines])
@@ -357,9 +358,7 @@ def plot_comparison_png(comparison: Comparison, *, path: str | os.PathLike[str],
     """Save the subsets x models grid of heatmaps as one PNG with a single shared 0-1 colorbar (atomically)."""
     fig = _build_comparison_figure(comparison, show_score=show_score)
     try:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format='png', dpi=_PNG_DPI)
-        return atomic_write_bytes(path, buffer.getvalue())
+        return atomic_write_bytes(path, png_bytes(fig))
     finally:
         fig.clear()  # not a pyplot figure: clearing frees the artists right away
 

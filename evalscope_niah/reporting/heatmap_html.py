@@ -2,14 +2,12 @@
 tooltip and, when the samples are given, a click that shows the answers of a cell.  Self-contained, offline, a
 few tens of KB without answers; coloured with the same colormap as the PNG.
 
-Model output is untrusted: every text is HTML-escaped here, and the script only shows and hides elements, never
-builds HTML from data.
+Model output is untrusted: every text goes through `inert.html_text`, data in the script through
+`inert.script_json`, and the script only shows and hides elements, never builds HTML from data.
 """
 
 from __future__ import annotations
 
-import html
-import json
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -20,6 +18,7 @@ from typing import TYPE_CHECKING
 from matplotlib.colors import to_hex
 
 from ..atomic import atomic_write_text
+from ..inert import html_text, script_json
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .stats import CellKey, CellSummary
@@ -161,7 +160,7 @@ def _color(value: float) -> str:
 
 
 def _esc(text: str) -> str:
-    return html.escape(text, quote=True).replace('\n', '<br>')
+    return html_text(text).replace('\n', '<br>')
 
 
 def _score(cell: CellSummary | None) -> float | None:
@@ -224,10 +223,10 @@ def _sample_meta(sample: SampleResult) -> str:
 
 def _sample_html(sample: SampleResult) -> str:
     answer = '(no answer recorded)' if sample.answer is None else sample.answer
-    # html.escape (not _esc): inside <pre> newlines stay newlines.
-    text = f'<div class="smp"><p class="meta">{_esc(_sample_meta(sample))}</p><pre>{html.escape(answer)}</pre>'
+    # html_text (not _esc): inside <pre> newlines stay newlines.
+    text = f'<div class="smp"><p class="meta">{_esc(_sample_meta(sample))}</p><pre>{html_text(answer)}</pre>'
     if sample.reasoning:
-        text += f'<details><summary>reasoning</summary><pre>{html.escape(sample.reasoning)}</pre></details>'
+        text += f'<details><summary>reasoning</summary><pre>{html_text(sample.reasoning)}</pre></details>'
     return text + '</div>'
 
 
@@ -344,7 +343,7 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
         else ''
     )
     # Answers add their CSS, a hint, the panels and their script; without them the page is as it always was.
-    css, script = _HTML_CSS, _HTML_JS % (json.dumps(_hover_lines(unit)), _FIELD_SEP)
+    css, script = _HTML_CSS, _HTML_JS % (script_json(_hover_lines(unit)), _FIELD_SEP)
     if live is not None:  # a live page's cells and answers come from the data it re-reads (heatmap_live.py)
         css += live.css
         script += live.script

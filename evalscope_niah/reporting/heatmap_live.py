@@ -8,7 +8,6 @@ so nothing in the data (model answers included) is ever parsed as HTML; the embe
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..atomic import atomic_write_text
+from ..inert import script_json
 from .heatmap_html import (
     _ANSWERS_CSS,
     _ANSWERS_JS,
@@ -36,7 +36,7 @@ from .stats import CellKey, CellSummary
 if TYPE_CHECKING:
     from .records import SampleResult
 
-__all__ = ['LiveCell', 'LivePage', 'RunStatus', 'script_json', 'write_live_heatmap']
+__all__ = ['LiveCell', 'LivePage', 'RunStatus', 'write_live_heatmap']
 
 
 # A cell's state on a live page: scored (all or some of its samples finished), waiting for its samples, or left
@@ -125,21 +125,6 @@ apply(O.data);
 if(O.src&&O.data.status==='running')timer=setInterval(reload,O.every);
 })();
 """
-
-
-def script_json(value: Any) -> str:
-    """JSON that is safe inside a <script> element and in a .js file: no '<', '>' or '&' (no '</script>' or '<!--'
-    can close or change the element) and no U+2028/U+2029 (line ends to older JavaScript)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(',', ':'))
-    for char, escaped in (
-        ('<', '\\u003c'),
-        ('>', '\\u003e'),
-        ('&', '\\u0026'),
-        ('\u2028', '\\u2028'),
-        ('\u2029', '\\u2029'),
-    ):
-        text = text.replace(char, escaped)
-    return text
 
 
 def _cell_key(row: int, col: int) -> str:

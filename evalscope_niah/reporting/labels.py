@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from ..inert import terminal_text
 from ..making.tokenization import TIKTOKEN_PREFIX
 from ..vocabulary import SERVED_TOKENIZER_PREFIX
 from .stats import CellSummary
@@ -149,7 +150,8 @@ def format_cell_table(cells: Iterable[CellSummary], *, subset: str) -> str:
     """Plain-text grid: rows = depth %, columns = context length, values 0.00-1.00, '—' for empty cells."""
     cells = list(cells)
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    corner = f'depth % \\ {length_unit(subset_tokenizer(cells, subset=subset))}'
+    # Names as the terminal shows them, so that the columns line up (a control character is wider once shown).
+    corner = terminal_text(f'depth % \\ {length_unit(subset_tokenizer(cells, subset=subset))}')
     header = [corner, *length_labels(lengths)]
     rows = [header]
     for depth in depths:
@@ -163,4 +165,4 @@ def format_cell_table(cells: Iterable[CellSummary], *, subset: str) -> str:
         '  '.join([row[0].ljust(widths[0]), *(value.rjust(w) for value, w in zip(row[1:], widths[1:], strict=True))])
         for row in rows
     ]
-    return '\n'.join([f'subset: {subset}', *lines])
+    return '\n'.join([f'subset: {terminal_text(subset)}', *lines])

@@ -10,7 +10,6 @@ not slow a run; every file is written atomically, so a reader never sees half of
 from __future__ import annotations
 
 import json
-import logging
 import os
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Any
 
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
+from ..inert import inert_logger, json_text
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens
 from .outputs import OUTPUT_PREFIXES, OutputFiles
@@ -41,7 +41,7 @@ __all__ = [
     'read_progress',
 ]
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # Pages and the progress file are rewritten at most this often (and when the last sample finishes).
 WRITE_INTERVAL_S = 5.0
@@ -302,7 +302,7 @@ class LiveRun:
 
     def _write(self, progress: RunProgress, *, page: bool) -> None:
         try:
-            atomic_write_text(self._dir / self._files.progress, json.dumps(progress.to_dict(), ensure_ascii=False))
+            atomic_write_text(self._dir / self._files.progress, json_text(progress.to_dict()))
             draw_progress(self._dir, progress, prefix=self._files.heatmap_prefix, live=True, page=page)
         except Exception as exc:  # a page that cannot be drawn must not stop the run; the final outputs come anyway
             if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)

@@ -4,8 +4,6 @@ the one table of their names (every reader takes them from here)."""
 from __future__ import annotations
 
 import dataclasses
-import json
-import logging
 import os
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
@@ -14,6 +12,7 @@ from typing import Any
 
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
+from ..inert import inert_logger, json_text
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
 from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
@@ -45,7 +44,7 @@ __all__ = [
     'write_run_outputs',
 ]
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # The files of a run, inside EvalScope's report directory (reports/<model_id>/), read back by `evalscope-niah plot`
 # and `demo`. Renaming one breaks reading the runs already on disk: these names are the format.
@@ -176,7 +175,7 @@ def write_run_outputs(
     write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)), files=files)
     if judge_check:
         atomic_write_text(
-            os.path.join(output_dir, files.judge_check), json.dumps(judge_check, ensure_ascii=False, indent=2) + '\n'
+            os.path.join(output_dir, files.judge_check), json_text(judge_check, allow_nan=True, indent=2) + '\n'
         )
     if not plot:
         return

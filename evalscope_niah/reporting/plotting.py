@@ -9,7 +9,6 @@ most, coloured with the same colormap as the PNG.
 from __future__ import annotations
 
 import io
-import logging
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -22,8 +21,10 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colorbar import Colorbar
 from matplotlib.colors import Normalize
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from ..atomic import atomic_write_bytes
+from ..inert import inert_logger, terminal_text
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
 from .labels import (
@@ -47,9 +48,10 @@ __all__ = [
     'plot_all',
     'plot_heatmap_html',
     'plot_heatmap_png',
+    'png_bytes',
 ]
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 _PNG_DPI = 150
 # Above this many columns the length labels are rotated so they cannot overlap.
@@ -238,6 +240,18 @@ def _build_heatmap_figure(
     return fig
 
 
+def png_bytes(fig: Figure) -> bytes:
+    """The figure as PNG: the one place a figure's text leaves us, so every text is drawn literally (a '$' is not
+    mathtext, which could fail the draw) and its control and bidi characters are shown as escapes (a font has no
+    glyph for them, and matplotlib's warning would print them raw)."""
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        text.set_text(terminal_text(text.get_text()))
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format='png', dpi=_PNG_DPI)
+    return buffer.getvalue()
+
+
 def plot_heatmap_png(
     cells: Sequence[CellSummary],
     *,
@@ -263,9 +277,7 @@ def plot_heatmap_png(
         scoring_note=scoring_note,
     )
     try:
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format='png', dpi=_PNG_DPI)
-        return atomic_write_bytes(path, buffer.getvalue())
+        return atomic_write_bytes(path, png_bytes(fig))
     finally:
         # Not a pyplot figure, so plt.close has nothing to unregister; clearing frees the artists right away.
         fig.clear()

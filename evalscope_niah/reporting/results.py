@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..atomic import atomic_write_text
+from ..inert import csv_cell, csv_cell_read, json_text
 from .records import SampleResult
 from .stats import (
     Agreement,
@@ -79,35 +80,19 @@ TOKENIZER_COLUMN = 'tokenizer'
 # After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
 # of an older version ends with `precision` or with nothing, and reads the same way.
 
-# A spreadsheet runs a cell starting with one of these as a formula (CSV injection); a leading quote makes it
-# text.  A leading quote itself is doubled so that reading back is unambiguous.
-_FORMULA_STARTS = ('=', '+', '-', '@', '\t', '\r', "'")
-
-
 # --------------------------------------------------------------------------------------------------------------------
 # Files
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _spreadsheet_safe(value: int | float | str | None) -> str:
-    # Numbers are written by repr (shortest exact round trip); only text can be a formula.
-    if value is None:
-        return ''
-    if isinstance(value, str):
-        return f"'{value}" if value.startswith(_FORMULA_STARTS) else value
-    return str(value)
-
-
-def spreadsheet_unescape(text: str) -> str:
-    """Undo the quote `csv_text` puts before a formula-like value ("'=x" -> '=x'); other text is unchanged."""
-    if text.startswith("'") and text[1:].startswith(_FORMULA_STARTS):
-        return text[1:]
-    return text
+# Reads back what `csv_text` wrote: the quote before a formula-like value goes ("'=x" -> '=x').
+spreadsheet_unescape = csv_cell_read
 
 
 def csv_text(rows: Iterable[Sequence[int | float | str | None]]) -> str:
-    """CSV text ('\\n' line ends) safe to open in a spreadsheet: None is an empty field, and a text value starting
-    with = + - @ tab, CR or ' gets a leading quote, so it is shown as text, never run as a formula.
+    """CSV text ('\\n' line ends) safe to open in a spreadsheet and to print: each field is `inert.csv_cell` (None
+    empty; text starting with = + - @ tab, CR or ' gets a leading quote, so it is shown as text, never run as a
+    formula; controls shown as escapes).  The one CSV encoder of the package.
     """
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator='\n')
@@ -115,15 +100,15 @@ def csv_text(rows: Iterable[Sequence[int | float | str | None]]) -> str:
     # the rare row holding one is written fully quoted instead.
     quote_all = csv.writer(buffer, lineterminator='\n', quoting=csv.QUOTE_ALL)
     for row in rows:
-        fields = [_spreadsheet_safe(value) for value in row]
+        fields = [csv_cell(value) for value in row]
         (quote_all if any('\r' in field for field in fields) else writer).writerow(fields)
     return buffer.getvalue()
 
 
 def write_results(path: str | os.PathLike[str], results: Iterable[SampleResult]) -> Path:
     """Write results as JSONL, one `SampleResult.to_dict()` per line (atomically)."""
-    # allow_nan=False: NaN is not JSON; validation should already exclude it, this is the last guard.
-    lines = [json.dumps(r.to_dict(), ensure_ascii=False, allow_nan=False) for r in results]
+    # json_text refuses NaN (not JSON): validation should already exclude it, this is the last guard.
+    lines = [json_text(r.to_dict()) for r in results]
     return atomic_write_text(path, ''.join(line + '\n' for line in lines))
 
 
@@ -269,7 +254,7 @@ def write_summary_json(
         'controls': [asdict(c) for c in summarize_controls(result_list)],
         'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
-    return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
+    return atomic_write_text(path, json_text(payload, indent=2) + '\n')
 
 
 def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import threading
 import time
 from collections.abc import Sequence
@@ -27,12 +26,13 @@ import httpx
 import numpy as np
 
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 from ..vocabulary import served_tokenizer_name
 from .redact import Redactor
 from .server_values import plausible_tokens, shown, trusted_window
 from .token_bytes import boundaries_from_byte_lengths
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 Message = dict[str, str]
 

@@ -8,13 +8,13 @@ may be sent: one that cannot be trusted stops the run before any model request.
 
 from __future__ import annotations
 
-import logging
 import threading
 from typing import Any
 
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 # Ten times the largest context window any served model offers today (10M tokens): above it a count is a lie, and
 # kept it would dominate every served/planned ratio and median it enters.

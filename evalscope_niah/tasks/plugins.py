@@ -15,12 +15,12 @@ names loads only those; empty loads none. Loading is idempotent: each entry poin
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
 from importlib.metadata import EntryPoint, entry_points
 
+from ..inert import inert_logger
 from .registry import mark_unavailable, register_task
 
 __all__ = ['ENTRY_POINT_GROUP', 'LOAD_SWITCH', 'failed_plugins', 'load_entry_point_tasks', 'plugin_tasks']
@@ -34,7 +34,7 @@ _REGISTERED: dict[str, str] = {}  # task name -> the entry point that brought it
 _LOCK = threading.RLock()  # re-entrant: a plugin's import may itself look a task up
 _loading = threading.local()
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 
 def _wanted(found: list[EntryPoint]) -> list[EntryPoint]:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 from evalscope_niah.cli import main
-from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, script_json, write_live_heatmap
+from evalscope_niah.inert import script_json
+from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
 from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
 from evalscope_niah.reporting.outputs import OutputFiles
 from evalscope_niah.reporting.records import SampleResult

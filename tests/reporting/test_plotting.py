@@ -313,7 +313,7 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
     rows = parse_table(html).rows
     assert [len(row) for row in rows] == [3, 3, 3]  # every cell has hover data, empty ones included
     # The tooltip script gets one line template per hover field.
-    assert json.dumps(list(_HOVER_LINES)) in html
+    assert json.dumps(list(_HOVER_LINES), separators=(',', ':')) in html
     fields = [[td['data-h'].split('|') for td in row] for row in rows]
     assert all(len(f) == len(_HOVER_LINES) for row in fields for f in row)
 

@@ -7,16 +7,16 @@ hop's target is checked absent from the corpus); ``associative_distractor`` adds
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
+from ...inert import inert_logger
 from ...metadata import GridCell, SampleMeta
 from ...scoring import RULE_PASS_THRESHOLD, PromptText, RuleScore, one_candidate_score
 from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 
 @dataclass(frozen=True)
