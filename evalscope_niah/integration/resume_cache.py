@@ -3,7 +3,7 @@ any model request (resume_match.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalscope.api.evaluator import CacheManager
@@ -18,8 +18,29 @@ from ..making.resume_match import (
     spot_checked_index,
 )
 from ..metadata import SampleMeta
+from ..torn_lines import set_aside_torn_line
 
-__all__ = ['refuse_mixed_inputs']
+__all__ = ['refuse_mixed_inputs', 'set_aside_torn_rows']
+
+
+def _cache(task_config: Any, benchmark: str) -> CacheManager:
+    # Read-only: the layout EvalScope's evaluator will read, without creating its folders.
+    return CacheManager(OutputsStructure(task_config.work_dir, is_make=False), task_config.model_id, benchmark)
+
+
+def set_aside_torn_rows(task_config: Any, benchmark: str, subsets: Iterable[str]) -> list[str]:
+    """With --use-cache: each prediction and review file this run resumes from made whole before EvalScope reads
+    (and appends to) it; a line torn by a kill goes aside into '<file>.torn-<n>' (torn_lines.py), so its one sample
+    is asked for again and every whole line is kept. Returns the files the torn lines went to."""
+    if task_config is None or not task_config.use_cache:
+        return []
+    cache = _cache(task_config, benchmark)
+    paths = [
+        path
+        for subset in subsets
+        for path in (cache.get_prediction_cache_path(subset), cache.get_review_cache_path(subset))
+    ]
+    return [str(aside) for path in paths if (aside := set_aside_torn_line(path)) is not None]
 
 
 def refuse_mixed_inputs(
@@ -29,8 +50,7 @@ def refuse_mixed_inputs(
     when a cached prediction was made from other inputs than the sample EvalScope will pair it with."""
     if task_config is None or not task_config.use_cache:
         return
-    # Read-only: the layout EvalScope's evaluator will read, without creating its folders.
-    cache = CacheManager(OutputsStructure(task_config.work_dir, is_make=False), task_config.model_id, benchmark)
+    cache = _cache(task_config, benchmark)
     changes = []
     for subset, dataset in datasets.items():
         sampler = samplers[subset]
