@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.params.subsets import check_subset_list
 from evalscope_niah.safe_names import MAX_SAFE_NAME_CHARS, is_kept_as_is, safe_name
 
 HOSTILE = [
@@ -78,6 +80,18 @@ def test_two_names_never_share_a_folder_not_even_on_a_case_blind_disk():
 def test_a_plain_id_keeps_its_name():
     for name in ('qwen2.5-7b-instruct', 'gpt-4o-mini', 'm', 'llama3_8b'):
         assert safe_name(name) == name
+
+
+def test_subsets_that_differ_only_in_case_are_refused_before_any_file():
+    # A subset names files ('needle_haystack_<subset>.jsonl'); its characters are already path-safe (SUBSET_NAME_RULE).
+    with pytest.raises(NiahConfigError) as refused:
+        check_subset_list(['english', 'English'])
+    assert (
+        refused.value.param == 'subset_list' and "'english' and 'English' differ only in case" in refused.value.detail
+    )
+    for hostile in ('../x', '.hidden', 'a/b', 'a\\b', '', 'x' * 65):
+        with pytest.raises(NiahConfigError):
+            check_subset_list([hostile])
 
 
 # ---- whole runs ----------------------------------------------------------------------------------------------
