@@ -94,6 +94,21 @@ def test_subsets_that_differ_only_in_case_are_refused_before_any_file():
             check_subset_list([hostile])
 
 
+def test_plot_of_hostile_model_columns_draws_inside_its_output_dir_and_refuses_case_twins(tmp_path, capsys):
+    from evalscope_niah.cli import main
+
+    out = tmp_path / 'deep' / 'out'
+    csv_path = tmp_path / 'summary.csv'
+    csv_path.write_text('dataset,../../escaped,/abs\nLength1000Depth0_origin_en_4k,100.00,50.00\n', encoding='utf-8')
+    assert main(['plot', '--csv', str(csv_path), '--output-dir', str(out)]) == 0
+    drawn = {path.resolve() for path in tmp_path.rglob('*.png')}
+    assert len(drawn) == 2 and all(path.parent == out.resolve() for path in drawn)
+    twins = tmp_path / 'twins.csv'
+    twins.write_text('dataset,Model,model\nLength1000Depth0_origin_en_4k,100.00,50.00\n', encoding='utf-8')
+    assert main(['plot', '--csv', str(twins), '--output-dir', str(tmp_path / 'twins')]) == 1
+    assert 'share the file names' in capsys.readouterr().err and not (tmp_path / 'twins').exists()
+
+
 # ---- whole runs ----------------------------------------------------------------------------------------------
 
 pytest.importorskip('evalscope')
