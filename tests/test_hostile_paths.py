@@ -188,3 +188,23 @@ def test_ids_that_differ_only_in_case_keep_apart_in_one_work_dir(tmp_path, fixtu
     for model_id in ('Model', 'model'):
         report = tmp_path / 'reports' / safe_name(model_id) / 'needle_haystack.json'
         assert json.loads(report.read_text(encoding='utf-8'))['model_name'] == model_id
+
+
+def test_a_cache_under_the_old_folder_name_is_refused_with_the_rename_not_recomputed(tmp_path, fixture_corpus_dir):
+    # Work dirs written before ids became safe folder names hold reports/Model/...: resuming one must not silently
+    # recompute every sample under reports/Model~<hash>/.
+    safe = safe_name('Model')
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'])
+        run_task(TaskConfig(**settings, model_id='Model'))
+        for kind in ('predictions', 'reviews', 'reports'):
+            (tmp_path / kind / safe).rename(tmp_path / kind / 'Model')
+        asked = len(server.requests_for(MODEL))
+        with pytest.raises(NiahConfigError) as refused:
+            run_task(TaskConfig(**settings, model_id='Model', use_cache=str(tmp_path)))
+        assert refused.value.param == 'use_cache' and repr(safe) in refused.value.detail
+        assert str(tmp_path / 'predictions' / 'Model') in refused.value.detail
+        for kind in ('predictions', 'reviews', 'reports'):  # done as the error says, the resume asks for nothing
+            (tmp_path / kind / 'Model').rename(tmp_path / kind / safe)
+        run_task(TaskConfig(**settings, model_id='Model', use_cache=str(tmp_path)))
+        assert len(server.requests_for(MODEL)) == asked

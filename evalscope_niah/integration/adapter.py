@@ -42,7 +42,7 @@ from ..tasks.compose import effective_length_mode, parse_params
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
-from .resume_cache import refuse_mixed_inputs, set_aside_torn_rows
+from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .safe_paths import claim_safe_model_id
 from .sample_results import sample_result, score_meta
@@ -154,6 +154,7 @@ class NiahAdapter(DefaultDataAdapter):
                 sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
             }
         # Before any model or judge request: a resume whose cached predictions were made from other inputs stops.
+        refuse_old_folder_name(self._task_config, self._model_id)
         set_aside_torn_rows(self._task_config, self.name, datasets)  # first: a killed run's torn last lines
         refuse_mixed_inputs(self._task_config, self.name, datasets, self._samplers, self._prompt_spec())
         self._qualify_judges(samplers)
