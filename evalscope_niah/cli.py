@@ -334,7 +334,8 @@ def _plot_csv(args: argparse.Namespace) -> int:
         return 1
     # Read every CSV before writing anything: a bad second file must not leave half the plots behind.
     plans: list[tuple[Path, str, str, list[CellSummary]]] = []  # (output dir, prefix, model, cells)
-    taken: set[Path] = set()  # output dir / prefix: two models must never overwrite each other's files
+    # output dir / prefix, casefolded: two models must never overwrite each other's files (on a case-blind disk too)
+    taken: set[str] = set()
     for csv_path in args.csv:
         try:
             models = read_summary_csv(csv_path, dataset_length=args.dataset_length)
@@ -344,7 +345,7 @@ def _plot_csv(args: argparse.Namespace) -> int:
         output_dir = args.output_dir if args.output_dir is not None else csv_path.parent
         for model, cells in models.items():
             prefix = f'{HEATMAP_PREFIX}_{_UNSAFE_NAME_CHARS.sub("_", model) or "_"}'
-            key = (output_dir / prefix).resolve()
+            key = str((output_dir / prefix).resolve()).casefold()
             if key in taken:
                 print(
                     f'evalscope-niah plot: error: two models named like {model!r} would share the file names '

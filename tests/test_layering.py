@@ -137,7 +137,19 @@ def test_the_checks_above_can_fail(tmp_path: Path) -> None:
 # tasks.compose); making samples (asks the tasks); judging; reporting (reads the tasks' reported values, the judge's
 # prompt) and the test server (plays a model and a judge); the EvalScope integration; the entry points.
 FLOORS: tuple[frozenset[str], ...] = (
-    frozenset({'errors', 'vocabulary', 'metadata', 'atomic', 'disk_space', 'work_dir_lock', 'inert'}),
+    frozenset(
+        {
+            'errors',
+            'vocabulary',
+            'metadata',
+            'atomic',
+            'disk_space',
+            'work_dir_lock',
+            'inert',
+            'safe_names',
+            'torn_lines',
+        }
+    ),
     frozenset({'scoring', 'serving'}),
     frozenset({'params'}),
     frozenset({'tasks'}),

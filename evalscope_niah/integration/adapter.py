@@ -43,8 +43,9 @@ from ..tasks.compose import effective_length_mode, parse_params
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
-from .resume_cache import refuse_mixed_inputs
+from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
+from .safe_paths import claim_safe_model_id
 from .sample_results import sample_result, score_meta
 from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
@@ -71,6 +72,8 @@ class NiahAdapter(DefaultDataAdapter):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        # Made before the evaluator, which builds its folders from the id: the id becomes one safe folder name here.
+        self._model_id = claim_safe_model_id(self._task_config)
         # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
         given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
         self.params = parse_params(self.extra_params, user_given=given)
@@ -153,6 +156,8 @@ class NiahAdapter(DefaultDataAdapter):
                 sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
             }
         # Before any model or judge request: a resume whose cached predictions were made from other inputs stops.
+        refuse_old_folder_name(self._task_config, self._model_id)
+        set_aside_torn_rows(self._task_config, self.name, datasets)  # first: a killed run's torn last lines
         refuse_mixed_inputs(self._task_config, self.name, datasets, self._samplers, self._prompt_spec())
         self._qualify_judges(samplers)
         return DatasetDict(datasets), None
@@ -454,6 +459,8 @@ class NiahAdapter(DefaultDataAdapter):
 
     def _on_generate_report_end(self, report: Any, output_dir: str, **kwargs: Any) -> None:
         fix_overall_rows(report)
+        if self._model_id is not None:  # the folder has the safe name; the report shows the user's id, as data
+            report.model_name = self._model_id
         self._write_outputs(output_dir, plot=True)
 
     def finalize(self, *args: Any, **kwargs: Any) -> None:
@@ -479,6 +486,7 @@ class NiahAdapter(DefaultDataAdapter):
             mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
+            model=self._model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
         )
 

@@ -17,6 +17,7 @@ from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
+from .safe_paths import claim_safe_model_id
 
 __all__ = ['NiahEvaluator']
 
@@ -28,6 +29,9 @@ class NiahEvaluator(DefaultEvaluator):
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # The adapter made the model id a safe folder name already (safe_paths.py); again here, where EvalScope reads
+        # it to build its folders, in case a later EvalScope makes the evaluator first (a no-op otherwise).
+        claim_safe_model_id(kwargs.get('task_config'))
         super().__init__(*args, **kwargs)
         # EvalScope makes the evaluators of a run before it writes its config, cache or results in the work dir (only
         # its log is opened earlier): the earliest point of a run that knows the final directory. Held until this

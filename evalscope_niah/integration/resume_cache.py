@@ -3,12 +3,14 @@ any model request (resume_match.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from evalscope.api.evaluator import CacheManager
 from evalscope.utils.io_utils import OutputsStructure
 
+from ..errors import NiahConfigError, quoted
 from ..making.prompts import PromptSpec
 from ..making.resume_match import (
     cached_input_changes,
@@ -18,8 +20,48 @@ from ..making.resume_match import (
     spot_checked_index,
 )
 from ..metadata import SampleMeta
+from ..torn_lines import set_aside_torn_line
 
-__all__ = ['refuse_mixed_inputs']
+__all__ = ['refuse_mixed_inputs', 'refuse_old_folder_name', 'set_aside_torn_rows']
+
+
+def _cache(task_config: Any, benchmark: str) -> CacheManager:
+    # Read-only: the layout EvalScope's evaluator will read, without creating its folders.
+    return CacheManager(OutputsStructure(task_config.work_dir, is_make=False), task_config.model_id, benchmark)
+
+
+def refuse_old_folder_name(task_config: Any, model_id: str | None) -> None:
+    """With --use-cache: NiahConfigError('use_cache') when the work dir's cache is under the model id as given
+    (written before ids became safe folder names, safe_paths.py) and none is under its folder name: the resume would
+    silently recompute every sample. The error says what to rename."""
+    if task_config is None or not task_config.use_cache or not model_id or model_id == task_config.model_id:
+        return
+    outputs = OutputsStructure(task_config.work_dir, is_make=False)
+    kinds = (outputs.predictions_dir, outputs.reviews_dir, outputs.reports_dir)
+    # Exact names only: a case-blind disk would also find another id's folder, and listdir holds no '..' or 'a/b'.
+    old = [os.path.join(kind, model_id) for kind in kinds if os.path.isdir(kind) and model_id in os.listdir(kind)]
+    if not old or os.path.isdir(os.path.join(outputs.predictions_dir, task_config.model_id)):
+        return
+    raise NiahConfigError(
+        'use_cache',
+        f'the cache of {task_config.work_dir} is in folders named {quoted(model_id)}, from before model ids became '
+        f'safe folder names; rename each to {task_config.model_id!r} to resume it ({", ".join(old)}), or run fresh',
+    )
+
+
+def set_aside_torn_rows(task_config: Any, benchmark: str, subsets: Iterable[str]) -> list[str]:
+    """With --use-cache: each prediction and review file this run resumes from made whole before EvalScope reads
+    (and appends to) it; a line torn by a kill goes aside into '<file>.torn-<n>' (torn_lines.py), so its one sample
+    is asked for again and every whole line is kept. Returns the files the torn lines went to."""
+    if task_config is None or not task_config.use_cache:
+        return []
+    cache = _cache(task_config, benchmark)
+    paths = [
+        path
+        for subset in subsets
+        for path in (cache.get_prediction_cache_path(subset), cache.get_review_cache_path(subset))
+    ]
+    return [str(aside) for path in paths if (aside := set_aside_torn_line(path)) is not None]
 
 
 def refuse_mixed_inputs(
@@ -29,8 +71,7 @@ def refuse_mixed_inputs(
     when a cached prediction was made from other inputs than the sample EvalScope will pair it with."""
     if task_config is None or not task_config.use_cache:
         return
-    # Read-only: the layout EvalScope's evaluator will read, without creating its folders.
-    cache = CacheManager(OutputsStructure(task_config.work_dir, is_make=False), task_config.model_id, benchmark)
+    cache = _cache(task_config, benchmark)
     changes = []
     for subset, dataset in datasets.items():
         sampler = samplers[subset]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ..making.tokenization import SERVER_TOKENIZER
 from ..making.window_fit import check_window, served_counter
 from ..serving.endpoint import probe_context_window
+from .safe_paths import real_model_id
 
 if TYPE_CHECKING:
     from evalscope.config import TaskConfig
@@ -21,7 +22,8 @@ def model_endpoint(config: TaskConfig | None) -> dict[str, str | None]:
     """The model under test's server: what tokenizer_path 'server' counts with and the window is asked of."""
     if config is None or not config.api_url:
         return {}
-    return {'api_url': config.api_url, 'model': config.model_id or config.model, 'api_key': config.api_key}
+    model = real_model_id(config) or config.model_id or config.model  # the user's id, not its folder name
+    return {'api_url': config.api_url, 'model': model, 'api_key': config.api_key}
 
 
 def check_model_window(

@@ -204,15 +204,21 @@ def check_subset_list(names: Any) -> list[str]:
         )
     if not names:
         raise NiahConfigError('subset_list', "must name at least one subset, e.g. ['english']")
-    seen: set[str] = set()
+    seen: dict[str, str] = {}  # casefolded -> as given: a subset names files, one file for both on a case-blind disk
     for name in names:
         if not is_safe_subset_name(name):
             raise NiahConfigError(
                 'subset_list', f'{quoted(name)} is not a valid subset name; allowed: {SUBSET_NAME_RULE}'
             )
-        if name in seen:
+        if name in seen.values():
             raise NiahConfigError('subset_list', f'subset {name!r} is listed twice')
-        seen.add(name)
+        if name.casefold() in seen:
+            raise NiahConfigError(
+                'subset_list',
+                f'subsets {seen[name.casefold()]!r} and {name!r} differ only in case: their files would be one file '
+                'on macOS and Windows; rename one',
+            )
+        seen[name.casefold()] = name
     return list(names)
 
 

@@ -158,11 +158,13 @@ def write_run_outputs(
     show_score: bool = False,
     plot: bool = True,
     judge_check: Mapping[str, Any] | None = None,
+    model: str | None = None,
     files: OutputFiles = OutputFiles(),
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
-    files of two runs of one grid line up; named by ``files`` (the benchmark name run). Drawing may fail without
-    losing the scores: it is logged, not raised."""
+    files of two runs of one grid line up; named by ``files`` (the benchmark name run). ``model`` is the model's
+    name in the OpenCompass CSVs (default: the folder's, which may be its safe form: safe_names.py). Drawing may fail
+    without losing the scores: it is logged, not raised."""
     if not results:
         return
     results = sorted(results, key=_grid_order)
@@ -172,7 +174,8 @@ def write_run_outputs(
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, files.summary)
     write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
-    write_opencompass_summaries(output_dir, cells, model=os.path.basename(os.path.normpath(output_dir)), files=files)
+    model = model or os.path.basename(os.path.normpath(output_dir))
+    write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
         atomic_write_text(
             os.path.join(output_dir, files.judge_check), json_text(judge_check, allow_nan=True, indent=2) + '\n'
