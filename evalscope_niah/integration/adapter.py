@@ -267,7 +267,8 @@ class NiahAdapter(DefaultDataAdapter):
             # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
             # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
             judge.model.generate = redacting(judge.model.generate, self._redactor)
-            judge.generate = redacting(functools.partial(judge_generate, judge), self._redactor)
+            bounded = functools.partial(judge_generate, judge, max_reply_bytes=self.params.max_reply_bytes)
+            judge.generate = redacting(bounded, self._redactor)
         return judges
 
     # ---- scoring ---------------------------------------------------------------------------------------------
