@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .faults import FaultPlan, Lies
+from .huge_reply import send_huge
 from .responders import Reply, message_text
 from .wire import (
     RecordedRequest,
@@ -392,7 +393,7 @@ class _Handler(BaseHTTPRequestHandler):
             return self._send_slowly(completion, plan, fault)
         if fault == 'huge_reply':
             assert plan is not None
-            return self._send_huge(completion, plan)
+            return send_huge(self, completion, plan)
         self._send_json(200, completion)
         return None
 
@@ -422,31 +423,6 @@ class _Handler(BaseHTTPRequestHandler):
             pass
         with contextlib.suppress(OSError):
             self.connection.shutdown(socket.SHUT_RDWR)
-
-    def _send_huge(self, completion: dict, plan: FaultPlan) -> None:
-        """The 'huge_reply' fault: ``plan.huge_bytes`` of body in 1 MiB chunks, never held whole."""
-        head, tail = _huge_frame(completion, plan.huge_shape)
-        piece = b'x' if plan.huge_shape == 'content' else b',' + json.dumps(completion['choices'][0]).encode()
-        size = len(head) + len(tail) + max(0, plan.huge_bytes - len(head) - len(tail)) // len(piece) * len(piece)
-        self.send_response(200)
-        self.send_header('Content-Type', 'application/json')
-        self.send_header(*(('Content-Length', str(size)) if plan.huge_declared else ('Transfer-Encoding', 'chunked')))
-        self.end_headers()
-        self.close_connection = True
-        send = self.wfile.write if plan.huge_declared else self._send_chunk
-        chunk = piece * max(1, (1 << 20) // len(piece))
-        left = size - len(head) - len(tail)
-        try:
-            send(head)
-            while left > 0 and not self.owner._stopping.is_set():
-                send(chunk[:left])
-                left -= min(left, len(chunk))
-            send(tail)
-            if not plan.huge_declared:
-                self.wfile.write(b'0\r\n\r\n')
-            self.wfile.flush()
-        except OSError:  # the client stopped reading: what the fault is for
-            pass
 
     def _send_lies(self, completion: dict, lies: Lies) -> None:
         if isinstance(lies.usage, Mapping) and 'usage' in completion:
@@ -508,17 +484,3 @@ class _Handler(BaseHTTPRequestHandler):
             events.append(chunk([], usage=usage))
         events.append('[DONE]')
         return events
-
-
-def _huge_frame(completion: dict, shape: str) -> tuple[bytes, bytes]:
-    """The reply's JSON before and after the bytes that fill a 'huge_reply': inside the answer's string, or after the
-    first choice in the list of choices."""
-    marker = '\x00huge\x00'  # escaped by json.dumps, so it cannot occur in the reply's own JSON text
-    if shape == 'content':
-        completion['choices'][0]['message']['content'] += marker
-    else:
-        completion['choices'].append(marker)
-    text = json.dumps(completion, ensure_ascii=False)
-    escaped = json.dumps(marker)[1:-1] if shape == 'content' else ', ' + json.dumps(marker)
-    head, _, tail = text.partition(escaped)
-    return head.encode('utf-8'), tail.encode('utf-8')
