@@ -17,16 +17,16 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..serving.deadline import allow_requests, deadline_transport, stop_requests
-from ..serving.reply_bounds import DEFAULT_MAX_REPLY_BYTES
 
 __all__ = ['exit_interrupted', 'install_deadline', 'interrupted_message', 'stop_on_interrupt']
 
 _install_lock = threading.Lock()
 
 
-def install_deadline(model: Any, *, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> bool:
+def install_deadline(model: Any, *, max_reply_bytes: int | None = None) -> bool:
     """Give every request of ``model`` (an EvalScope Model, or its API) a deadline, and each reply a bound (at most
     ``max_reply_bytes`` of body, as many choices as its config's ``n``); True when its client has them.
+    ``max_reply_bytes`` None: the bound the client has, else DEFAULT_MAX_REPLY_BYTES.
 
     Models without an httpx client of their own (a local checkpoint, a mock) are left as they are.
     """

@@ -15,7 +15,7 @@ from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
 from ..errors import exception_chain
-from ..serving.reply_bounds import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, kept_text
+from ..serving.reply_bounds import ReplyTooLarge, kept_text
 from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
 from .interrupt import install_deadline
@@ -212,10 +212,11 @@ def judge_generate(
     messages: list[Any],
     *,
     extra: GenerateConfig | None = None,
-    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    max_reply_bytes: int | None = None,
 ) -> ModelOutput:
     """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict).
-    ``extra``: per-call settings merged over ours (the judge check's first call: fewer, quicker retries)."""
+    ``extra``: per-call settings merged over ours (the judge check's first call: fewer, quicker retries);
+    ``max_reply_bytes``: the run's cap (None: the one the judge's client has, see ``init_llm_judges``)."""
     model = judge.model
     install_deadline(model, max_reply_bytes=max_reply_bytes)  # the run's judges and the judge check's alike
     config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)

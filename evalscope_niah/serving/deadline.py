@@ -125,15 +125,19 @@ def _deadline_of(request: Any) -> float | None:
     return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
 
-def deadline_transport(inner: Any, *, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES, max_choices: int = 1) -> Any:
+def deadline_transport(inner: Any, *, max_reply_bytes: int | None = None, max_choices: int = 1) -> Any:
     """``inner`` (an httpx or httpx2 transport) with a deadline per request (its read timeout bounds the whole
-    request, body included) and a bound on each reply (``max_reply_bytes`` of body, ``max_choices`` in a JSON reply).
-    A transport that has them already keeps its deadline and takes the bounds given."""
+    request, body included) and a bound on each reply (``max_reply_bytes`` of body, default
+    DEFAULT_MAX_REPLY_BYTES; ``max_choices`` in a JSON reply). A transport that has them already keeps its deadline,
+    takes ``max_choices``, and ``max_reply_bytes`` when given (None: the one it has)."""
     if getattr(inner, 'has_deadline', False):
-        inner.max_reply_bytes, inner.max_choices = max_reply_bytes, max_choices
+        inner.max_choices = max_choices
+        if max_reply_bytes is not None:
+            inner.max_reply_bytes = max_reply_bytes
         return inner
     library = sys.modules[type(inner).__module__.partition('.')[0]]
-    return _kinds(library).transport(inner, max_reply_bytes=max_reply_bytes, max_choices=max_choices)
+    cap = DEFAULT_MAX_REPLY_BYTES if max_reply_bytes is None else max_reply_bytes
+    return _kinds(library).transport(inner, max_reply_bytes=cap, max_choices=max_choices)
 
 
 class _Kinds:

@@ -15,14 +15,23 @@ pytest.importorskip('evalscope')
 
 from evalscope import TaskConfig, run_task
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.reporting.outputs import RESULTS_FILE
 from evalscope_niah.reporting.records import SampleResult
 from evalscope_niah.reporting.results import read_results
 from evalscope_niah.serving.reply_bounds import MAX_KEPT_REPLY_CHARS
-from evalscope_niah.testing.openai_server import FaultPlan, Lies, OpenAICompatServer, needle_finder
-from tests.support.tasks import task_settings
+from evalscope_niah.testing.openai_server import (
+    FaultPlan,
+    Lies,
+    OpenAICompatServer,
+    make_judge_responder,
+    needle_finder,
+    overlap_grader,
+)
+from tests.support.reports import overall_scores
+from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings
 
-MODEL = 'huge-replies'
+MODEL, JUDGE = 'huge-replies', 'huge-judge'
 DEPTHS = [0, 100]
 CAP = 1 << 20
 # Two EvalScope attempts, no sleep; the timeout bounds each try (the cap is counted within it).
@@ -30,15 +39,22 @@ GENERATION = {'retries': 1, 'retry_interval': 0, 'timeout': 30}
 
 
 def _run(
-    corpus_dir: Path, work_dir: Path, *, faults: FaultPlan | None = None, lies: Lies | None = None, **extra: Any
+    corpus_dir: Path,
+    work_dir: Path,
+    *,
+    faults: FaultPlan | None = None,
+    lies: Lies | None = None,
+    judged: bool = False,
+    **extra: Any,
 ) -> tuple[Any, list[SampleResult], OpenAICompatServer]:
-    with OpenAICompatServer(
-        {MODEL: needle_finder}, {MODEL: faults} if faults else None, lies=lies or Lies(), max_seconds=120
-    ) as server:
+    responders = {MODEL: needle_finder, JUDGE: make_judge_responder(overlap_grader)}
+    faults_by_model = {MODEL: faults} if faults else None
+    with OpenAICompatServer(responders, faults_by_model, lies=lies or Lies(), max_seconds=120) as server:
         params = {'context_lengths': [600], 'document_depth_percents': DEPTHS, **extra}
+        judge = {'judge': judge_block(server, JUDGE, **GENERATION)} if judged else {}
         settings = task_settings(
             server, corpus_dir, work_dir, model=MODEL, extra=params, subsets=['english'],
-            generation_config=GENERATION, ignore_errors=True,
+            generation_config=GENERATION, ignore_errors=True, **judge,
         )  # fmt: skip
         report = run_task(TaskConfig(**settings))['needle_haystack']
     return report, read_results(work_dir / 'reports' / MODEL / RESULTS_FILE), server
@@ -91,3 +107,22 @@ def test_an_honest_reply_is_untouched(fixture_corpus_dir: Path, tmp_path: Path):
     assert [r.accuracy for r in results] == [1.0] * len(DEPTHS)
     assert sorted(r.answer for r in results) == sorted(request.reply for request in server.requests_for(MODEL))
     assert b'[cut:' not in b''.join(_stored(tmp_path).values())
+
+
+JUDGE_OVER_CAP = Lies(liars=(JUDGE,), reply_tail=b' ' + b'x' * 2 * CAP)
+
+
+def test_an_oversize_judge_reply_is_a_judge_failure_and_the_rule_decides(fixture_corpus_dir: Path, tmp_path: Path):
+    report, results, server = _run(
+        fixture_corpus_dir, tmp_path, lies=JUDGE_OVER_CAP, judged=True, max_reply_bytes=CAP, **UNCHECKED_JUDGE
+    )
+    assert server.requests_for(JUDGE)
+    assert [r.accuracy for r in results] == [1.0] * len(DEPTHS)  # the rule score
+    assert all(r.judge_status == 'failed' for r in results)
+    assert overall_scores(report)['judge_failures'] == len(DEPTHS)
+
+
+def test_the_judge_check_reads_under_the_runs_cap(fixture_corpus_dir: Path, tmp_path: Path):
+    # The check calls the judge before the run does: the run's cap is on the judge's client already.
+    with pytest.raises(NiahConfigError, match=r'OversizeReplyError.*over max_reply_bytes \(1,048,576\)'):
+        _run(fixture_corpus_dir, tmp_path, lies=JUDGE_OVER_CAP, judged=True, max_reply_bytes=CAP)
