@@ -122,3 +122,18 @@ def test_a_bad_max_reply_bytes_is_one_clear_error(value: object) -> None:
     with pytest.raises(ValueError, match=r'max_reply_bytes\n.*(at least 65,536|whole number of bytes)'):
         LimitsParams(max_reply_bytes=value)
     assert LimitsParams().max_reply_bytes == DEFAULT_MAX_REPLY_BYTES
+
+
+def test_a_streamed_reply_is_counted_as_it_arrives() -> None:
+    # SSE events pass through as they come (not held whole); the cap still counts them. 300 bytes: a few events.
+    streamed = {**CHAT, 'stream': True}
+    with OpenAICompatServer({MODEL: needle_finder}, max_seconds=60) as server:
+        for cap, refused in ((CAP, False), (300, True)):
+            transport = deadline_transport(httpx.HTTPTransport(), max_reply_bytes=cap)
+            with httpx.Client(transport=transport, base_url=server.base_url, timeout=30) as client:
+                if refused:
+                    with pytest.raises(ReplyTooLarge, match=r'over max_reply_bytes \(300\)'):
+                        client.post('/chat/completions', json=streamed)
+                else:
+                    body = client.post('/chat/completions', json=streamed).text
+                    assert body.count('data: ') >= 3 and 'fox' in body and body.rstrip().endswith('[DONE]')
