@@ -164,12 +164,13 @@ def _kinds(lib: ModuleType) -> _Kinds:
 
 
 class _Bound:
-    """One reply's bounds: bytes read so far against the cap; a JSON body is held whole to count its choices."""
+    """One reply's bounds: bytes read so far against the cap; a body that is no event stream is held whole to
+    count its choices (whatever its declared type: the SDK parses a chat reply as JSON regardless)."""
 
     def __init__(self, kinds: _Kinds, response: Any, *, max_bytes: int, max_choices: int) -> None:
         self.kinds, self.max_bytes, self.max_choices = kinds, max_bytes, max_choices
         self.read = 0
-        self.json = 'json' in response.headers.get('content-type', '').lower()
+        self.held = 'text/event-stream' not in response.headers.get('content-type', '').lower()
 
     def refusal(self, response: Any) -> Exception | None:
         """Refused from the headers alone: a compressed body, or one declared over the cap."""
@@ -212,14 +213,14 @@ class _Stream:
         self._bound = bound
 
     def __iter__(self) -> Iterator[bytes]:
-        held: list[bytes] = []  # a JSON body: yielded whole once its choices are counted
+        held: list[bytes] = []  # a body that is no event stream: yielded whole once its choices are counted
         try:
             for chunk in self._inner:
                 cut = self.kinds.failure(self._watch)
                 if cut is not None:
                     raise cut
                 self._bound.count(chunk)
-                if not self._bound.json:
+                if not self._bound.held:
                     yield chunk
                 elif chunk:
                     held.append(chunk)
