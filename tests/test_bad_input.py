@@ -463,6 +463,12 @@ CASES = [
         fragments=("corpus file 'Journey_to_the_West.txt' of subset 'chinese'", 'max_corpus_repeats=30'),
     ),
     Case(
+        'reply_cap_too_small',
+        {'max_reply_bytes': 1000},
+        param='max_reply_bytes',
+        fragments=('at least 65,536 bytes', 'got 1,000', 'the default is 16,777,216'),
+    ),
+    Case(
         'large_grid',
         LARGE_GRID,
         param='allow_large_grid',

@@ -40,6 +40,7 @@ from ..serving.routing import routing_headers, routing_key
 from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
+from .interrupt import install_deadline
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
@@ -276,6 +277,8 @@ class NiahAdapter(DefaultDataAdapter):
             # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
             # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
             judge.model.generate = redacting(judge.model.generate, self._redactor)
+            # The run's reply cap on the judge's client now: the judge check calls it before the run does.
+            install_deadline(judge.model, max_reply_bytes=self.params.max_reply_bytes)
             judge.generate = redacting(functools.partial(judge_generate, judge), self._redactor)
         return judges
 

@@ -158,9 +158,10 @@ PREDICT_SAMPLE = Hook(
     _EVALUATOR,
     'DefaultEvaluator._predict_sample',
     'callable',
-    why='the model is built on its first use: the whole-request deadline (interrupt.install_deadline) goes on its '
-    'client here, before the first request',
-    fallback="httpx's per-read timeout only: a server that drips bytes holds a request (and Ctrl-C) for minutes",
+    why='the model is built on its first use: the whole-request deadline and the reply size cap '
+    '(interrupt.install_deadline) go on its client here, before the first request',
+    fallback="httpx's per-read timeout only: a server that drips bytes holds a request (and Ctrl-C) for minutes, "
+    'and a reply of any size is read and parsed whole',
     called_in=f'{_EVALUATOR}:DefaultEvaluator',
 )
 PROCESS_WORK_ITEM = Hook(

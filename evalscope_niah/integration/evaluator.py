@@ -71,7 +71,7 @@ class NiahEvaluator(DefaultEvaluator):
 
     def _predict_sample(self, sample, model_prediction_dir):
         # Here, not in eval(): the model loads on first use. The judges get theirs in replies.judge_generate.
-        install_deadline(self.model)
+        install_deadline(self.model, max_reply_bytes=self.benchmark.params.max_reply_bytes)
         return super()._predict_sample(sample, model_prediction_dir)
 
     def _collect_work_items(self, dataset_dict):

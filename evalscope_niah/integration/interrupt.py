@@ -2,9 +2,9 @@
 
 EvalScope's OpenAI-compatible model keeps one openai client (one httpx client) per model; :func:`install_deadline`
 wraps its transports with ``deadline.deadline_transport``, so the per-call timeout the adapter sets bounds each whole
-request. On Ctrl-C EvalScope's pool waits for its worker threads, and a worker blocked on a dripping server kept the
-process alive for minutes: :func:`stop_on_interrupt` cuts every request in flight first, then lets the
-KeyboardInterrupt unwind the run.
+request, and ``max_reply_bytes`` each reply's size before the SDK parses it. On Ctrl-C EvalScope's pool waits for its
+worker threads, and a worker blocked on a dripping server kept the process alive for minutes:
+:func:`stop_on_interrupt` cuts every request in flight first, then lets the KeyboardInterrupt unwind the run.
 """
 
 from __future__ import annotations
@@ -23,23 +23,28 @@ __all__ = ['exit_interrupted', 'install_deadline', 'interrupted_message', 'stop_
 _install_lock = threading.Lock()
 
 
-def install_deadline(model: Any) -> bool:
-    """Give every request of ``model`` (an EvalScope Model, or its API) a deadline; True when its client has one.
+def install_deadline(model: Any, *, max_reply_bytes: int | None = None) -> bool:
+    """Give every request of ``model`` (an EvalScope Model, or its API) a deadline, and each reply a bound (at most
+    ``max_reply_bytes`` of body, as many choices as its config's ``n``); True when its client has them.
+    ``max_reply_bytes`` None: the bound the client has, else DEFAULT_MAX_REPLY_BYTES.
 
     Models without an httpx client of their own (a local checkpoint, a mock) are left as they are.
     """
+    config = getattr(model, 'config', None)
+    n = getattr(config, 'n', None)
+    bounds = {'max_reply_bytes': max_reply_bytes, 'max_choices': n if isinstance(n, int) and n > 1 else 1}
     api = getattr(model, 'api', model)
     http = getattr(getattr(api, 'client', None), '_client', None)  # the openai SDK's httpx2 (or httpx) client
     transport = getattr(http, '_transport', None)
     if not callable(getattr(transport, 'handle_request', None)):
         return False
     with _install_lock:
-        http._transport = deadline_transport(http._transport)
+        http._transport = deadline_transport(http._transport, **bounds)
         mounts = getattr(http, '_mounts', None)
         if isinstance(mounts, dict):  # proxies (HTTPS_PROXY...) route through their own transports
             for pattern, mounted in mounts.items():
                 if mounted is not None:
-                    mounts[pattern] = deadline_transport(mounted)
+                    mounts[pattern] = deadline_transport(mounted, **bounds)
     return True
 
 

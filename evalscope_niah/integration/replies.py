@@ -13,7 +13,9 @@ from typing import Any
 from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import ValidationError
 
+from ..errors import exception_chain
 from ..inert import inert_logger
+from ..serving.reply_bounds import ReplyTooLarge, kept_text
 from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
 from .interrupt import install_deadline
@@ -39,6 +41,11 @@ class EmptyReplyError(RuntimeError):
 
 class UnreadableReplyError(RuntimeError):
     """EvalScope's own parsing rejected a reply (a usage count that is no int, a model name that is no string): a
+    server fault. The sample errors (counted as such with ignore_errors) instead of being scored."""
+
+
+class OversizeReplyError(RuntimeError):
+    """Every try got a reply over its bound (``max_reply_bytes``, choices, a compressed body), refused unread: a
     server fault. The sample errors (counted as such with ignore_errors) instead of being scored."""
 
 
@@ -123,7 +130,7 @@ def generate_checked(call: Callable[[], ModelOutput], *, what: str, max_tokens: 
         else:
             if discarded:  # kept in the prediction row: the retries stay visible
                 output.metadata = {**(output.metadata or {}), 'niah_discarded_replies': discarded}
-            return output
+            return _kept(output)
         discarded.append(problem)
         logger.warning('needle_haystack: %s reply %d discarded (%s); calling again', what, attempt, problem)
         time.sleep(REPLY_BACKOFF_S * attempt)
@@ -151,6 +158,28 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
             f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
             f'{exc.start}); a server fault'
         ) from None
+    except Exception as exc:  # the SDK and EvalScope retried it already; their error says only 'Connection error.'
+        refused = next((link for link in exception_chain(exc) if isinstance(link, ReplyTooLarge)), None)
+        if refused is None:
+            raise
+        raise OversizeReplyError(f'{what} reply refused on every try: {refused}') from exc
+
+
+def _kept(output: ModelOutput) -> ModelOutput:
+    """``output`` with each choice's text and reasoning cut to MAX_KEPT_REPLY_CHARS, in place: the reply enters the
+    run's records here, so the prediction row, the review row (EvalScope copies the text three times there) and our
+    results hold the cut text. Scoring reads the same text; head and tail are kept, the answer is in one of them."""
+    for choice in output.choices:
+        message = choice.message
+        if isinstance(message.content, str):
+            message.content = kept_text(message.content)
+            continue
+        for part in message.content:
+            if part.type == 'text':
+                part.text = kept_text(part.text)
+            elif part.type == 'reasoning':
+                part.reasoning = kept_text(part.reasoning)
+    return output
 
 
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:
@@ -178,11 +207,18 @@ def model_call_config(
     return GenerateConfig(**overrides) if overrides else None
 
 
-def judge_generate(judge: Any, messages: list[Any], *, extra: GenerateConfig | None = None) -> ModelOutput:
+def judge_generate(
+    judge: Any,
+    messages: list[Any],
+    *,
+    extra: GenerateConfig | None = None,
+    max_reply_bytes: int | None = None,
+) -> ModelOutput:
     """A judge call with the model's reply checks; a judge reply cut by its budget raises (no cut verdict).
-    ``extra``: per-call settings merged over ours (the judge check's first call: fewer, quicker retries)."""
+    ``extra``: per-call settings merged over ours (the judge check's first call: fewer, quicker retries);
+    ``max_reply_bytes``: the run's cap (None: the one the judge's client has, see ``init_llm_judges``)."""
     model = judge.model
-    install_deadline(model)  # the run's judges and the judge check's alike; once per client
+    install_deadline(model, max_reply_bytes=max_reply_bytes)  # the run's judges and the judge check's alike
     config = None if model.config.timeout is not None else GenerateConfig(timeout=JUDGE_TIMEOUT_S)
     if extra is not None:
         config = extra if config is None else config.merge(extra)

@@ -10,6 +10,10 @@ API under another name), other clients ``httpx``: the wrapper is built for the l
 :func:`stop_requests` (the Ctrl-C handler calls it) shuts down every request in flight and refuses new ones with
 :class:`RequestsStopped`, a ``KeyboardInterrupt``: no retry loop catches it, so a worker thread blocked on a server
 returns at once and the process can stop.
+
+The same transport bounds each reply's size before anything parses it (:mod:`.reply_bounds`): at most
+``max_reply_bytes`` of body, no compressed body, no more choices than asked for; a reply over its bound fails as the
+library's ``RemoteProtocolError`` (the SDK retries it as a broken connection).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ import threading
 from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
+
+from .reply_bounds import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, extra_choices
 
 __all__ = ['DeadlineExceeded', 'RequestsStopped', 'allow_requests', 'deadline_transport', 'stop_requests']
 
@@ -119,13 +125,19 @@ def _deadline_of(request: Any) -> float | None:
     return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
 
 
-def deadline_transport(inner: Any) -> Any:
-    """``inner`` (an httpx or httpx2 transport) with a deadline per request: its read timeout bounds the whole
-    request, body included. A transport that has one already is returned as is."""
+def deadline_transport(inner: Any, *, max_reply_bytes: int | None = None, max_choices: int = 1) -> Any:
+    """``inner`` (an httpx or httpx2 transport) with a deadline per request (its read timeout bounds the whole
+    request, body included) and a bound on each reply (``max_reply_bytes`` of body, default
+    DEFAULT_MAX_REPLY_BYTES; ``max_choices`` in a JSON reply). A transport that has them already keeps its deadline,
+    takes ``max_choices``, and ``max_reply_bytes`` when given (None: the one it has)."""
     if getattr(inner, 'has_deadline', False):
+        inner.max_choices = max_choices
+        if max_reply_bytes is not None:
+            inner.max_reply_bytes = max_reply_bytes
         return inner
     library = sys.modules[type(inner).__module__.partition('.')[0]]
-    return _kinds(library).transport(inner)
+    cap = DEFAULT_MAX_REPLY_BYTES if max_reply_bytes is None else max_reply_bytes
+    return _kinds(library).transport(inner, max_reply_bytes=cap, max_choices=max_choices)
 
 
 class _Kinds:
@@ -133,14 +145,15 @@ class _Kinds:
 
     def __init__(self, lib: ModuleType) -> None:
         self.exceeded: type[Exception] = type('DeadlineExceeded', (lib.ReadTimeout, DeadlineExceeded), {})
+        self.too_large: type[Exception] = type('ReplyTooLarge', (lib.RemoteProtocolError, ReplyTooLarge), {})
         self.stream: type = type('DeadlineStream', (_Stream, lib.SyncByteStream), {'kinds': self})
         self.transport: type = type('DeadlineTransport', (_Transport, lib.BaseTransport), {'kinds': self})
 
-    def failure(self, watch: _Watch) -> BaseException | None:
+    def failure(self, watch: _Watch | None) -> BaseException | None:
         """What to raise instead of a read error (a read cut by us), or None when the request is still in time."""
         if _stopped.is_set():
             return RequestsStopped('the run is stopping: request abandoned')
-        if watch.expired:
+        if watch is not None and watch.expired:
             return self.exceeded(f'no complete reply within the {watch.seconds:g} s request timeout')
         return None
 
@@ -150,68 +163,129 @@ def _kinds(lib: ModuleType) -> _Kinds:
     return _Kinds(lib)
 
 
+class _Bound:
+    """One reply's bounds: bytes read so far against the cap; a body that is no event stream is held whole to
+    count its choices (whatever its declared type: the SDK parses a chat reply as JSON regardless)."""
+
+    def __init__(self, kinds: _Kinds, response: Any, *, max_bytes: int, max_choices: int) -> None:
+        self.kinds, self.max_bytes, self.max_choices = kinds, max_bytes, max_choices
+        self.read = 0
+        self.held = 'text/event-stream' not in response.headers.get('content-type', '').lower()
+
+    def refusal(self, response: Any) -> Exception | None:
+        """Refused from the headers alone: a compressed body, or one declared over the cap."""
+        encoding = response.headers.get('content-encoding', '').strip().lower()
+        if encoding not in ('', 'identity'):
+            return self.kinds.too_large(
+                f'the server sent a {encoding!r}-compressed reply though the request asked for none: its size once '
+                'decoded is unknown until it is decoded; refused unread (a server fault)'
+            )
+        declared = response.headers.get('content-length', '')
+        if declared.strip().isdigit() and int(declared) > self.max_bytes:
+            return self._over(f'declares {int(declared):,} bytes')
+        return None
+
+    def count(self, chunk: bytes) -> None:
+        self.read += len(chunk)
+        if self.read > self.max_bytes:
+            raise self._over(f'went past {self.read:,} bytes')
+
+    def check_choices(self, body: bytes) -> None:
+        choices = extra_choices(body, self.max_choices)
+        if choices is not None:
+            raise self.kinds.too_large(
+                f'the reply holds {choices:,} choices, {self.max_choices} asked for; refused before parsing (a '
+                'server fault)'
+            )
+
+    def _over(self, what: str) -> Exception:
+        return self.kinds.too_large(
+            f'the reply {what}, over max_reply_bytes ({self.max_bytes:,}); refused before parsing (a server fault)'
+        )
+
+
 class _Stream:
     kinds: _Kinds
 
-    def __init__(self, inner: Any, watch: _Watch) -> None:
+    def __init__(self, inner: Any, watch: _Watch | None, bound: _Bound) -> None:
         self._inner = inner
         self._watch = watch
+        self._bound = bound
 
     def __iter__(self) -> Iterator[bytes]:
+        held: list[bytes] = []  # a body that is no event stream: yielded whole once its choices are counted
         try:
             for chunk in self._inner:
                 cut = self.kinds.failure(self._watch)
                 if cut is not None:
                     raise cut
-                yield chunk
+                self._bound.count(chunk)
+                if not self._bound.held:
+                    yield chunk
+                elif chunk:
+                    held.append(chunk)
         except Exception as exc:
             cut = self.kinds.failure(self._watch)
             if cut is not None:
                 raise cut from exc
             raise
+        if held:
+            body = b''.join(held)
+            held.clear()
+            self._bound.check_choices(body)
+            yield body
 
     def close(self) -> None:
         try:
             self._inner.close()
         finally:
-            self._watch.finish()
+            if self._watch is not None:
+                self._watch.finish()
 
 
 class _Transport:
     kinds: _Kinds
     has_deadline = True
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, *, max_reply_bytes: int, max_choices: int) -> None:
         self.inner = inner
+        self.max_reply_bytes = max_reply_bytes
+        self.max_choices = max_choices
 
     def handle_request(self, request: Any) -> Any:
         if _stopped.is_set():
             raise RequestsStopped('the run is stopping: request not sent')
+        request.headers['Accept-Encoding'] = 'identity'  # a compressed body's decoded size could be anything
         seconds = _deadline_of(request)
-        if seconds is None:
-            return self.inner.handle_request(request)
-        watch = _Watch(seconds)
-        request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
-        watch.start()
+        watch = None if seconds is None else _Watch(seconds)
+        if watch is not None:
+            request.extensions = {**request.extensions, 'trace': watch.trace(request.extensions.get('trace'))}
+            watch.start()
         try:
             response = self.inner.handle_request(request)
         except Exception as exc:
-            watch.finish()
-            cut = self.kinds.failure(watch)
+            cut = self._finish(watch)
             if cut is not None:
                 raise cut from exc
             raise
         except BaseException:
-            watch.finish()
+            self._finish(watch)
             raise
-        watch.add_stream(response.extensions.get('network_stream'))
-        cut = self.kinds.failure(watch)
+        if watch is not None:
+            watch.add_stream(response.extensions.get('network_stream'))
+        bound = _Bound(self.kinds, response, max_bytes=self.max_reply_bytes, max_choices=self.max_choices)
+        cut = self.kinds.failure(watch) or bound.refusal(response)
         if cut is not None:
             response.close()
-            watch.finish()
+            self._finish(watch)
             raise cut
-        response.stream = self.kinds.stream(response.stream, watch)
+        response.stream = self.kinds.stream(response.stream, watch, bound)
         return response
+
+    def _finish(self, watch: _Watch | None) -> BaseException | None:
+        if watch is not None:
+            watch.finish()
+        return self.kinds.failure(watch)
 
     def close(self) -> None:
         self.inner.close()

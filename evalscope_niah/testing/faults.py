@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ['FAULT_KINDS', 'TOKENIZE_LIES', 'FaultPlan', 'Lies']
+__all__ = ['FAULT_KINDS', 'HUGE_SHAPES', 'TOKENIZE_LIES', 'FaultPlan', 'Lies']
 
 #: Fault names, in the order their rates are stacked when one is drawn.
 FAULT_KINDS: tuple[str, ...] = (
@@ -22,7 +22,11 @@ FAULT_KINDS: tuple[str, ...] = (
     'length',
     'drip',
     'long_body',
+    'huge_reply',
 )
+
+#: What a 'huge_reply' fills its bytes with: one answer that long, or copies of the right choice.
+HUGE_SHAPES: tuple[str, ...] = ('content', 'choices')
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class FaultPlan:
     ``drip_seconds`` by closing the connection (a reply finished late, or never). ``long_body`` declares a
     Content-Length larger than the reply it sends, then holds the connection for ``hang_seconds``. Both keep every
     read of the client short: only a deadline for the whole request gives up on them.
+
+    ``huge_reply`` answers a 200 of ``huge_bytes`` bytes sent in 1 MiB chunks (chunked transfer, no Content-Length,
+    so only counting what arrives bounds it; ``huge_declared`` also declares its length): ``huge_shape`` 'content' is
+    the right answer followed by that many bytes of text in one choice, 'choices' that many bytes of copies of the
+    right choice (10**6 choices are 188 MB). The server never holds the body whole.
 
     ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
     message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
@@ -64,6 +73,10 @@ class FaultPlan:
     drip_interval_s: float = 0.2
     drip_seconds: float = 60.0
     echo_key_status: int | None = None
+    huge_reply: float = 0.0
+    huge_bytes: int = 200_000_000
+    huge_shape: str = 'content'
+    huge_declared: bool = False
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -79,6 +92,8 @@ class FaultPlan:
             raise ValueError('FaultPlan.retry_after_seconds must be >= 0')
         if self.hang_seconds < 0:
             raise ValueError('FaultPlan.hang_seconds must be >= 0')
+        if self.huge_bytes < 0 or self.huge_shape not in HUGE_SHAPES:
+            raise ValueError(f'FaultPlan.huge_bytes must be >= 0 and huge_shape one of {HUGE_SHAPES}')
         if self.drip_interval_s <= 0 or self.drip_seconds < 0:
             raise ValueError('FaultPlan.drip_interval_s must be > 0 and drip_seconds >= 0')
 

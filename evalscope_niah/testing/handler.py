@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .faults import FaultPlan, Lies
+from .huge_reply import send_huge
 from .responders import Reply, message_text
 from .wire import (
     RecordedRequest,
@@ -390,6 +391,9 @@ class _Handler(BaseHTTPRequestHandler):
         if fault in ('drip', 'long_body'):
             assert plan is not None
             return self._send_slowly(completion, plan, fault)
+        if fault == 'huge_reply':
+            assert plan is not None
+            return send_huge(self, completion, plan)
         self._send_json(200, completion)
         return None
 

@@ -36,7 +36,8 @@ from evalscope.api.messages import ChatMessageAssistant, ContentReasoning, Conte
 from evalscope.api.model import ChatCompletionChoice, ModelOutput
 from evalscope.api.tool import ToolCall, ToolFunction
 
-from evalscope_niah.integration.replies import no_final_answer
+from evalscope_niah.integration.replies import generate_checked, no_final_answer
+from evalscope_niah.serving.reply_bounds import MAX_KEPT_REPLY_CHARS, kept_text
 
 MODEL, JUDGE = 'parser-model', 'judge'
 FAST = {'timeout': 5, 'retries': 1, 'retry_interval': 0}
@@ -174,3 +175,16 @@ def test_no_final_answer_reasons():
     assert no_final_answer(_output('Dolores Park.'), 'Dolores Park.') is None  # an answer
     assert no_final_answer(_output([ContentReasoning(reasoning='  '), ContentText(text='')]), '') is None
     assert no_final_answer(None, '') is None
+
+
+def test_a_reply_enters_the_records_cut_head_and_tail() -> None:
+    # Reasoning and text parts alike; the answer after 200k characters of thought is kept (the tail).
+    thought, answer = 'hmm ' * 50_000, 'x' * 150_000 + ' The answer is Dolores Park.'
+    output = generate_checked(
+        lambda: _output([ContentReasoning(reasoning=thought), ContentText(text=answer)]), what='model'
+    )
+    reasoning, text = output.message.content
+    assert reasoning.reasoning == kept_text(thought) and len(reasoning.reasoning) < MAX_KEPT_REPLY_CHARS + 100
+    assert text.text.endswith(' The answer is Dolores Park.') and '…[cut: 150,028 chars, kept 131,072]…' in text.text
+    short = generate_checked(lambda: _output('Dolores Park.'), what='model')
+    assert short.completion == 'Dolores Park.'
