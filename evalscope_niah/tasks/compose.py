@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
+from ..params.peer_names import resolve as resolve_peer_names
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
@@ -96,7 +97,8 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
             f'must be a mapping of parameter names to values, e.g. {{"context_lengths": [1000, 4000]}} '
             f'(got {type(extra_params).__name__} {quoted(extra_params)})',
         )
-    values = dict(extra_params)
+    # Other tools' names in their own meaning (and a mix of tools refused), before any name is checked.
+    values = resolve_peer_names(extra_params)
     known = parameters()
     _check_names(values, known)
     # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).
