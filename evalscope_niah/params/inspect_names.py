@@ -21,6 +21,8 @@ from .run_size import MAX_CONTEXT_LENGTH, MAX_GRID_AXIS
 TOOL = "inspect_evals' niah"
 GRID_NAMES = ('min_context', 'max_context', 'n_contexts', 'n_positions')
 BANK_NAMES = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
+# inspect's defaults of its needle options, the same as the single task's here.
+BANK_DEFAULTS = {'n_needles': 1, 'sample_method': 'fixed', 'fixed_index': 0, 'n_runs': 1}
 # inspect's own task defaults (niah() in niah.py).
 DEFAULTS = {'min_context': 10000, 'max_context': 120000, 'n_contexts': 15, 'n_positions': 15}
 # What inspect counts tokens with when the model is not an OpenAI one (get_model_or_default: gpt-3.5-turbo).
@@ -62,5 +64,5 @@ def depth_percents(count: int) -> list[float]:
 def _count(name: str, value: Any) -> int:
     high = MAX_GRID_AXIS if name in ('n_contexts', 'n_positions') else MAX_CONTEXT_LENGTH
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-        raise NiahConfigError(name, f'must be a whole number from 1 to {high:,} ({TOOL}) (got {value!r})')
+        raise NiahConfigError(name, f'must be a whole number, at least 1 and at most {high:,} ({TOOL}) (got {value!r})')
     return value

@@ -10,7 +10,7 @@ by the names only it uses (``params/kamradt_names.py``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NiahConfigError
@@ -25,6 +25,8 @@ class Dialect:
     # This tool's grid names, and ours (EvalScope's) that they would contradict: refused side by side.
     grid: tuple[str, ...] = ()
     clashes: tuple[str, ...] = ()
+    # Values that say nothing about whose config it is (EvalScope hands every default along).
+    neutral: Mapping[str, Any] = field(default_factory=dict)
 
 
 def _unchanged(values: dict[str, Any]) -> dict[str, Any]:
@@ -50,6 +52,7 @@ DIALECTS = (
         inspect_names.expand,
         grid=inspect_names.GRID_NAMES,
         clashes=OUR_GRID_NAMES,
+        neutral=inspect_names.BANK_DEFAULTS,
     ),
     Dialect(kamradt_names.TOOL, kamradt_names.OWNS, kamradt_names.expand),
     # CDME's one-to-one names are resolved by params/aliases.py; listed here so a mix with another tool is refused.
@@ -60,7 +63,7 @@ DIALECTS = (
 def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
     """``values`` with one tool's names expanded in that tool's meaning; a mix of tools refused."""
     values = dict(values)
-    used = [(d, [n for n in d.owns if values.get(n) is not None]) for d in DIALECTS]
+    used = [(d, [n for n in d.owns if values.get(n) not in (None, d.neutral.get(n))]) for d in DIALECTS]
     used = [(dialect, names) for dialect, names in used if names]
     if len(used) > 1:
         (first, first_names), (second, second_names) = used[:2]

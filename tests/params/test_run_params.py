@@ -54,7 +54,7 @@ def test_each_default_is_the_groups_own() -> None:
         (PlacementParams, {'start_buffer': -1}, 'must be 0 or more'),
         (ScoringParams, {'effective_length_threshold': 0}, 'must be in (0, 1]'),
         (SendingParams, {'routing_key_header': ''}, 'routing_key_header'),
-        (AliasParams, {'min_context': 2000, 'context_lengths_min': 1000}, 'another name for context_lengths_min'),
+        (AliasParams, {'min_context': 2000, 'context_lengths_min': 1000}, "mixes inspect_evals' niah names"),
         (LimitsParams, {'max_corpus_repeats': 0}, 'must be at least 1'),
     ],
 )
