@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..errors import NiahConfigError
 
 TOOL = "Kamradt's LLMNeedleHaystackTester"
@@ -96,3 +98,42 @@ def _needles(values: dict[str, Any], out: dict[str, Any]) -> dict[str, Any]:
     elif values.get('needles') is not None:
         raise NiahConfigError('needles', f'{TOOL} reads needles only with multi_needle: true (else needle)')
     return out
+
+
+def _said(name: str) -> str:
+    if name in IGNORED:
+        return f"{TOOL}'s {name}: accepted and ignored ({IGNORED[name]})."
+    return f"{TOOL}'s {name}: refused; {REFUSED[name]}."
+
+
+class KamradtParams(BaseModel):
+    """Kamradt's tester's own argument names (part of ``NiahParams``, flat ``extra_params`` names), declared so
+    EvalScope passes them along; ``expand`` reads them before any field is checked, so they hold nothing after."""
+
+    model_config = ConfigDict(extra='forbid', frozen=True)
+
+    final_context_length_buffer: int | None = Field(
+        None,
+        description=f'{TOOL}: tokens taken off each context length (his default 200, which applies whenever the '
+        'config is his); here the whole prompt is this much shorter than the length (length_buffer).',
+    )
+    multi_needle: bool | None = Field(
+        None,
+        description=f"{TOOL}: true inserts needles (run.py's three pizza needles when none are given), the first at "
+        'the depth and the rest spread to the end; false (default) inserts needle only.',
+    )
+    print_ongoing_status: bool | None = Field(None, description=_said('print_ongoing_status'))
+    save_results: bool | None = Field(None, description=_said('save_results'))
+    save_contexts: bool | None = Field(None, description=_said('save_contexts'))
+    results_version: int | None = Field(None, description=_said('results_version'))
+    seconds_to_sleep_between_completions: float | None = Field(
+        None, description=_said('seconds_to_sleep_between_completions')
+    )
+    model_to_test: str | None = Field(None, description=_said('model_to_test'))
+    provider: str | None = Field(None, description=_said('provider'))
+    model_name: str | None = Field(None, description=_said('model_name'))
+    evaluator: str | None = Field(None, description=_said('evaluator'))
+    evaluator_model_name: str | None = Field(None, description=_said('evaluator_model_name'))
+    eval_set: str | None = Field(None, description=_said('eval_set'))
+    num_concurrent_requests: int | None = Field(None, description=_said('num_concurrent_requests'))
+    haystack_dir: str | None = Field(None, description=_said('haystack_dir'))
