@@ -10,6 +10,7 @@ from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.params.aliases import AliasParams
 from evalscope_niah.params.grading import ScoringParams
 from evalscope_niah.params.grid import GridParams
+from evalscope_niah.params.kamradt_names import KamradtParams
 from evalscope_niah.params.limits import LimitsParams
 from evalscope_niah.params.placement import PlacementParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
@@ -23,6 +24,7 @@ GROUPS: tuple[type[BaseModel], ...] = (
     ScoringParams,
     SendingParams,
     AliasParams,
+    KamradtParams,
     LimitsParams,
 )
 
