@@ -16,7 +16,8 @@ Limits (each refused with one NiahConfigError naming the parameter):
   each grid axis (lengths, depths, num_repeats, n_needles, n_runs) at most 10,000 values.
 - values that would be ignored are refused: ``needles`` / ``retrieval_question`` (top level or per subset) with a
   needle bank or with a task that brings its own needles; a task's own parameter (``num_needles``, ``diff``, ...)
-  while no subset runs that task; an alias and its canonical name with different values;
+  while no subset runs that task; an alias and its canonical name with different values; two tools' names in one
+  config (``params/peer_names.py``);
   benchmark parameters placed in ``dataset_args`` beside ``extra_params`` instead of under it.
 """
 
