@@ -73,7 +73,37 @@ def _bank_needle(messages: list[dict], entries: list) -> int:
     return found[0]
 
 
+def _page_configs(section: str) -> list[dict]:
+    """The ``extra_params`` blocks of a section of docs/en/coming-from.md, as the page writes them."""
+    page = Path(__file__).resolve().parents[2].joinpath('docs', 'en', 'coming-from.md').read_text(encoding='utf-8')
+    text = page.split(f'## {section}', 1)[1].split('\n## ', 1)[0]
+    found = []
+    for block in text.split('```python\n')[1:]:
+        namespace: dict = {}
+        exec(block.split('```', 1)[0], namespace)  # the page's own text, nothing else
+        found.append(namespace['extra_params'])
+    return found
+
+
+def test_the_page_shows_the_configs_checked_here() -> None:
+    assert _page_configs('inspect_evals `niah`') == [INSPECT_ONE, INSPECT_BANK]
+    assert _page_configs("Kamradt's `LLMNeedleHaystackTester`") == [KAMRADT_README]
+
+
 # ---- inspect_evals ------------------------------------------------------------------------------------------------
+
+INSPECT_ONE = {'min_context': 1000, 'max_context': 2000, 'n_contexts': 1, 'n_positions': 1}
+INSPECT_BANK = {
+    'min_context': 1000,
+    'max_context': 2000,
+    'n_contexts': 2,
+    'n_positions': 2,
+    'n_needles': 3,
+    'sample_method': 'sequential',
+    'fixed_index': 2,
+    'n_runs': 2,
+}
+KAMRADT_README = {'document_depth_percents': [50], 'context_lengths': [2000], 'final_context_length_buffer': 200}
 
 
 def inspect_lengths(min_context: int, max_context: int, n_contexts: int) -> list[int]:
@@ -95,8 +125,7 @@ def inspect_needle_order(n_needles: int, method: str, fixed_index: int, cells: i
 
 def test_inspect_one_context_one_position_is_max_context_with_the_needle_in_the_middle(tmp_path, fixture_corpus_dir):
     # The issue's config: inspect tests max_context alone, the needle in the middle of the buffers.
-    extra = {'min_context': 1000, 'max_context': 2000, 'n_contexts': 1, 'n_positions': 1}
-    sent = _sent(extra, tmp_path, fixture_corpus_dir)
+    sent = _sent(INSPECT_ONE, tmp_path, fixture_corpus_dir)
     assert len(sent) == 1
     assert _tokens(sent[0]) == inspect_lengths(1000, 2000, 1)[0] == 2000
     assert _depth(sent[0], SF_NEEDLE) == pytest.approx(0.5, abs=0.03)
@@ -124,9 +153,7 @@ def _haystack_tokens(messages: list[dict]) -> int:
 
 def test_inspect_needle_bank_spread_over_the_cells_and_runs(tmp_path, fixture_corpus_dir):
     # The issue's second config: inspect gives 8 samples holding needles 2, 3 and 4 spread over the cells.
-    extra = {'min_context': 1000, 'max_context': 2000, 'n_contexts': 2, 'n_positions': 2}
-    extra |= {'n_needles': 3, 'sample_method': 'sequential', 'fixed_index': 2, 'n_runs': 2}
-    sent = _sent(extra, tmp_path, fixture_corpus_dir)
+    sent = _sent(INSPECT_BANK, tmp_path, fixture_corpus_dir)
     entries = [entry for entry in load_needle_bank() if entry.language == 'en']
     assert len(sent) == 2 * 2 * 2
     # Matched by cell, as the order of sending is ours (inspect's is runs, lengths, positions).
@@ -179,8 +206,7 @@ def kamradt_sigmoid(low: float, high: float, count: int) -> list[float]:
 def test_kamradt_readme_command_single_needle(tmp_path, fixture_corpus_dir):
     # README: --document_depth_percents "[50]" --context_lengths "[2000]" (the model goes in TaskConfig), with his
     # default buffer written out so the config reads as his.
-    extra = {'document_depth_percents': [50], 'context_lengths': [2000], 'final_context_length_buffer': 200}
-    sent = _sent(extra, tmp_path, fixture_corpus_dir)
+    sent = _sent(KAMRADT_README, tmp_path, fixture_corpus_dir)
     assert len(sent) == 1
     # Kamradt trims haystack + needle to 2000 - 200 cl100k tokens; here the whole prompt is 2000 - 200.
     assert _tokens(sent[0]) == 1800
@@ -208,6 +234,14 @@ def test_kamradt_defaults_grid_sigmoid_and_multi_needle(tmp_path, fixture_corpus
         assert all(text.count(needle) == 1 for needle in PIZZA)
     firsts = sorted(_depth(m, PIZZA[0], others=PIZZA[1:]) * 100 for m in sent if _tokens(m) == 1300)
     assert firsts == pytest.approx(sorted(kamradt_sigmoid(0, 100, 5)), abs=3)
+    # The rest spread to the end as his multi-needle tester spreads them: depth + i * (100 - depth) / 3 (checked
+    # where the spread is wider than a sentence: near the end the needles share the last sentence boundaries).
+    for messages in sent:
+        depths = [_depth(messages, needle, others=tuple(n for n in PIZZA if n != needle)) * 100 for needle in PIZZA]
+        step = (100 - depths[0]) / 3
+        if step < 10:
+            continue
+        assert depths == pytest.approx([depths[0] + i * step for i in range(3)], abs=3)
 
 
 @pytest.mark.parametrize(
