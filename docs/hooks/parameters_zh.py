@@ -39,10 +39,13 @@ ZH_DESCRIPTIONS = {
         'answer, language}。None 表示使用子集的针，除非给出了 n_needles、sample_method、fixed_index 或 '
         'n_runs（此时使用 builtin）。'
     ),
-    'n_needles': 'inspect_evals：每个格子从针库抽取的针数（每根针一个样本）。',
+    'n_needles': (
+        'inspect_evals：从针库抽取的针数，按 inspect 的方式分布到各格子（截断或循环成每格一根，长度在外、位置在内）；'
+        '每个格子每轮一个样本。'
+    ),
     'sample_method': "inspect_evals：针库的抽取方式：'fixed'、'sequential' 或 'random'。",
     'fixed_index': "inspect_evals：'fixed' 时的针库下标（'sequential' 时为起始下标）。",
-    'n_runs': 'inspect_evals：整个网格重复的次数，每次抽取针库中接下来的针。',
+    'n_runs': 'inspect_evals：整个网格重复的次数；每一轮把上一轮各格子的针顺移一个格子。',
     'sampling_seed': '所有随机选择的种子（随机抽针、魔法数字、推理链的打乱）。',
     'start_buffer': '干草堆开头不放针的 token 数。',
     'end_buffer': '干草堆结尾不放针的 token 数。',
@@ -61,10 +64,48 @@ ZH_DESCRIPTIONS = {
         "保住其共享前缀缓存：'on'（X-Session-ID、X-SMG-Routing-Key：vllm-router、sglang-router）、'off'，"
         '或自定义的请求头名。'
     ),
-    'min_context': 'inspect_evals 中 context_lengths_min 的别名。',
-    'max_context': 'inspect_evals 中 context_lengths_max 的别名。',
-    'n_contexts': 'inspect_evals 中 context_lengths_num_intervals 的别名。',
-    'n_positions': 'inspect_evals 中 document_depth_percent_intervals 的别名。',
+    'min_context': 'inspect_evals 的最短上下文长度（n_contexts > 1 时才用到，默认 10000）。',
+    'max_context': 'inspect_evals 的最长上下文长度；n_contexts 为 1 时只测这一个长度。',
+    'n_contexts': (
+        'inspect_evals 的长度个数，从 min_context 到 max_context 取 round(min + i × 步长)（默认 15）；'
+        '使用 inspect_evals 的名称时，除非给出 tokenizer_path，否则用 tiktoken cl100k_base 计数。'
+    ),
+    'n_positions': (
+        'inspect_evals 的针位置个数，位于 start_buffer 与 end_buffer 之间：'
+        '一个时在正中，多个时从头到尾均匀分布（默认 15）。'
+    ),
+    'final_context_length_buffer': (
+        'Kamradt 的 LLMNeedleHaystackTester：每个上下文长度减去的 token 数（他的默认 200，配置属于他的写法时即生效）；'
+        '这里整个提示相应缩短（length_buffer）。'
+    ),
+    'multi_needle': (
+        'Kamradt 的 LLMNeedleHaystackTester：true 时插入 needles（未给出时用 run.py 的三根披萨针），第一根在该深度，'
+        '其余向结尾分布；false（默认）只插入 needle。'
+    ),
+    'print_ongoing_status': 'Kamradt 的 print_ongoing_status：接受并忽略（进度打印；EvalScope 自有进度显示）。',
+    'save_results': 'Kamradt 的 save_results：接受并忽略（结果总会写入报告目录）。',
+    'save_contexts': 'Kamradt 的 save_contexts：接受并忽略（每个提示都保存在 EvalScope 的 review 文件中）。',
+    'results_version': (
+        'Kamradt 的 results_version：接受并忽略（他的结果文件标签；是否重跑由 EvalScope 的 use_cache 决定）。'
+    ),
+    'seconds_to_sleep_between_completions': (
+        'Kamradt 的 seconds_to_sleep_between_completions：接受并忽略（仅控制节奏）。'
+    ),
+    'model_to_test': 'Kamradt 的 model_to_test：拒绝；被测模型是 EvalScope TaskConfig 的 model（配合 api_url）。',
+    'provider': 'Kamradt 的 provider：拒绝；被测模型是 EvalScope TaskConfig 的 model（配合 api_url 与 eval_type）。',
+    'model_name': 'Kamradt 的 model_name：拒绝；被测模型是 EvalScope TaskConfig 的 model。',
+    'evaluator': (
+        'Kamradt 的 evaluator：'
+        "拒绝；答案由 TaskConfig judge_model_args 设置的裁判模型评分（judge_strategy: 'rule' 只用规则分）。"
+    ),
+    'evaluator_model_name': (
+        'Kamradt 的 evaluator_model_name：拒绝；裁判模型是 TaskConfig judge_model_args 的 model_id。'
+    ),
+    'eval_set': 'Kamradt 的 eval_set：拒绝；不读取 LangSmith 数据集，请在这里给出 needles 与 retrieval_question。',
+    'num_concurrent_requests': 'Kamradt 的 num_concurrent_requests：拒绝；并发数是 TaskConfig 的 eval_batch_size。',
+    'haystack_dir': (
+        'Kamradt 的 haystack_dir：拒绝；请把干草堆文件作为子集的 file_list 给出（位于 dataset_args 的 local_path 中）。'
+    ),
     'num_repeats_per_file': 'OpenCompass CDME 中 num_repeats 的别名。',
     'tokenizer_model': "OpenCompass CDME：OpenAI 模型名，如 'gpt-4'，离线用 tiktoken 计数（设置 tokenizer_path）。",
     'needle': (

@@ -36,6 +36,7 @@ def _type_name(annotation: Any) -> str:
         ('list[float] | None', 'list[float]'),
         ('list[str] | None', 'list[str]'),
         ('float | None', 'float'),
+        ('bool | None', 'bool'),
         ('str | None', 'str'),
     ):
         if text == raw:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NiahConfigError
@@ -283,11 +283,12 @@ class SubsetSampler:
     def check_lengths(self, cells: Sequence[GridCell]) -> None:
         """Fail before any model call when a cell's length cannot hold its prompt.
 
-        Needles and question may differ per cell (drawn facts, chains per repeat, bank draws) but not per length,
-        so the longest need over the cells is the shortest length at which every one of them builds.
+        Needles and question may differ per cell (drawn facts, chains per repeat, bank draws spread over lengths as
+        inspect_evals spreads them), so the longest need over the cells is the shortest length at which every one
+        of them builds.
         """
         needs: dict[tuple[tuple[str, ...], str], int] = {}
-        for cell in {replace(cell, context_length=0) for cell in cells}:
+        for cell in cells:
             plan = self.plan(cell)
             key = (plan.inserted, plan.question)
             if key not in needs:

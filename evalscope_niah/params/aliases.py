@@ -1,5 +1,6 @@
-"""Other tools' names for our parameters (inspect_evals niah, OpenCompass CDME): accepted as fields and mapped to
-ours once, here, before any field is checked."""
+"""Other tools' names (inspect_evals niah, Kamradt's tester, OpenCompass CDME): accepted as fields and resolved
+once, here, before any field is checked: each tool's names in that tool's meaning (``peer_names``), then CDME's
+one-to-one names."""
 
 from __future__ import annotations
 
@@ -10,13 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import NiahConfigError
 from .cdme_names import KEYWORD_TASK, alias_value
+from .peer_names import resolve
 
-# Other tools' names for our parameters (inspect_evals niah, OpenCompass CDME): accepted, mapped once, here.
+# OpenCompass CDME's names for our parameters, one to one (inspect's and Kamradt's expand in peer_names).
 ALIASES: dict[str, str] = {
-    'min_context': 'context_lengths_min',
-    'max_context': 'context_lengths_max',
-    'n_contexts': 'context_lengths_num_intervals',
-    'n_positions': 'document_depth_percent_intervals',
     'num_repeats_per_file': 'num_repeats',
     'tokenizer_model': 'tokenizer_path',
     'needle': 'needles',
@@ -30,10 +28,22 @@ class AliasParams(BaseModel):
 
     model_config = ConfigDict(extra='forbid', frozen=True)
 
-    min_context: int | None = Field(None, description='inspect_evals alias of context_lengths_min.')
-    max_context: int | None = Field(None, description='inspect_evals alias of context_lengths_max.')
-    n_contexts: int | None = Field(None, description='inspect_evals alias of context_lengths_num_intervals.')
-    n_positions: int | None = Field(None, description='inspect_evals alias of document_depth_percent_intervals.')
+    min_context: int | None = Field(
+        None, description="inspect_evals' smallest context length (its default 10000 when n_contexts > 1 needs it)."
+    )
+    max_context: int | None = Field(
+        None, description="inspect_evals' largest context length; n_contexts: 1 tests this length alone."
+    )
+    n_contexts: int | None = Field(
+        None,
+        description="inspect_evals' number of lengths, round(min + i * step) from min_context to max_context "
+        '(default 15); inspect_evals names count tokens with tiktoken cl100k_base unless tokenizer_path is given.',
+    )
+    n_positions: int | None = Field(
+        None,
+        description="inspect_evals' needle positions between start_buffer and end_buffer: one is the middle, more "
+        'are evenly spaced from start to end (default 15).',
+    )
     num_repeats_per_file: int | None = Field(None, description='OpenCompass CDME alias of num_repeats.')
     tokenizer_model: str | None = Field(
         None,
@@ -55,7 +65,7 @@ class AliasParams(BaseModel):
     def _resolve_aliases(cls, values: Any) -> Any:
         if not isinstance(values, Mapping):
             return values
-        values = dict(values)
+        values = resolve(values)
         for alias, canonical in ALIASES.items():
             if values.get(alias) is None:
                 continue

@@ -39,7 +39,9 @@ def linspace_rounded(low: float, high: float, count: int) -> list[int]:
 
 
 def kamradt_logistic(x: float, *, scale: float = 100, midpoint: float = 50, steepness: float = 0.1) -> float:
-    # Kamradt's sigmoid spacing keeps the ends exact and squeezes the middle.
+    # Kamradt's sigmoid spacing keeps the ends exact and squeezes the middle. His logistic falls as x rises
+    # (L * sigmoid(-k (x - x0))): over a range not centred on 50 (10..60) its depths lie mostly above 50, and so
+    # do ours.
     if x in (0, 100):
         return float(x)
-    return round(scale / (1 + math.exp(-steepness * (x - midpoint))), 3)
+    return round(scale / (1 + math.exp(steepness * (x - midpoint))), 3)

@@ -2,10 +2,10 @@
 
 ``NiahParams`` is assembled from small groups, one module each, whose fields are flat ``extra_params`` names: the grid
 (``grid``), the subsets (``subset_params``), sample making (``placement``), grading (``scoring``), sending
-(``sending``), run-size bounds (``limits``) and other tools' names (``aliases``). ``tasks.compose.parse_params``
-composes it with each registered task's ``TaskParams`` model into the flat ``extra_params`` users write; names and
-defaults of EvalScope's built-in ``needle_haystack`` are kept so existing configs keep working. This module knows no
-task: a task reads its own parameters with ``NiahParams.task_params``.
+(``sending``), run-size bounds (``limits``) and other tools' names (``aliases``, ``kamradt_names``).
+``tasks.compose.parse_params`` composes it with each registered task's ``TaskParams`` model into the flat
+``extra_params`` users write; names and defaults of EvalScope's built-in ``needle_haystack`` are kept so existing
+configs keep working. This module knows no task: a task reads its own parameters with ``NiahParams.task_params``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, PrivateAttr
 from .aliases import ALIASES, AliasParams
 from .grading import ScoringParams
 from .grid import GridParams
+from .kamradt_names import KamradtParams
 from .limits import LimitsParams
 from .placement import PlacementParams
 from .run_size import check_sample_count
@@ -41,7 +42,15 @@ P = TypeVar('P', bound=TaskParams)
 # Pydantic lists the fields of the last base first: the groups are named here in the reverse of the order in which
 # EvalScope's spec and the messages list them (subsets, grid, sample making, grading, sending, other names, limits).
 class NiahParams(
-    LimitsParams, AliasParams, SendingParams, ScoringParams, PlacementParams, GridParams, SubsetParams, BaseModel
+    LimitsParams,
+    KamradtParams,
+    AliasParams,
+    SendingParams,
+    ScoringParams,
+    PlacementParams,
+    GridParams,
+    SubsetParams,
+    BaseModel,
 ):
     """The run's parameters: every ``extra_params`` name but those a task declares in its own ``TaskParams``, from
     the groups it is assembled of (each group's fields, defaults and checks live in its module)."""

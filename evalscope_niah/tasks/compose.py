@@ -16,7 +16,8 @@ Limits (each refused with one NiahConfigError naming the parameter):
   each grid axis (lengths, depths, num_repeats, n_needles, n_runs) at most 10,000 values.
 - values that would be ignored are refused: ``needles`` / ``retrieval_question`` (top level or per subset) with a
   needle bank or with a task that brings its own needles; a task's own parameter (``num_needles``, ``diff``, ...)
-  while no subset runs that task; an alias and its canonical name with different values;
+  while no subset runs that task; an alias and its canonical name with different values; two tools' names in one
+  config (``params/peer_names.py``);
   benchmark parameters placed in ``dataset_args`` beside ``extra_params`` instead of under it.
 """
 
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
+from ..params.peer_names import resolve as resolve_peer_names
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
@@ -96,7 +98,8 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
             f'must be a mapping of parameter names to values, e.g. {{"context_lengths": [1000, 4000]}} '
             f'(got {type(extra_params).__name__} {quoted(extra_params)})',
         )
-    values = dict(extra_params)
+    # Other tools' names in their own meaning (and a mix of tools refused), before any name is checked.
+    values = resolve_peer_names(extra_params)
     known = parameters()
     _check_names(values, known)
     # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).

@@ -385,7 +385,7 @@ def test_grid_order_with_control_repeats_and_draws() -> None:
             'document_depth_percents': [50, 0],
             'absent_control': True,
             'num_repeats': 2,
-            'n_needles': 3,
+            'n_runs': 3,
         }
     )
     cells = grid(params, BOTH)
@@ -408,7 +408,7 @@ def test_grid_order_with_control_repeats_and_draws() -> None:
         ({}, 2 * 3),
         ({'absent_control': True}, 2 * 4),
         ({'num_repeats': 3}, 2 * 3 * 3),
-        ({'n_needles': 2, 'n_runs': 2}, 2 * 3 * 4),
+        ({'n_needles': 2, 'n_runs': 2}, 2 * 3 * 2),  # n_needles spreads over the cells, n_runs repeats them
         ({'absent_control': True, 'num_repeats': 2, 'n_runs': 3}, 2 * 4 * 2 * 3),
     ],
 )
@@ -640,16 +640,17 @@ def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
         'sample_method': method,
         'fixed_index': 3,
         'context_lengths': [700],
-        'document_depth_percents': [60],
+        'document_depth_percents': [20, 60],
     }
     params = parse_params(extra)
-    assert parameter_value(params, 'needle_bank') == 'builtin' and params.draws_per_cell() == 4
+    # inspect_evals: the two needles spread over the two cells, the second run shifted by one; a sample per run.
+    assert parameter_value(params, 'needle_bank') == 'builtin' and params.draws_per_cell() == 2
     produced = samples(fixture_corpus_dir, extra, subsets=BOTH)
-    assert len(produced) == 2 * 4
+    assert len(produced) == 2 * 2 * 2
     for subset in BOTH:
         mine = [s for s in produced if s.subset == subset]
         entries = _bank_entries(LANGUAGE[subset])
-        assert [s.draw for s in mine] == [0, 1, 2, 3]
+        assert [(s.depth_percent, s.draw) for s in mine] == [(20.0, 0), (20.0, 1), (60.0, 0), (60.0, 1)]
         drawn = []
         for s in mine:
             (entry,) = [item for item in entries if item.needle == s.needles[0]]  # the bank's, in the language
@@ -660,21 +661,24 @@ def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
             assert s.answer_keys == (entry.answer,)
             assert s.reference_answer == entry.needle
             assert rendered_tokens(s) == 700
-        if method == 'sequential':
-            assert drawn == [entries[(3 + draw) % len(entries)] for draw in range(4)]
+        if method == 'sequential':  # cell (20, run 0), (20, run 1), (60, run 0), (60, run 1)
+            assert drawn == [entries[3], entries[4], entries[4], entries[3]]
         elif method == 'fixed':
             assert drawn == [entries[3]] * 4
+        else:  # two distinct entries, each cell given both over the runs
+            assert drawn[0] == drawn[3] != drawn[1] == drawn[2]
     if method == 'random':
         assert records_json(samples(fixture_corpus_dir, extra, subsets=BOTH)) == records_json(produced)
 
 
 def test_needle_bank_sequential_config_entries_match_the_subset_language(fixture_corpus_dir: Path) -> None:
     produced = built(fixture_corpus_dir, 'bank')
-    assert len(produced) == 2 * 2 * 4
+    assert len(produced) == 2 * 2 * 2  # subsets x depths x n_runs: inspect_evals spreads n_needles over the cells
     for s in produced:
         (entry,) = [item for item in load_needle_bank('builtin') if item.needle == s.needles[0]]
         assert entry.language == s.language == LANGUAGE[s.subset]
-        assert entry == _bank_entries(s.language)[s.draw]
+        position = [25, 75].index(s.depth_percent)
+        assert entry == _bank_entries(s.language)[(position + s.draw) % 2]
 
 
 # ---- repeats: haystacks from different corpus points ---------------------------------------------------------------

@@ -55,10 +55,10 @@ def numpy_linear(low: float, high: float, count: int) -> list[int]:
 
 
 def kamradt_logistic(x: float) -> float:
-    """Kamradt's depth spacing, written independently: L / (1 + exp(-k (x - x0))) with exact 0 and 100."""
+    """Kamradt's depth spacing, written independently: L * sigmoid(-k (x - x0)) with exact 0 and 100."""
     if x in (0, 100):
         return float(x)
-    return round(100 / (1 + math.exp(-0.1 * (x - 50))), 3)
+    return round(100 / (1 + math.exp(0.1 * (x - 50))), 3)
 
 
 # ---- defaults ---------------------------------------------------------------------------------------------------
@@ -193,7 +193,7 @@ def test_sigmoid_spacing_of_a_narrower_range() -> None:
             'document_depth_percent_intervals': 5,
         }
     )
-    assert params.depth_percent_grid() == [kamradt_logistic(x) for x in (10, 30, 50, 70, 90)]
+    assert params.depth_percent_grid() == sorted(kamradt_logistic(x) for x in (10, 30, 50, 70, 90))
     single = parse_params({'document_depth_percent_interval_type': 'sigmoid', 'document_depth_percent_intervals': 1})
     assert single.depth_percent_grid() == [0.0]
 
@@ -493,10 +493,6 @@ def test_blank_per_subset_field_is_rejected(field: str) -> None:
 @pytest.mark.parametrize(
     ('alias', 'canonical', 'value'),
     [
-        ('min_context', 'context_lengths_min', 2000),
-        ('max_context', 'context_lengths_max', 64000),
-        ('n_contexts', 'context_lengths_num_intervals', 4),
-        ('n_positions', 'document_depth_percent_intervals', 5),
         ('num_repeats_per_file', 'num_repeats', 3),
     ],
 )
@@ -510,7 +506,7 @@ def test_alias_sets_its_canonical_parameter(alias: str, canonical: str, value: i
 
 @pytest.mark.parametrize(
     ('alias', 'canonical', 'value'),
-    [('num_repeats_per_file', 'num_repeats', 0), ('n_positions', 'document_depth_percent_intervals', 0)],
+    [('num_repeats_per_file', 'num_repeats', 0)],
 )
 def test_a_bad_alias_value_is_reported_under_the_alias(alias: str, canonical: str, value: int) -> None:
     with pytest.raises(NiahConfigError) as info:
@@ -528,10 +524,6 @@ def test_aliases_change_the_grids() -> None:
 @pytest.mark.parametrize(
     ('extra', 'alias'),
     [
-        ({'min_context': 2000, 'context_lengths_min': 3000}, 'min_context'),
-        ({'max_context': 9000, 'context_lengths_max': 8000}, 'max_context'),
-        ({'n_contexts': 4, 'context_lengths_num_intervals': 5}, 'n_contexts'),
-        ({'n_positions': 4, 'document_depth_percent_intervals': 6}, 'n_positions'),
         ({'num_repeats_per_file': 2, 'num_repeats': 3}, 'num_repeats_per_file'),
         ({'tokenizer_model': 'gpt-4', 'tokenizer_path': 'tiktoken:o200k_base'}, 'tokenizer_model'),
     ],
@@ -592,9 +584,10 @@ def test_bank_options_at_their_defaults_keep_the_subset_needles() -> None:
     ('extra', 'draws'),
     [
         ({}, 1),
-        ({'n_needles': 3}, 3),
+        # inspect_evals spreads n_needles over the cells: one sample per cell and run.
+        ({'n_needles': 3}, 1),
         ({'n_runs': 2}, 2),
-        ({'n_needles': 2, 'n_runs': 3}, 6),
+        ({'n_needles': 2, 'n_runs': 3}, 3),
         ({'needle_bank': 'builtin'}, 1),
         # Without a bank the bank options are meaningless: one draw.
         ({'num_repeats': 4}, 1),
@@ -945,17 +938,18 @@ def _merged(user: dict) -> dict:
 def test_merged_view_validates_only_what_the_user_gave() -> None:
     user = {'min_context': 2000, 'n_contexts': 3}
     params = parse_params(_merged(user), user_given=user)
-    assert (params.context_lengths_min, params.context_lengths_num_intervals) == (2000, 3)
-    # Without user_given the defaults in the merged view contradict the aliases.
-    with pytest.raises(NiahConfigError, match='is another name for'):
+    # inspect_evals' meaning: its default max_context (120000) completes the range.
+    assert params.context_length_grid() == [2000, 61000, 120000]
+    # Without user_given the defaults in the merged view are EvalScope's grid names beside inspect's.
+    with pytest.raises(NiahConfigError, match="mixes inspect_evals' niah names"):
         parse_params(_merged(user))
 
 
 @pytest.mark.parametrize(
     ('user', 'param', 'fragment'),
     [
-        ({'n_contexts': 3, 'context_lengths_num_intervals': 10}, 'n_contexts', '(10 vs 3)'),
-        ({'min_context': 500, 'context_lengths_min': 1000}, 'min_context', '(1000 vs 500)'),
+        ({'n_contexts': 3, 'context_lengths_num_intervals': 10}, 'n_contexts', "with EvalScope's"),
+        ({'min_context': 500, 'context_lengths_min': 1000}, 'min_context', "with EvalScope's"),
         ({'tokenizer_model': 'gpt-4', 'tokenizer_path': 'Qwen/Qwen3-0.6B'}, 'tokenizer_model', 'cl100k_base'),
     ],
 )

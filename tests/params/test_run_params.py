@@ -10,6 +10,7 @@ from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.params.aliases import AliasParams
 from evalscope_niah.params.grading import ScoringParams
 from evalscope_niah.params.grid import GridParams
+from evalscope_niah.params.kamradt_names import KamradtParams
 from evalscope_niah.params.limits import LimitsParams
 from evalscope_niah.params.placement import PlacementParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
@@ -23,6 +24,7 @@ GROUPS: tuple[type[BaseModel], ...] = (
     ScoringParams,
     SendingParams,
     AliasParams,
+    KamradtParams,
     LimitsParams,
 )
 
@@ -54,7 +56,7 @@ def test_each_default_is_the_groups_own() -> None:
         (PlacementParams, {'start_buffer': -1}, 'must be 0 or more'),
         (ScoringParams, {'effective_length_threshold': 0}, 'must be in (0, 1]'),
         (SendingParams, {'routing_key_header': ''}, 'routing_key_header'),
-        (AliasParams, {'min_context': 2000, 'context_lengths_min': 1000}, 'another name for context_lengths_min'),
+        (AliasParams, {'min_context': 2000, 'context_lengths_min': 1000}, "mixes inspect_evals' niah names"),
         (LimitsParams, {'max_corpus_repeats': 0}, 'must be at least 1'),
     ],
 )

@@ -225,7 +225,9 @@ def test_random_draws_are_deterministic_and_follow_the_seed() -> None:
     # Pinned: a string seed is hashed the same on every platform and Python version, so a changed sequence means
     # changed code (and changed samples for everyone who reuses a seed).
     small = [item.id for item in draw_needles(_small_bank(), language='en', count=8, sample_method='random')]
-    assert small == ['en-0', 'en-2', 'en-2', 'en-2', 'en-1', 'en-2', 'en-0', 'en-2']
+    assert small == ['en-0', 'en-1', 'en-2', 'en-0', 'en-1', 'en-2', 'en-2', 'en-1']
+    # As inspect_evals draws: one shuffle of the bank repeated while whole passes fit, then distinct entries.
+    assert small[:3] == small[3:6] and sorted(small[:3]) == ['en-0', 'en-1', 'en-2'] and len(set(small[6:])) == 2
 
 
 def test_draw_errors_name_the_parameter() -> None:

@@ -27,7 +27,8 @@ def test_a_changed_bank_option_means_the_builtin_bank() -> None:
 def test_draws_per_cell_is_asked_of_the_tasks() -> None:
     single = get_task('single')
     params = parse_params({'n_needles': 2, 'n_runs': 3})
-    assert single.draws_per_cell(params) == 6 == params.draws_per_cell()
+    # inspect_evals spreads n_needles over the cells: one sample per cell and run.
+    assert single.draws_per_cell(params) == 3 == params.draws_per_cell()
     assert single.draws_per_cell(parse_params({})) == 1
     for name in ('multi_retrieval', 'reasoning', 'associative'):
         assert get_task(name).draws_per_cell(params) == 1
@@ -37,10 +38,11 @@ def test_the_draws_are_bank_entries_of_the_subsets_language() -> None:
     single = get_task('single')
     subset = parse_params({}).resolve_subset('chinese')
     assert single.draws(subset, parse_params({})) == ()
-    params = parse_params({'n_needles': 3, 'sample_method': 'sequential'})
+    params = parse_params({'n_needles': 3, 'sample_method': 'sequential', 'context_lengths': [1000, 2000]})
     draws = single.draws(subset, params)
-    assert len(draws) == 3 and {entry.language for entry in draws} == {'zh'}
-    assert len({entry.id for entry in draws}) == 3
+    # One per cell (2 lengths x 10 depths), the three drawn needles cycled over them as inspect_evals does.
+    assert len(draws) == 20 and {entry.language for entry in draws} == {'zh'}
+    assert [entry.id for entry in draws[:4]] == ['zh-01', 'zh-02', 'zh-03', 'zh-01']
     assert single.sent_texts(parse_params({})) is None
     needles, questions = single.sent_texts(params)
     assert {param for param, _ in needles + questions} == {'needle_bank'}

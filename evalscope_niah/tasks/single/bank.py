@@ -198,4 +198,13 @@ def draw_needles(
         return tuple(entries[(fixed_index + draw) % n] for draw in range(count))
     # A string seed is hashed with SHA-512 by random.seed, so draws do not depend on PYTHONHASHSEED or platform.
     rng = random.Random(f'{seed}:{language}')
-    return tuple(entries[rng.randrange(n)] for _ in range(count))
+    # As inspect: distinct entries while the bank lasts; beyond it, whole shuffles of the bank and then a distinct rest.
+    order = rng.sample(range(n), n) * (count // n) + rng.sample(range(n), count % n)
+    return tuple(entries[index] for index in order)
+
+
+def spread_over_grid(drawn: Sequence[BankNeedle], *, cells: int, runs: int) -> tuple[BankNeedle, ...]:
+    """inspect_evals' spread of ``n_needles`` draws over a grid of ``cells`` cells, ``runs`` times: the draws cut or
+    cycled to one per cell (lengths outer, positions inner), each further run the same list shifted on by one."""
+    per_cell = [drawn[index % len(drawn)] for index in range(cells)]
+    return tuple(per_cell[(index + run) % cells] for run in range(runs) for index in range(cells))

@@ -22,13 +22,19 @@ class SingleParams(TaskParams):
         'a path to a JSONL/JSON file of {needle, question, answer, language}. None uses the subset needles, '
         'unless n_needles, sample_method, fixed_index or n_runs is given (then builtin).',
     )
-    n_needles: int = Field(1, description='inspect_evals: needles drawn from the bank per cell (one sample each).')
+    n_needles: int = Field(
+        1,
+        description='inspect_evals: needles drawn from the bank, spread over the cells as inspect spreads them (cut '
+        'or cycled to one per cell, lengths outer, positions inner); each cell is one sample per run.',
+    )
     sample_method: Literal['fixed', 'sequential', 'random'] = Field(
         'fixed', description="inspect_evals: how bank needles are drawn: 'fixed', 'sequential' or 'random'."
     )
     fixed_index: int = Field(0, description="inspect_evals: bank index for 'fixed' (start index for 'sequential').")
     n_runs: int = Field(
-        1, description='inspect_evals: repeats of the whole grid, each run drawing the next needles of the bank.'
+        1,
+        description="inspect_evals: repeats of the whole grid; each run gives the cells the previous run's needles "
+        'shifted on by one cell.',
     )
 
     @model_validator(mode='before')
@@ -64,8 +70,8 @@ class SingleParams(TaskParams):
         return value
 
     def draws_per_cell(self) -> int:
-        """Needle draws per cell: n_needles x n_runs with a needle bank, else one."""
-        return self.n_needles * self.n_runs if self.needle_bank is not None else 1
+        """Samples per cell: one per run with a needle bank (inspect spreads its n_needles over the cells), else one."""
+        return self.n_runs if self.needle_bank is not None else 1
 
     def changed_bank_options(self) -> list[str]:
         """The bank options given away from their defaults (what switched the bank on, for messages)."""

@@ -10,7 +10,7 @@ from ...scoring import PromptText, RuleScore, needle_recall
 from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
-from .bank import BankNeedle, draw_needles, load_needle_bank
+from .bank import BankNeedle, draw_needles, load_needle_bank, spread_over_grid
 from .params import SingleParams
 from .rules import single_needle_score
 
@@ -58,18 +58,21 @@ class SingleNeedle(Task):
         return params.task_params(SingleParams).draws_per_cell()
 
     def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[BankNeedle, ...]:
-        """The needle-bank entries of the subset's language, one per draw of a cell (none without a bank)."""
+        """The needle-bank entries of the subset's language spread over the grid as inspect_evals spreads them: one
+        per (run, length, position), in that order (none without a bank)."""
         options = params.task_params(SingleParams)
         if options.needle_bank is None:
             return ()
-        return draw_needles(
+        drawn = draw_needles(
             load_needle_bank(options.needle_bank),
             language=subset.language,
-            count=options.draws_per_cell(),
+            count=options.n_needles,
             sample_method=options.sample_method,
             fixed_index=options.fixed_index,
             seed=params.sampling_seed,
         )
+        cells = len(params.context_length_grid()) * len(params.depth_percent_grid())
+        return spread_over_grid(drawn, cells=cells, runs=options.n_runs)
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """With a needle bank, every entry of the bank (any may be drawn)."""
@@ -87,7 +90,7 @@ class SingleNeedle(Task):
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         if context.draws:
-            entry: BankNeedle = context.draws[cell.draw]
+            entry: BankNeedle = context.draws[_spread_index(context.params, cell)]
             language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
                 needles=(entry.needle,),
@@ -127,3 +130,11 @@ class SingleNeedle(Task):
         if {'paste', 'long'} & set(rule.flags):
             recall = min(recall, rule.accuracy)
         return with_levenshtein(rule, answer, meta, rule_recall=recall)
+
+
+def _spread_index(params: NiahParams, cell: GridCell) -> int:
+    """The cell's place in the bank's spread: run (``cell.draw``) outer, then length, then position (inspect's
+    needle_idx); a control cell takes its length's first position (it inserts nothing)."""
+    lengths, depths = params.context_length_grid(), params.depth_percent_grid()
+    position = 0 if cell.depth_percent is None else depths.index(cell.depth_percent)
+    return (cell.draw * len(lengths) + lengths.index(cell.context_length)) * len(depths) + position
