@@ -125,6 +125,12 @@ def load_corpus(directory: str | os.PathLike, subset: ResolvedSubset) -> Corpus:
     return Corpus(subset=subset.name, paths=tuple(paths), text=text, sha256=str(sha256))
 
 
+def generated_corpus(subset: ResolvedSubset, *, name: str, text: str) -> Corpus:
+    """A haystack a task generated (RULER's noise or needle lines) in place of the subset's files: known by its
+    name in results and by its text's hash in the token cache."""
+    return Corpus(subset=subset.name, paths=(), text=text, sha256=hashlib.sha256(text.encode()).hexdigest())
+
+
 def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:
     # Only the folder the user pointed at may be read: a config (or a downloaded dataset) must not reach
     # ~/.ssh or /etc through an absolute path, '..' or a symlink.

@@ -17,7 +17,7 @@ from ..params.subsets import ResolvedSubset
 from ..scoring.text import text_language
 from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
 from ..tasks.guide import guided_question
-from .corpus import Corpus, load_corpus
+from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
     SENTENCE_END_RULE,
     HaystackBuilder,
@@ -400,9 +400,15 @@ def subset_samplers(
         cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
+        span = _indexed_span(num_repeats=params.num_repeats, max_context_length=max(c.context_length for c in cells))
+        generated = get_task(resolved.task).haystack_text(resolved, params, tokens=span)
+        if generated is not None:  # named in results by what made it, not by the subset's corpus file
+            resolved = resolved.model_copy(update={'corpus_file': generated[0], 'file_list': ()})
         sampler = SubsetSampler(
             subset=resolved,
-            corpus=load_corpus(corpus_dir, resolved),
+            corpus=load_corpus(corpus_dir, resolved)
+            if generated is None
+            else generated_corpus(resolved, name=generated[0], text=generated[1]),
             tokenizer=tokenizer,
             prompt=prompt,
             max_context_length=max(cell.context_length for cell in cells),

@@ -10,11 +10,12 @@ from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
 from .reasoning.task import ReasoningChain
 from .registry import get_task, register_task, task_names, unregister_task
+from .ruler_niah.task import RulerNiah
 from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call, or an entry point
 # of another installed package (plugins.py, loaded at the end of this file).
-for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
+for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative, RulerNiah):
     register_task(_builtin)
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     'ReasoningChain',
     'ReportedValue',
     'RuleScore',
+    'RulerNiah',
     'SampleData',
     'SingleNeedle',
     'Task',

@@ -154,6 +154,11 @@ class Task(ABC):
         so they are checked before any request as the subset's are; None: the subset's own."""
         return None
 
+    def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> tuple[str, str] | None:
+        """A haystack this task generates in place of the subset's corpus, as (name, text): prose with sentence ends,
+        about ``tokens`` tokens or more (a shorter one repeats); None: the subset's corpus, as for most tasks."""
+        return None
+
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
         """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
         in the corpus (a model could answer without retrieving). Tasks that invent their facts return []."""
