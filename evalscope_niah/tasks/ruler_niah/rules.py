@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ...scoring.bounds import MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
+from ...scoring.bounds import LIST_ITEM_SCORE, MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
 from ...scoring.cues import NUMBER_WORDS, PromptText, cue_near, excluded_cue_text, paste_evidence
 from ...scoring.result import RuleScore
 from .words import ADJECTIVES, NOUNS
@@ -66,7 +66,8 @@ def ruler_niah_score(
 
     Candidates are the distinct values of the type in the answer (case folded, full-width folded; a seven-digit
     number may be grouped '4,821,937'); precision is the share of them that are asked values, scaled down by the
-    share of the answer pasted from the prompt. Certain, except for a negated value (capped) or numbers spelt out.
+    share of the answer pasted from the prompt; one value asked and others offered beside it is a guess list (capped
+    as a list item). Certain, except for a negated value (capped) or numbers spelt out.
     """
     final = unicodedata.normalize('NFKC', answer)[:MAX_SCAN_CHARS].lower()
     wanted = tuple(dict.fromkeys(value.lower() for value in values))
@@ -89,6 +90,9 @@ def ruler_niah_score(
         explanation, flags = f'{explanation}; negated ({negations[0]!r})', ('negation',)
     elif not candidates and value_type == 'numbers' and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]):
         certain, explanation, flags = False, explanation + '; numbers spelt out: a judge decides', ('number_words',)
+    elif found and wrong and len(wanted) == 1:
+        # One value asked, several offered: a guess list, scored as the single-needle rule scores a list item.
+        score, explanation, flags = min(score, LIST_ITEM_SCORE), explanation + '; a list of guesses', ('list',)
     elif paste.factor < 1.0:
         flags += ('paste',) if prompt is not None else ('long',)
     return RuleScore(
