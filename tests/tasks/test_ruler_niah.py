@@ -160,3 +160,38 @@ def test_rule_reads_uuids_and_words_in_any_case():
     assert _score('The value is brave-lantern, I think.', ('brave-lantern',), 'words').values['acc'] == 1.0
     assert _score('A well-known brave-lantern.', ('brave-lantern',), 'words').values['acc'] == 1.0  # prose aside
     assert _score('It is calm-river.', ('brave-lantern',), 'words').values['acc'] == 0.0
+
+
+@pytest.mark.parametrize(
+    ('name', 'fragment'),
+    [
+        ('max_seq_length', 'context_lengths'),
+        ('tokens_to_generate', 'length_buffer'),
+        ('num_samples', 'num_repeats'),
+        ('random_seed', 'sampling_seed'),
+        ('template', 'prompt_template'),
+        ('remove_newline_tab', 'leave it out'),
+    ],
+)
+def test_rulers_command_line_names_say_what_to_write(name: str, fragment: str):
+    from evalscope_niah.tasks.compose import check_dataset_args
+
+    for check in (lambda: parse_params({name: 1}), lambda: check_dataset_args({'extra_params': {name: 1}})):
+        with pytest.raises(NiahConfigError) as info:
+            check()
+        assert info.value.param == name and "RULER's" in info.value.detail and fragment in info.value.detail
+
+
+@pytest.mark.parametrize('task', ['niah', 'niah_multikey_2', 'ruler_niah_multivalue'])
+def test_a_ruler_task_name_points_at_the_preset(task: str):
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'task': task})
+    assert info.value.param == 'task' and "'ruler_niah'" in info.value.detail and 'RULER' in info.value.detail
+    if task != 'niah':
+        assert f'ruler_preset: {task!r}' in info.value.detail
+
+
+def test_ruler_arguments_without_the_task_are_refused():
+    with pytest.raises(NiahConfigError) as info:
+        parse_params({'type_haystack': 'noise'})
+    assert info.value.param == 'type_haystack'

@@ -31,8 +31,12 @@ class RulerSpec:
     num_needle_q: int
 
 
-def _ruler(description: str) -> Any:
-    return Field(None, description=f"Task 'ruler_niah': RULER's {description}")
+def _ruler(description: str, zh: str) -> Any:
+    return Field(
+        None,
+        description=f"Task 'ruler_niah': RULER's {description}",
+        json_schema_extra={'description_zh': f"任务 'ruler_niah'：RULER 的 {zh}"},
+    )
 
 
 class RulerNiahParams(TaskParams):
@@ -41,16 +45,33 @@ class RulerNiahParams(TaskParams):
         description="Task 'ruler_niah': one of RULER's synthetic.yaml niah entries by name (niah_single_1..3, "
         'niah_multikey_1..3, niah_multivalue, niah_multiquery; ruler_niah_multikey_2 is the same); RULER arguments '
         "given beside it replace the entry's. None: RULER's defaults (niah_single_2).",
+        json_schema_extra={
+            'description_zh': "任务 'ruler_niah'：按名称选 RULER synthetic.yaml 的一个 niah 条目（niah_single_1..3、"
+            'niah_multikey_1..3、niah_multivalue、niah_multiquery；写成 ruler_niah_multikey_2 亦同）；同时给出的 RULER '
+            '参数替换该条目的值。None：RULER 的默认值（niah_single_2）。'
+        },
     )
     type_haystack: str | None = _ruler(
-        'type_haystack: noise (repeated noise sentences), essay (the corpus) or needle '
-        '(lines of needles about other keys).'
+        'type_haystack: noise (repeated noise sentences), essay (the corpus) or needle (lines of needles about other '
+        'keys).',
+        'type_haystack：noise（重复的噪声句子）、essay（语料）或 needle（关于其他键的针，一行一条）。',
     )
-    type_needle_k: str | None = _ruler('type_needle_k: the keys, words, numbers (7 digits) or uuids.')
-    type_needle_v: str | None = _ruler('type_needle_v: the values, words, numbers (7 digits) or uuids.')
-    num_needle_k: int | None = _ruler('num_needle_k: keys with a needle in the haystack (at least num_needle_q).')
-    num_needle_v: int | None = _ruler('num_needle_v: values (needles) per key.')
-    num_needle_q: int | None = _ruler('num_needle_q: keys asked about in one question.')
+    type_needle_k: str | None = _ruler(
+        'type_needle_k: the keys, words, numbers (7 digits) or uuids.',
+        'type_needle_k：键的类型，words、numbers（7 位数字）或 uuids。',
+    )
+    type_needle_v: str | None = _ruler(
+        'type_needle_v: the values, words, numbers (7 digits) or uuids.',
+        'type_needle_v：值的类型，words、numbers（7 位数字）或 uuids。',
+    )
+    num_needle_k: int | None = _ruler(
+        'num_needle_k: keys with a needle in the haystack (at least num_needle_q).',
+        'num_needle_k：在文本中放针的键数（至少为 num_needle_q）。',
+    )
+    num_needle_v: int | None = _ruler('num_needle_v: values (needles) per key.', 'num_needle_v：每个键的值（针）数。')
+    num_needle_q: int | None = _ruler(
+        'num_needle_q: keys asked about in one question.', 'num_needle_q：一个问题所问的键数。'
+    )
 
     @model_validator(mode='after')
     def _check(self) -> RulerNiahParams:
