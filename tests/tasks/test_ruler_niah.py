@@ -195,3 +195,18 @@ def test_ruler_arguments_without_the_task_are_refused():
     with pytest.raises(NiahConfigError) as info:
         parse_params({'type_haystack': 'noise'})
     assert info.value.param == 'type_haystack'
+
+
+def test_the_coming_from_page_example_is_rulers_entry():
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[2].joinpath('docs', 'en', 'coming-from.md').read_text(encoding='utf-8')
+    code = page.split('A RULER entry as written', 1)[1].split('```python\n', 1)[1].split('```', 1)[0]
+    namespace: dict = {}
+    exec(code, namespace)  # the page's own text, nothing else
+    params = parse_params(namespace['extra_params'])
+    spec = params.task_params(RulerNiahParams).spec()
+    haystack, key, value, k, v, q = SYNTHETIC_YAML['niah_multikey_2']
+    assert (spec.type_haystack, spec.type_needle_k, spec.type_needle_v) == (haystack, key, value)
+    assert (spec.num_needle_k, spec.num_needle_v, spec.num_needle_q) == (k, v, q)
+    assert params.num_repeats * len(params.depth_percent_grid()) == 50  # RULER's num_samples per length
