@@ -361,6 +361,8 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
+# Characters of a generated haystack its language is read from (it is one text repeated or drawn in one language).
+_LANGUAGE_SAMPLE_CHARS = 4000
 # Corpus spans at least this long are announced before they are tokenized.
 _ANNOUNCED_SPAN_TOKENS = 200_000
 _REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
@@ -402,8 +404,9 @@ def subset_samplers(
             continue
         span = _indexed_span(num_repeats=params.num_repeats, max_context_length=max(c.context_length for c in cells))
         generated = get_task(resolved.task).haystack_text(resolved, params, tokens=span)
-        if generated is not None:  # named in results by what made it, not by the subset's corpus file
-            resolved = resolved.model_copy(update={'corpus_file': generated[0], 'file_list': ()})
+        if generated is not None:  # named by what made it, in the language it is written in, not the subset's file's
+            language = text_language(generated[1][:_LANGUAGE_SAMPLE_CHARS], default=resolved.language)
+            resolved = resolved.model_copy(update={'corpus_file': generated[0], 'file_list': (), 'language': language})
         sampler = SubsetSampler(
             subset=resolved,
             corpus=load_corpus(corpus_dir, resolved)

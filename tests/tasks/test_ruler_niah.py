@@ -16,6 +16,7 @@ from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
 from evalscope_niah.tasks.ruler_niah.rules import ruler_niah_score, string_match_all
+from evalscope_niah.tasks.ruler_niah.task import RulerNiahData
 
 # RULER's scripts/synthetic.yaml niah entries (facts: haystack, key type, value type, k, v, q).
 SYNTHETIC_YAML = {
@@ -210,3 +211,20 @@ def test_the_coming_from_page_example_is_rulers_entry():
     assert (spec.type_haystack, spec.type_needle_k, spec.type_needle_v) == (haystack, key, value)
     assert (spec.num_needle_k, spec.num_needle_v, spec.num_needle_q) == (k, v, q)
     assert params.num_repeats * len(params.depth_percent_grid()) == 50  # RULER's num_samples per length
+
+
+@pytest.mark.parametrize('preset', ['niah_single_1', 'niah_multikey_3'])
+def test_generated_haystacks_fit_each_length_exactly(preset: str, fixture_corpus_dir):
+    from evalscope_niah.making.samples import iter_samples
+
+    _, _, value_type, _, v, q = SYNTHETIC_YAML[preset]
+    grid = {'context_lengths': [700, 2500], 'document_depth_percents': [0, 100], 'num_repeats': 2}
+    params = parse_params({'task': 'ruler_niah', 'ruler_preset': preset, **grid})
+    for subset in ('english', 'chinese'):  # the haystack's language is the generated text's, not the subset's
+        samples = list(iter_samples(params, corpus_dir=fixture_corpus_dir, subsets=[subset]))
+        assert len(samples) == 2 * 2 * 2
+        for sample in samples:
+            assert sample.meta.prompt_tokens == sample.meta.context_length
+            assert sample.meta.corpus_file.startswith('ruler:') and sample.meta.language == 'en'
+            key = RulerNiahData.of(sample.meta).keys[0]
+            assert sample.user_prompt.count(f'special magic {value_type} for {key} is:') == q * v
