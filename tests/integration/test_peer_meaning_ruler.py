@@ -47,11 +47,12 @@ def _asked(text: str) -> tuple[str, list[str]]:
 
 
 def _right_model(messages: list[dict]) -> str:
-    """Gives every value the prompt states for the asked keys: a model that found the needles."""
+    """Gives every value the prompt states for the asked keys, after RULER's answer prefix (which restates the keys,
+    of the values' type in multikey_3): a model that found the needles."""
     text = messages[-1]['content']
-    _, keys = _asked(text)
+    kind, keys = _asked(text)
     values = [value for _, key, value in NEEDLE.findall(text) if key in keys]
-    return 'The special magic values are: ' + ', '.join(values) + '.'
+    return f'The special magic {kind} for {", ".join(keys)} mentioned in the provided text are: {", ".join(values)}.'
 
 
 def _wrong_model(messages: list[dict]) -> str:

@@ -228,3 +228,14 @@ def test_generated_haystacks_fit_each_length_exactly(preset: str, fixture_corpus
             assert sample.meta.corpus_file.startswith('ruler:') and sample.meta.language == 'en'
             key = RulerNiahData.of(sample.meta).keys[0]
             assert sample.user_prompt.count(f'special magic {value_type} for {key} is:') == q * v
+
+
+def test_restating_the_asked_key_is_not_a_wrong_value():
+    key, value = '11111111-2222-4333-8444-555555555555', '0f8e2c3a-1b2d-4e5f-8a9b-0c1d2e3f4a5b'
+    answer = f'The special magic uuid for {key} is {value}.'
+    rule = ruler_niah_score(answer, values=(value,), value_type='uuids', reference=value, keys=(key,))
+    assert rule.values['acc'] == 1.0 and rule.certain
+    numbers = ruler_niah_score(
+        'For 4821937 it is 1234567.', values=('1234567',), value_type='numbers', reference='1234567', keys=('4821937',)
+    )
+    assert numbers.values['acc'] == 1.0

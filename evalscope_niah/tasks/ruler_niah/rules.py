@@ -57,6 +57,7 @@ def ruler_niah_score(
     values: Sequence[str],
     value_type: str,
     reference: str,
+    keys: Sequence[str] = (),
     needles: Sequence[str] = (),
     question: str = '',
     prompt: PromptText | None = None,
@@ -64,14 +65,16 @@ def ruler_niah_score(
     """``values``: acc (recall x precision of the values of ``value_type`` stated), rule_recall, precision and
     ruler_match (RULER's string_match_all, unguarded, for comparing with RULER's tables).
 
-    Candidates are the distinct values of the type in the answer (case folded, full-width folded; a seven-digit
-    number may be grouped '4,821,937'); precision is the share of them that are asked values, scaled down by the
-    share of the answer pasted from the prompt; one value asked and others offered beside it is a guess list (capped
-    as a list item). Certain, except for a negated value (capped) or numbers spelt out.
+    Candidates are the distinct values of the type in the answer other than the asked ``keys`` (case folded,
+    full-width folded; a seven-digit number may be grouped '4,821,937'); precision is the share of them that are
+    asked values, scaled down by the share of the answer pasted from the prompt; one value asked and others offered
+    beside it is a guess list (capped as a list item). Certain, except for a negated value (capped) or numbers
+    spelt out.
     """
     final = unicodedata.normalize('NFKC', answer)[:MAX_SCAN_CHARS].lower()
     wanted = tuple(dict.fromkeys(value.lower() for value in values))
-    candidates = _candidates(final, value_type)
+    # An asked key restated ('the uuid for <key> is <value>') is not a value given, whatever its type.
+    candidates = _candidates(final, value_type) - {key.lower() for key in keys}
     found = tuple(value for value in wanted if value in candidates)
     wrong = tuple(sorted(candidates - set(wanted)))
     paste = paste_evidence(answer, allowed=(*needles, question, reference, *values), prompt=prompt, language='en')

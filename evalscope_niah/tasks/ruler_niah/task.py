@@ -82,10 +82,12 @@ class RulerNiah(Task):
         )
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+        data = RulerNiahData.of(meta)
         rule = ruler_niah_score(
             answer,
             values=meta.answer_keys,
-            value_type=RulerNiahData.of(meta).value_type,
+            value_type=data.value_type,
+            keys=data.keys,
             reference=meta.reference_answer,
             needles=meta.needles,
             question=meta.question,
