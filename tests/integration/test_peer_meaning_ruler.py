@@ -121,19 +121,20 @@ def test_a_model_that_does_not_find_them_fails(tmp_path: Path, fixture_corpus_di
     assert accuracy <= 0.3 and len(sent) == 3
 
 
-def test_rulers_arguments_refused_before_any_request(tmp_path: Path, fixture_corpus_dir: Path):
+@pytest.mark.parametrize(
+    ('extra', 'param'),
+    [
+        ({'task': 'ruler_niah', 'type_haystack': 'book'}, 'type_haystack'),
+        ({'task': 'ruler_niah', 'max_seq_length': 4096}, 'max_seq_length'),
+        ({'task': 'niah_multikey_2'}, 'task'),
+    ],
+    ids=['value', 'name', 'task'],
+)
+def test_rulers_arguments_refused_before_any_request(extra: dict, param: str, tmp_path: Path, fixture_corpus_dir: Path):
     from evalscope_niah.errors import NiahConfigError
 
     with OpenAICompatServer({MODEL: _wrong_model}) as server:
         with pytest.raises(NiahConfigError) as info:
-            run_task(
-                task_config(
-                    server,
-                    fixture_corpus_dir,
-                    tmp_path / 'w',
-                    model=MODEL,
-                    extra={'task': 'ruler_niah', 'type_haystack': 'book'},
-                )
-            )
+            run_task(task_config(server, fixture_corpus_dir, tmp_path / 'w', model=MODEL, extra=extra))
         assert not server.requests
-    assert info.value.param == 'type_haystack' and 'RULER' in str(info.value)
+    assert info.value.param == param and 'RULER' in str(info.value)
