@@ -26,6 +26,7 @@ from .haystack import (
     find_needle_in_corpus,
     has_sentence_boundary,
     minimum_context_length,
+    needle_separators,
     needle_text,
     next_sentence_start,
     prompt_frame,
@@ -276,6 +277,7 @@ class SubsetSampler:
                 start_buffer=self.params.start_buffer,
                 end_buffer=self.params.end_buffer,
                 own_line=self.subset.own_line_needles,
+                needle_separator=self.corpus.needle_separator,
             )
             self._builders[key] = builder
         return builder
@@ -307,8 +309,10 @@ class SubsetSampler:
     def minimum_length(self, needles: tuple[str, ...], question: str) -> int:
         """What ``HaystackBuilder.minimum_length`` gives for these needles, without making a builder."""
         own_line = self.subset.own_line_needles
+        separator = needle_separators(self.subset.language, first=self.corpus.needle_separator)[0]
         needle_tokens = sum(
-            self._counter(needle_text(needle, self.subset.language, own_line=needle in own_line)) for needle in needles
+            self._counter(needle_text(needle, self.subset.language, own_line=needle in own_line, separator=separator))
+            for needle in needles
         )
         return minimum_context_length(
             frame=self._frame(question),
@@ -402,24 +406,33 @@ def subset_samplers(
         cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
-        span = _indexed_span(num_repeats=params.num_repeats, max_context_length=max(c.context_length for c in cells))
-        generated = get_task(resolved.task).haystack_text(resolved, params, tokens=span)
-        if generated is not None:  # named by what made it, in the language it is written in, not the subset's file's
-            language = text_language(generated[1][:_LANGUAGE_SAMPLE_CHARS], default=resolved.language)
-            resolved = resolved.model_copy(update={'corpus_file': generated[0], 'file_list': (), 'language': language})
+        longest = max(cell.context_length for cell in cells)
+        resolved, corpus = _haystack_source(resolved, params, corpus_dir, max_context_length=longest)
         sampler = SubsetSampler(
             subset=resolved,
-            corpus=load_corpus(corpus_dir, resolved)
-            if generated is None
-            else generated_corpus(resolved, name=generated[0], text=generated[1]),
+            corpus=corpus,
             tokenizer=tokenizer,
             prompt=prompt,
-            max_context_length=max(cell.context_length for cell in cells),
+            max_context_length=longest,
             params=params,
         )
         sampler.check_lengths(cells)
         samplers.append((sampler, cells))
     return samplers
+
+
+def _haystack_source(
+    subset: ResolvedSubset, params: NiahParams, corpus_dir: Path, *, max_context_length: int
+) -> tuple[ResolvedSubset, Corpus]:
+    """The subset's corpus, or the haystack its task generates in its place (RULER's noise and needle lines): then
+    the subset is named by what made it and reads in the language the text is written in, not its file's."""
+    span = _indexed_span(num_repeats=params.num_repeats, max_context_length=max_context_length)
+    generated = get_task(subset.task).haystack_text(subset, params, tokens=span)
+    if generated is None:
+        return subset, load_corpus(corpus_dir, subset)
+    language = text_language(generated.text[:_LANGUAGE_SAMPLE_CHARS], default=subset.language)
+    subset = subset.model_copy(update={'corpus_file': generated.name, 'file_list': (), 'language': language})
+    return subset, generated_corpus(subset, text=generated.text, needle_separator=generated.needle_separator)
 
 
 def _check_prompt_texts(params: NiahParams, subsets: Sequence[ResolvedSubset], prompt: PromptSpec) -> None:

@@ -85,8 +85,10 @@ def test_ruler_entry_sends_what_ruler_would(name: str, tmp_path: Path, fixture_c
         asked = [needle for needle in needles if needle[1] in keys]
         assert len(asked) == q * v and {needle[0] for needle in asked} == {value_type}  # each key's v values
         others = [needle for needle in needles if needle[1] not in keys]
-        if haystack == 'needle':  # the haystack is needles about other keys, one a line
+        if haystack == 'needle':  # the haystack is needles about other keys, one a line, the inserted ones too
             assert len(others) >= 5 and {needle[0] for needle in others} == {value_type}
+            lines = text.split('<text>\n', 1)[1].split('\n</text>', 1)[0].split('\n')
+            assert all(NEEDLE.fullmatch(line.strip()) for line in lines[:-1])  # the last may be cut at the length
         else:  # RULER's other keys (max(k, q) - q of them), each with its v needles; nothing else of that form
             assert len(others) == (max(k, q) - q) * v
         if haystack == 'noise':  # nothing but RULER's noise sentences around the needles

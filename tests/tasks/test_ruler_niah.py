@@ -111,8 +111,8 @@ def test_generated_haystacks():
     for preset, name in (('niah_single_1', 'ruler:noise'), ('niah_multikey_3', 'ruler:needle:uuids:uuids')):
         params = parse_params({'task': 'ruler_niah', 'ruler_preset': preset})
         made = task.haystack_text(params.resolve_subset('english'), params, tokens=1000)
-        assert made is not None and made[0] == name
-        lines = made[1].split('\n')
+        assert made is not None and made.name == name
+        lines = made.text.split('\n')
         assert len(lines) >= 100
         if preset == 'niah_single_1':
             assert set(lines) == {NOISE_LINE}

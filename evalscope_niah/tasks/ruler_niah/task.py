@@ -11,7 +11,7 @@ from ...metadata import GridCell, SampleMeta
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
 from ...scoring import PromptText, RuleScore
-from ..base import NeedleChoice, PlanContext, ReportedValue, SampleData, Task, with_levenshtein
+from ..base import GeneratedHaystack, NeedleChoice, PlanContext, ReportedValue, SampleData, Task, with_levenshtein
 from .draws import RULER_DEPTHS, draw_distinct, needle, needle_haystack, noise_haystack, question
 from .params import RulerNiahParams, RulerSpec
 from .rules import ruler_niah_score
@@ -43,15 +43,17 @@ class RulerNiah(Task):
         ReportedValue('ruler_match', "RULER's string_match_all", measure='recall'),
     )
 
-    def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> tuple[str, str] | None:
+    def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
         spec = params.task_params(RulerNiahParams).spec()
         lines = tokens // _TOKENS_PER_LINE + 64
         if spec.type_haystack == 'noise':
-            return 'ruler:noise', noise_haystack(lines)
+            return GeneratedHaystack('ruler:noise', noise_haystack(lines))
         if spec.type_haystack == 'needle':
             seed = zlib.crc32(f'{params.sampling_seed}|{subset.name}|ruler-needle-haystack'.encode())
             text = needle_haystack(lines, type_needle_k=spec.type_needle_k, type_needle_v=spec.type_needle_v, seed=seed)
-            return f'ruler:needle:{spec.type_needle_k}:{spec.type_needle_v}', text
+            # one needle a line, as RULER's: the inserted ones too
+            name = f'ruler:needle:{spec.type_needle_k}:{spec.type_needle_v}'
+            return GeneratedHaystack(name, text, needle_separator='\n')
         return None  # essay: the subset's own corpus
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
