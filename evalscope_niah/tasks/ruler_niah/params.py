@@ -103,8 +103,9 @@ class RulerNiahParams(TaskParams):
 
     def spec(self) -> RulerSpec:
         """The variant: the preset's arguments (or RULER's defaults), each replaced by the one given."""
-        base = dict(preset(self.ruler_preset) or RULER_DEFAULTS) if self.ruler_preset else dict(RULER_DEFAULTS)
-        given = {name: getattr(self, name) for name in (*_TYPE_PARAMS, *_COUNT_PARAMS) if getattr(self, name)}
+        base = dict((preset(self.ruler_preset) if self.ruler_preset else None) or RULER_DEFAULTS)
+        names = (*_TYPE_PARAMS, *_COUNT_PARAMS)
+        given = {name: getattr(self, name) for name in names if getattr(self, name) is not None}
         values: dict[str, Any] = {**base, **given}
         values['num_needle_k'] = max(values['num_needle_k'], values['num_needle_q'])  # as RULER's niah.py does
         return RulerSpec(**values)
