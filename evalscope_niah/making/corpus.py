@@ -50,6 +50,8 @@ class Corpus:
     paths: tuple[Path, ...]
     text: str
     sha256: str
+    # What follows an inserted needle when not the language's space: '\n' in a generated text of a sentence a line.
+    needle_separator: str | None = None
 
     @property
     def path(self) -> Path:
@@ -123,6 +125,13 @@ def load_corpus(directory: str | os.PathLike, subset: ResolvedSubset) -> Corpus:
         identity = {'join': PARAGRAPH_BREAK, 'files': manifest}
         sha256 = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()
     return Corpus(subset=subset.name, paths=tuple(paths), text=text, sha256=str(sha256))
+
+
+def generated_corpus(subset: ResolvedSubset, *, text: str, needle_separator: str | None = None) -> Corpus:
+    """A haystack a task generated (RULER's noise or needle lines) in place of the subset's files: known by its
+    text's hash in the token cache (and by the name the subset's corpus_file then carries in results)."""
+    sha256 = hashlib.sha256(text.encode()).hexdigest()
+    return Corpus(subset=subset.name, paths=(), text=text, sha256=sha256, needle_separator=needle_separator)
 
 
 def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:

@@ -159,14 +159,18 @@ class HaystackBuilder:
         start_buffer: int = 0,
         end_buffer: int = 0,
         own_line: Collection[str] = (),
+        needle_separator: str | None = None,
     ) -> None:
         self.corpus = corpus
         self.own_line = frozenset(needle.strip() for needle in own_line)
+        # What follows a needle first (then the language's others): '\n' in a haystack of one sentence a line.
+        self.separators = needle_separators(language, first=needle_separator)
         self.tokenizer = tokenizer
         self.frame = frame
         self.language = language
         self.needle_texts = [
-            needle_text(needle, language, own_line=needle.strip() in self.own_line) for needle in needles
+            needle_text(needle, language, own_line=needle.strip() in self.own_line, separator=self.separators[0])
+            for needle in needles
         ]
         self._count = counter or TokenCounter(tokenizer, persistent=False)
         self.needle_tokens = sum(self._count(text) for text in self.needle_texts)
@@ -209,7 +213,7 @@ class HaystackBuilder:
         # is the natural one and fits almost always. Without needles the variant is a second whitespace between
         # two sentences near the end, so the haystack still starts where the needle haystacks of its start do.
         padded = not self.needle_texts
-        separators = _PADDINGS[self.language] if padded else _NEEDLE_SEPARATORS[self.language]
+        separators = _PADDINGS[self.language] if padded else self.separators
         variants = [(shift, rank, separator) for shift in range(4) for rank in range(2) for separator in separators]
         for shift, rank, separator in variants:
             start = corpus.position_of_token(start_token + shift)
@@ -444,6 +448,15 @@ _NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000', '\n', '
 # Without needles: nothing, else one extra whitespace at a sentence boundary (see HaystackBuilder.build).
 _PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000', '\n', '  ')}
 _SENTENCE_END_CHARACTERS = '.!?"\'”’)]。！？；…」』）'
+
+
+def needle_separators(language: str, *, first: str | None = None) -> tuple[str, ...]:
+    """The separators a needle may be followed by: ``first`` (when given) and its variants that keep its shape (a
+    line break stays a line break) tried before the language's own."""
+    own = _NEEDLE_SEPARATORS[language]
+    if first is None:
+        return own
+    return tuple(dict.fromkeys((first, ' ' + first, first + first, *own)))
 
 
 def needle_text(needle: str, language: str, *, own_line: bool = False, separator: str | None = None) -> str:

@@ -17,7 +17,7 @@ from ..params.subsets import ResolvedSubset
 from ..scoring.text import text_language
 from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
 from ..tasks.guide import guided_question
-from .corpus import Corpus, load_corpus
+from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
     SENTENCE_END_RULE,
     HaystackBuilder,
@@ -26,6 +26,7 @@ from .haystack import (
     find_needle_in_corpus,
     has_sentence_boundary,
     minimum_context_length,
+    needle_separators,
     needle_text,
     next_sentence_start,
     prompt_frame,
@@ -276,6 +277,7 @@ class SubsetSampler:
                 start_buffer=self.params.start_buffer,
                 end_buffer=self.params.end_buffer,
                 own_line=self.subset.own_line_needles,
+                needle_separator=self.corpus.needle_separator,
             )
             self._builders[key] = builder
         return builder
@@ -308,8 +310,10 @@ class SubsetSampler:
     def minimum_length(self, needles: tuple[str, ...], question: str) -> int:
         """What ``HaystackBuilder.minimum_length`` gives for these needles, without making a builder."""
         own_line = self.subset.own_line_needles
+        separator = needle_separators(self.subset.language, first=self.corpus.needle_separator)[0]
         needle_tokens = sum(
-            self._counter(needle_text(needle, self.subset.language, own_line=needle in own_line)) for needle in needles
+            self._counter(needle_text(needle, self.subset.language, own_line=needle in own_line, separator=separator))
+            for needle in needles
         )
         return minimum_context_length(
             frame=self._frame(question),
@@ -362,6 +366,8 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
+# Characters of a generated haystack its language is read from (it is one text repeated or drawn in one language).
+_LANGUAGE_SAMPLE_CHARS = 4000
 # Corpus spans at least this long are announced before they are tokenized.
 _ANNOUNCED_SPAN_TOKENS = 200_000
 _REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
@@ -401,17 +407,33 @@ def subset_samplers(
         cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
+        longest = max(cell.context_length for cell in cells)
+        resolved, corpus = _haystack_source(resolved, params, corpus_dir, max_context_length=longest)
         sampler = SubsetSampler(
             subset=resolved,
-            corpus=load_corpus(corpus_dir, resolved),
+            corpus=corpus,
             tokenizer=tokenizer,
             prompt=prompt,
-            max_context_length=max(cell.context_length for cell in cells),
+            max_context_length=longest,
             params=params,
         )
         sampler.check_lengths(cells)
         samplers.append((sampler, cells))
     return samplers
+
+
+def _haystack_source(
+    subset: ResolvedSubset, params: NiahParams, corpus_dir: Path, *, max_context_length: int
+) -> tuple[ResolvedSubset, Corpus]:
+    """The subset's corpus, or the haystack its task generates in its place (RULER's noise and needle lines): then
+    the subset is named by what made it and reads in the language the text is written in, not its file's."""
+    span = _indexed_span(num_repeats=params.num_repeats, max_context_length=max_context_length)
+    generated = get_task(subset.task).haystack_text(subset, params, tokens=span)
+    if generated is None:
+        return subset, load_corpus(corpus_dir, subset)
+    language = text_language(generated.text[:_LANGUAGE_SAMPLE_CHARS], default=subset.language)
+    subset = subset.model_copy(update={'corpus_file': generated.name, 'file_list': (), 'language': language})
+    return subset, generated_corpus(subset, text=generated.text, needle_separator=generated.needle_separator)
 
 
 def _check_prompt_texts(params: NiahParams, subsets: Sequence[ResolvedSubset], prompt: PromptSpec) -> None:

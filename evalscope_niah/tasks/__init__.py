@@ -11,11 +11,12 @@ from .multi_retrieval.task import MultiRetrieval
 from .plugins import failed_plugins, load_entry_point_tasks, plugin_tasks
 from .reasoning.task import ReasoningChain
 from .registry import get_task, register_task, set_task_loader, task_names, unregister_task
+from .ruler_niah.task import RulerNiah
 from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call, or an entry point
 # of another installed package (plugins.py, loaded at the first lookup, never at import).
-for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative):
+for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative, RulerNiah):
     register_task(_builtin)
 set_task_loader(load_entry_point_tasks)
 
@@ -30,6 +31,7 @@ __all__ = [
     'ReasoningChain',
     'ReportedValue',
     'RuleScore',
+    'RulerNiah',
     'SampleData',
     'SingleNeedle',
     'Task',

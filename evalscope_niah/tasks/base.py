@@ -20,7 +20,16 @@ from ..vocabulary import Language
 P = TypeVar('P', bound=TaskParams)
 D = TypeVar('D', bound='SampleData')
 
-__all__ = ['NeedleChoice', 'PlanContext', 'ReportedValue', 'RuleScore', 'SampleData', 'Task', 'with_levenshtein']
+__all__ = [
+    'GeneratedHaystack',
+    'NeedleChoice',
+    'PlanContext',
+    'ReportedValue',
+    'RuleScore',
+    'SampleData',
+    'Task',
+    'with_levenshtein',
+]
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,17 @@ class NeedleChoice:
 
 
 @dataclass(frozen=True)
+class GeneratedHaystack:
+    """A haystack a task writes in place of the subset's corpus (RULER's noise and needle lines)."""
+
+    name: str  # how results name it where a corpus file would be named ('ruler:noise')
+    text: str  # prose with sentence ends; a shorter text than the prompts need repeats
+    # What follows a needle: None the language's space; '\n' keeps a needle on its own line in a text of one
+    # sentence a line.
+    needle_separator: str | None = None
+
+
+@dataclass(frozen=True)
 class ReportedValue:
     """A value a task's rule score reports for each sample (a share in [0, 1]) and what it means to a report reader,
     so a report shows it as a percent with the right direction instead of an unexplained number."""
@@ -157,6 +177,11 @@ class Task(ABC):
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """The needles and questions this task may send in place of each subset's own, as (parameter, text) pairs,
         so they are checked before any request as the subset's are; None: the subset's own."""
+        return None
+
+    def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
+        """A haystack this task generates in place of the subset's corpus, about ``tokens`` tokens or more (a shorter
+        one repeats); None: the subset's corpus, as for most tasks."""
         return None
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:

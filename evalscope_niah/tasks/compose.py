@@ -37,6 +37,7 @@ from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
 from .base import Task
 from .registry import get_task, task_names
+from .ruler_niah.names import RULER_ONLY, ruler_task_hint
 
 __all__ = [
     'Parameter',
@@ -129,15 +130,18 @@ OPENCOMPASS_ONLY: dict[str, str] = {
     'rule scores only), so leave it out',
 }
 
+# Every other tool's names that are not parameters here, each with what to write instead.
+FOREIGN_ONLY: dict[str, str] = {**OPENCOMPASS_ONLY, **RULER_ONLY}
+
 
 def _check_names(values: Mapping[str, Any], known: Mapping[str, Parameter]) -> None:
     """Every name a parameter: an OpenCompass-only key is refused with what to write instead."""
     unknown = sorted(str(name) for name in values if name not in known)
     if not unknown:
         return
-    foreign = [name for name in unknown if name in OPENCOMPASS_ONLY]
+    foreign = [name for name in unknown if name in FOREIGN_ONLY]
     if foreign:
-        raise NiahConfigError(foreign[0], OPENCOMPASS_ONLY[foreign[0]])
+        raise NiahConfigError(foreign[0], FOREIGN_ONLY[foreign[0]])
     raise NiahConfigError(unknown[0], f'unknown parameter; allowed parameters are: {", ".join(known)}')
 
 
@@ -188,7 +192,7 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
     if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
-        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, known)
+        _check_names({name: None for name in extra_params if name in FOREIGN_ONLY}, known)
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 
@@ -222,14 +226,19 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
     given that would be ignored."""
     names = task_names()
     if params.task not in names:
-        raise NiahConfigError('task', f'must be {_choices(names)} (got {params.task!r})')
+        raise NiahConfigError('task', _unknown_task(params.task, names))
     for name, override in params.subsets.items():
         if override.task is not None and override.task not in names:
-            raise NiahConfigError(f'subsets.{name}.task', f'must be {_choices(names)} (got {override.task!r})')
+            raise NiahConfigError(f'subsets.{name}.task', _unknown_task(override.task, names))
     for task, _ in task_models:
         task.check_params(params)
     _nothing_ignored(params, task_models)
     _check_user_chains(params)
+
+
+def _unknown_task(task: str, names: Sequence[str]) -> str:
+    hint = ruler_task_hint(task)  # a RULER task name says what to write for it
+    return f'must be {_choices(names)} (got {task!r})' + (f'; {hint}' if hint else '')
 
 
 def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:

@@ -1,0 +1,142 @@
+"""RULER's niah configs as its users write them (a synthetic.yaml entry, or its arguments), run through EvalScope's
+run_task against the 127.0.0.1 test server, checked for *meaning*: what the model was sent against what RULER's
+niah.py would have produced for that entry. Its length in the tokenizer (exact, the chat template included), how
+many needles and which (the asked keys' needles, RULER's other keys' needles beside them, none of the asked keys
+anywhere else), the haystack (the essay corpus, RULER's noise lines, or lines of other needles), the question (as
+RULER words it), the needle's depth and how many samples; and that a model giving the values passes, one that does
+not fails."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from evalscope_niah.making.tokenization import load_tokenizer
+from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE
+from evalscope_niah.testing.openai_server import OpenAICompatServer
+from tests.support.reports import overall_scores
+from tests.support.tasks import task_config
+
+pytest.importorskip('evalscope')
+
+from evalscope import run_task
+
+MODEL = 'mock-model'
+TOKENIZER = 'Qwen/Qwen3-0.6B'
+GRID = {'context_lengths': [900], 'document_depth_percents': [0, 50, 100], 'tokenizer_path': TOKENIZER}
+# RULER's scripts/synthetic.yaml niah entries (facts): haystack, key type, value type, num_needle_k, _v, _q.
+SYNTHETIC_YAML = {
+    'niah_single_1': ('noise', 'words', 'numbers', 1, 1, 1),
+    'niah_single_2': ('essay', 'words', 'numbers', 1, 1, 1),
+    'niah_single_3': ('essay', 'words', 'uuids', 1, 1, 1),
+    'niah_multikey_1': ('essay', 'words', 'numbers', 4, 1, 1),
+    'niah_multikey_2': ('needle', 'words', 'numbers', 1, 1, 1),
+    'niah_multikey_3': ('needle', 'uuids', 'uuids', 1, 1, 1),
+    'niah_multivalue': ('essay', 'words', 'numbers', 1, 4, 1),
+    'niah_multiquery': ('essay', 'words', 'numbers', 1, 1, 4),
+}
+NEEDLE = re.compile(r'One of the special magic (\w+) for (\S+) is: (\S+)\.')
+QUESTION = re.compile(r'What (?:is|are all) the special magic (\w+) for (.+?) mentioned in the provided text\?')
+
+
+def _asked(text: str) -> tuple[str, list[str]]:
+    kind, query = QUESTION.search(text).groups()
+    return kind, [key for key in re.split(r', and |, ', query) if key]
+
+
+def _right_model(messages: list[dict]) -> str:
+    """Gives every value the prompt states for the asked keys, after RULER's answer prefix (which restates the keys,
+    of the values' type in multikey_3): a model that found the needles."""
+    text = messages[-1]['content']
+    kind, keys = _asked(text)
+    values = [value for _, key, value in NEEDLE.findall(text) if key in keys]
+    return f'The special magic {kind} for {", ".join(keys)} mentioned in the provided text are: {", ".join(values)}.'
+
+
+def _wrong_model(messages: list[dict]) -> str:
+    return 'The text does not say.'
+
+
+def _run(extra: dict, responder, tmp_path: Path, corpus: Path):
+    with OpenAICompatServer({MODEL: responder}) as server:
+        report = run_task(task_config(server, corpus, tmp_path / 'work', model=MODEL, extra=extra, subsets=['english']))
+        return overall_scores(report['needle_haystack'])['accuracy'], [request.messages for request in server.requests]
+
+
+@pytest.mark.parametrize('name', SYNTHETIC_YAML)
+def test_ruler_entry_sends_what_ruler_would(name: str, tmp_path: Path, fixture_corpus_dir: Path):
+    haystack, _, value_type, k, v, q = SYNTHETIC_YAML[name]
+    accuracy, sent = _run(
+        {'task': 'ruler_niah', 'ruler_preset': name, **GRID}, _right_model, tmp_path, fixture_corpus_dir
+    )
+    assert accuracy >= 0.9
+    assert len(sent) == len(GRID['context_lengths']) * len(GRID['document_depth_percents'])  # samples
+    tokenizer = load_tokenizer(TOKENIZER)
+    essay = (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8')
+    for messages in sent:
+        assert tokenizer.count(tokenizer.render_chat(messages)) == GRID['context_lengths'][0]
+        text = messages[-1]['content']
+        kind, keys = _asked(text)
+        # RULER's wording: singular when one value is asked, its keys listed 'a, b, and c'
+        assert kind == (value_type if q * v > 1 else value_type[:-1]) and len(keys) == q
+        needles = NEEDLE.findall(text)
+        asked = [needle for needle in needles if needle[1] in keys]
+        assert len(asked) == q * v and {needle[0] for needle in asked} == {value_type}  # each key's v values
+        others = [needle for needle in needles if needle[1] not in keys]
+        if haystack == 'needle':  # the haystack is needles about other keys, one a line, the inserted ones too
+            assert len(others) >= 5 and {needle[0] for needle in others} == {value_type}
+            lines = text.split('<text>\n', 1)[1].split('\n</text>', 1)[0].split('\n')
+            assert all(NEEDLE.fullmatch(line.strip()) for line in lines[:-1])  # the last may be cut at the length
+        else:  # RULER's other keys (max(k, q) - q of them), each with its v needles; nothing else of that form
+            assert len(others) == (max(k, q) - q) * v
+        if haystack == 'noise':  # nothing but RULER's noise sentences around the needles
+            body = NEEDLE.sub('', text.split(QUESTION.search(text).group())[0])
+            noise = set(re.findall(r'[A-Z][^.]*\.', NOISE_LINE))
+            sentences = {s for s in re.findall(r'[A-Z][^.]*\.', body)}
+            assert sentences - noise <= _template_sentences(text, body) and len(sentences & noise) == len(noise)
+        if haystack == 'essay':
+            assert any(len(line) > 40 and line in essay for line in text.split('\n'))
+
+
+def _template_sentences(text: str, body: str) -> set[str]:
+    """The sentences the user template wraps the haystack with (ours, not RULER's preamble)."""
+    return set(re.findall(r'[A-Z][^.]*\.', body.split('The grass', 1)[0]))
+
+
+def test_the_needle_stands_at_the_cells_depth(tmp_path: Path, fixture_corpus_dir: Path):
+    extra = {'task': 'ruler_niah', 'type_haystack': 'noise', **GRID}
+    _, sent = _run(extra, _wrong_model, tmp_path, fixture_corpus_dir)
+    positions = []
+    for messages in sent:
+        text = messages[-1]['content']
+        first, last = text.index('The grass'), text.rindex('There and back again.')
+        positions.append((NEEDLE.search(text).start() - first) / (last - first))
+    low, middle, high = sorted(positions)  # requests arrive in the server's order, not the grid's
+    assert low < 0.05 and 0.4 < middle < 0.6 and high > 0.85
+
+
+def test_a_model_that_does_not_find_them_fails(tmp_path: Path, fixture_corpus_dir: Path):
+    extra = {'task': 'ruler_niah', 'ruler_preset': 'ruler_niah_multivalue', **GRID}
+    accuracy, sent = _run(extra, _wrong_model, tmp_path, fixture_corpus_dir)
+    assert accuracy <= 0.3 and len(sent) == 3
+
+
+@pytest.mark.parametrize(
+    ('extra', 'param'),
+    [
+        ({'task': 'ruler_niah', 'type_haystack': 'book'}, 'type_haystack'),
+        ({'task': 'ruler_niah', 'max_seq_length': 4096}, 'max_seq_length'),
+        ({'task': 'niah_multikey_2'}, 'task'),
+    ],
+    ids=['value', 'name', 'task'],
+)
+def test_rulers_arguments_refused_before_any_request(extra: dict, param: str, tmp_path: Path, fixture_corpus_dir: Path):
+    from evalscope_niah.errors import NiahConfigError
+
+    with OpenAICompatServer({MODEL: _wrong_model}) as server:
+        with pytest.raises(NiahConfigError) as info:
+            run_task(task_config(server, fixture_corpus_dir, tmp_path / 'w', model=MODEL, extra=extra))
+        assert not server.requests
+    assert info.value.param == param and 'RULER' in str(info.value)
