@@ -29,7 +29,6 @@ from ..making.prompts import PromptSpec
 from ..making.samples import grid, subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
 from ..metadata import GridCell, SampleMeta
-from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
 from ..reporting.records import SampleResult
@@ -43,6 +42,7 @@ from ..tasks.compose import effective_length_mode, parse_params
 from .interrupt import install_deadline
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
+from .live_pages import LivePages
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
@@ -66,7 +66,7 @@ _HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
 _MAX_ERROR_CHARS = 500
 
 
-class NiahAdapter(DefaultDataAdapter):
+class NiahAdapter(LivePages, DefaultDataAdapter):
     """EvalScope hooks for needle-in-a-haystack: load samples, score, aggregate cells, draw heatmaps."""
 
     scoring_policy = ScoringPolicy.JUDGE_DEFAULT
@@ -87,7 +87,6 @@ class NiahAdapter(DefaultDataAdapter):
         self._errors: dict[str, list[SampleResult]] = defaultdict(list)
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
-        self._live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
         self._outputs_written = False
         self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
@@ -386,26 +385,6 @@ class NiahAdapter(DefaultDataAdapter):
         shown = ('rule_recall', 'levenshtein', *(value.name for value in task_for(meta).reported_values))
         side_values = {name: rule.values[name] for name in shown if name in rule.values}
         return judge_workflow(meta, side_values)
-
-    # ---- live pages: a sweep you can watch --------------------------------------------------------------------
-
-    def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
-        """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
-        metas = [SampleMeta.from_dict(sample.metadata) for sample in samples]
-        planned = [PlannedSample(m.subset, m.context_length, m.depth_percent, m.context_length) for m in metas]
-        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name))
-        self.sample_finished(*finished)
-
-    def sample_finished(self, *sample_scores: SampleScore | None) -> None:
-        """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""
-        if self._live is not None:
-            for sample_score in filter(None, sample_scores):
-                self._live.add(sample_result(sample_score))
-            self._live.update()
-
-    def finish_live(self, *, complete: bool) -> None:
-        if self._live is not None:
-            self._live.finish(complete=complete)
 
     # ---- aggregation and reports -----------------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ class RulerNiah(Task):
         ReportedValue('precision', 'Precision', measure='precision'),
         ReportedValue('ruler_match', "RULER's string_match_all", measure='recall'),
     )
+    partial_credit = True  # RULER scores the share of the asked values an answer holds, in any order
 
     def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
         spec = params.task_params(RulerNiahParams).spec()

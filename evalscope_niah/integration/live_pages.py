@@ -1,0 +1,39 @@
+"""The live pages of a run, as hooks of our adapter: the evaluator hands over the plan and each saved review, the
+pages and progress lines follow (reporting/live.py draws them)."""
+
+from __future__ import annotations
+
+from evalscope.api.dataset import Sample
+from evalscope.api.metric import SampleScore
+
+from ..metadata import SampleMeta
+from ..reporting.live import LiveRun, PlannedSample
+from ..reporting.outputs import OutputFiles
+from .sample_results import sample_result
+
+__all__ = ['LivePages']
+
+
+class LivePages:
+    """Mixed into the adapter (which has ``name``): a sweep you can watch."""
+
+    name: str
+    _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
+
+    def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
+        """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
+        metas = [SampleMeta.from_dict(sample.metadata) for sample in samples]
+        planned = [PlannedSample(m.subset, m.context_length, m.depth_percent, m.context_length) for m in metas]
+        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name))
+        self.sample_finished(*finished)
+
+    def sample_finished(self, *sample_scores: SampleScore | None) -> None:
+        """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""
+        if self._live is not None:
+            for sample_score in filter(None, sample_scores):
+                self._live.add(sample_result(sample_score))
+            self._live.update()
+
+    def finish_live(self, *, complete: bool) -> None:
+        if self._live is not None:
+            self._live.finish(complete=complete)
