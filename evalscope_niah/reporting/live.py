@@ -53,12 +53,14 @@ _PROGRESS_FORMAT = 1
 
 @dataclass(frozen=True)
 class PlannedSample:
-    """One sample the run plans to send: its cell (a control has no depth) and its prompt's length in tokens."""
+    """One sample the run plans to send: its cell (a control has no depth) and its prompt's length in tokens.
 
-    subset: str
-    context_length: int
-    depth_percent: float | None
-    tokens: int
+    Each field's comment is its meaning on the docs' results-files page, which is generated from them."""
+
+    subset: str  # the subset of the sample
+    context_length: int  # its cell's length, in the run's tokenizer's tokens
+    depth_percent: float | None  # its cell's needle depth, 0-100; None for a control sample
+    tokens: int  # its prompt's length in tokens, for the 'prompt tokens sent' count
 
     def to_dict(self) -> dict[str, Any]:
         return {

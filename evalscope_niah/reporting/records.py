@@ -122,26 +122,30 @@ class SampleResult:
     the server reported; `scoring` says what decided `accuracy` ('judge', 'rule', or 'rule_fallback' when the
     judge could not be used); `no_answer` says why a finished reply had no final answer ('reasoning_only',
     'tool_call_only').  These are optional and left out of `to_dict` when None.
+
+    Each field's comment is its meaning on the docs' results-files page, which is generated from them.
     """
 
-    subset: str
-    context_length: int
-    depth_percent: float | None
-    accuracy: float | None
-    rule_recall: float | None
-    levenshtein: float | None
-    judge_accuracy: float | None
-    judge_status: JudgeStatus
-    error: str | None = None
-    budget_exhausted: bool = False
-    control: bool = False
-    answer: str | None = None
-    reasoning: str | None = None
-    judge_rating: float | None = None
-    served_prompt_tokens: int | None = None
-    served_completion_tokens: int | None = None
-    scoring: ScoringSource | None = None
-    no_answer: NoAnswerReason | None = None
+    subset: str  # the subset the sample belongs to (a corpus and language: 'english', 'chinese', ...)
+    context_length: int  # the prompt's planned length, in tokens of `tokenizer`
+    depth_percent: float | None  # where the needle was placed, 0 (start) to 100 (end); None for a control sample
+    accuracy: float | None  # the final score, 0-1 (judge, or rule fallback); None when unscored (see the docstring)
+    rule_recall: float | None  # the task's rule score, 0-1, always computed; None when there was no reply to score
+    levenshtein: float | None  # similarity of the answer to the reference, 0-1 (a diagnostic, never the score)
+    judge_accuracy: float | None  # the judge's verdict, 0-1; set exactly when judge_status is 'ok'
+    judge_status: JudgeStatus  # the judge call: 'ok' (it answered), 'failed' (no usable verdict) or 'not_called'
+    error: str | None = None  # the server fault that left the sample unscored (counted in errors, never as a 0)
+    budget_exhausted: bool = False  # the reply was cut by max_tokens or the window: unscored, and no error
+    control: bool = False  # a needle-absent control sample (the right answer is that the text does not say)
+    answer: str | None = None  # the model's final answer, reasoning stripped, cut to 1,000 characters with a marker
+    reasoning: str | None = None  # the model's reasoning block, cut the same way
+    judge_rating: float | None = None  # the judge's raw rating (Kamradt's 1-10 rubric)
+    served_prompt_tokens: int | None = None  # prompt tokens the server said it read (absent without usage)
+    served_completion_tokens: int | None = None  # reply tokens the server said it wrote (absent without usage)
+    scoring: ScoringSource | None = None  # what decided accuracy: 'judge', 'rule', or 'rule_fallback'
+    no_answer: NoAnswerReason | None = None  # why a finished reply had no final answer: 'reasoning_only', ...
+    # The values the sample's task reports beside the shared ones (Task.reported_values), e.g. a multi-needle
+    # reply's precision: each a finite number, averaged per cell.
     task_values: Mapping[str, float] = field(default_factory=dict)
     # The tokenizer that counted context_length (SampleMeta.tokenizer: 'Qwen/Qwen3-0.6B', 'server:<model>', ...):
     # the unit of every length shown. None in files written before it was recorded.

@@ -57,20 +57,23 @@ def _mean(values: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class CellSummary:
-    """Aggregate of all samples sharing (subset, context_length, depth_percent)."""
+    """Aggregate of all samples sharing (subset, context_length, depth_percent); one row of the cells CSV.
 
-    subset: str
-    context_length: int
-    depth_percent: float
-    n: int
-    accuracy: float | None
-    rule_recall: float | None
-    levenshtein: float | None
-    judge_failures: int
-    errors: int
-    ci_low: float | None
-    ci_high: float | None
-    # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it.
+    Each field's comment is its meaning on the docs' results-files page, which is generated from them."""
+
+    subset: str  # the subset of the cell
+    context_length: int  # the cell's length, in tokens of `tokenizer`
+    depth_percent: float  # the cell's needle depth, 0 (start) to 100 (end)
+    n: int  # the scored samples in the cell (errors, cut replies and replies with no final answer left out)
+    accuracy: float | None  # mean final score of the scored samples; empty when none was scored
+    rule_recall: float | None  # mean rule score of the samples that have one
+    levenshtein: float | None  # mean similarity of answer to reference (a diagnostic)
+    judge_failures: int  # samples whose judge call failed (scored by rule instead)
+    errors: int  # samples left unscored by a server fault
+    ci_low: float | None  # lower end of the 95% bootstrap interval of accuracy; empty below two scored samples
+    ci_high: float | None  # upper end of that interval
+    # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it; in
+    # the CSV, one column per value, in name order, after `tokenizer`.
     task_values: Mapping[str, float] = field(default_factory=dict)
     # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
     no_answer: int = 0
