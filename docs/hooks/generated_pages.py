@@ -164,10 +164,13 @@ def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.FunctionDef | None,
     yield from visit(tree, None)
 
 
-def _module_errors(path: Path, tree: ast.Module, shared: dict[str, Helper]) -> Iterator[RaisedError]:
+def _module_errors(
+    path: Path, tree: ast.Module, shared: dict[str, Helper], imported: dict[str, ast.expr]
+) -> Iterator[RaisedError]:
     """The errors ``path`` raises (a message built by a helper: the helper's texts, this module's own first), then
-    the messages its public ``*_message`` functions build (what a run prints when it stops or warns)."""
-    constants = _constants(tree)
+    the messages its public ``*_message`` functions build (what a run prints when it stops or warns). ``imported``:
+    the package's constants, for a name the module imports (``MAX_GRID_AXIS``)."""
+    constants = {**imported, **_constants(tree)}
     own = {node.name: (node, constants) for node in tree.body if isinstance(node, ast.FunctionDef)}
     helpers = {**shared, **own}
     module = path.relative_to(PACKAGE).as_posix()
@@ -204,9 +207,15 @@ def raised_errors() -> list[RaisedError]:
         for node in tree.body
         if isinstance(node, ast.FunctionDef) and node.name.endswith('_message')
     }
+    # A constant's name defined in one module only: an import of it can only mean that one.
+    defined: dict[str, list[ast.expr]] = {}
+    for tree in trees.values():
+        for name, value in _constants(tree).items():
+            defined.setdefault(name, []).append(value)
+    imported = {name: values[0] for name, values in defined.items() if len(values) == 1}
     found: list[RaisedError] = []
     for path, tree in trees.items():
-        found.extend(_module_errors(path, tree, shared))
+        found.extend(_module_errors(path, tree, shared, imported))
     raised = {error.message for error in found if error.kind != 'message'}
     # A message function whose text an error already carries is listed once, under the error.
     return [error for error in found if error.kind != 'message' or error.message not in raised]
