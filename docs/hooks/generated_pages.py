@@ -21,7 +21,7 @@ import re
 import sys
 import tempfile
 import tokenize
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -148,6 +148,19 @@ def _validated_fields(function: ast.FunctionDef | None) -> str | None:
     return None
 
 
+def _checked_for(trees: Iterable[ast.Module]) -> dict[str, str]:
+    """function name -> the fields of the validator that calls it (``check_max_reply_bytes`` -> ``max_reply_bytes``):
+    a ValueError it raises reaches the user under those fields."""
+    found = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            fields = _validated_fields(node) if isinstance(node, ast.FunctionDef) else None
+            for call in ast.walk(node) if fields else ():
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                    found[call.func.id] = fields
+    return found
+
+
 def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.FunctionDef | None, bool]]:
     """Every call in the module, with its enclosing function and whether it is what a ``raise`` raises."""
     raised = {id(node.exc) for node in ast.walk(tree) if isinstance(node, ast.Raise) and node.exc is not None}
@@ -165,7 +178,7 @@ def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.FunctionDef | None,
 
 
 def _module_errors(
-    path: Path, tree: ast.Module, shared: dict[str, Helper], imported: dict[str, ast.expr]
+    path: Path, tree: ast.Module, shared: dict[str, Helper], imported: dict[str, ast.expr], checked: dict[str, str]
 ) -> Iterator[RaisedError]:
     """The errors ``path`` raises (a message built by a helper: the helper's texts, this module's own first), then
     the messages its public ``*_message`` functions build (what a run prints when it stops or warns). ``imported``:
@@ -186,7 +199,8 @@ def _module_errors(
         if kind in CONFIG_ERRORS and len(call.args) == 2:
             params, message = _template(call.args[0], {}, constants), call.args[1]
         elif is_raised and kind not in CONFIG_ERRORS:
-            params, message = [FIXED_PARAM.get(kind) or _validated_fields(function) or kind], call.args[0]
+            called = checked.get(function.name) if function else None
+            params, message = [FIXED_PARAM.get(kind) or _validated_fields(function) or called or kind], call.args[0]
         else:
             continue
         for text in _template(message, helpers, constants):
@@ -213,9 +227,10 @@ def raised_errors() -> list[RaisedError]:
         for name, value in _constants(tree).items():
             defined.setdefault(name, []).append(value)
     imported = {name: values[0] for name, values in defined.items() if len(values) == 1}
+    checked = _checked_for(trees.values())
     found: list[RaisedError] = []
     for path, tree in trees.items():
-        found.extend(_module_errors(path, tree, shared, imported))
+        found.extend(_module_errors(path, tree, shared, imported, checked))
     raised = {error.message for error in found if error.kind != 'message'}
     # A message function whose text an error already carries is listed once, under the error.
     return [error for error in found if error.kind != 'message' or error.message not in raised]
