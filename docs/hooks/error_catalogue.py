@@ -1,0 +1,241 @@
+"""The FAQ's error catalogue, from the code: an ``ast`` walk over evalscope_niah collecting every error a user can meet
+(each ``NiahConfigError(param, message)``, each raised ValueError of a validator, the local model's and the
+server's errors, the ``*_message`` lines a run prints when it stops or warns), with the parameter it names and its
+message as the code builds it (f-string parts as ``{placeholders}``, module constants and message helpers filled
+in), grouped by what the user was doing. Loaded by path by generated_pages.py (the ``errors`` section).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / 'evalscope_niah'
+
+
+# Error types a user meets, and the parameter each is about when the call does not name one.
+CONFIG_ERRORS = ('NiahConfigError',)
+FIXED_PARAM = {'EndpointError': 'tokenizer_path'}
+# Raised for programming mistakes, not for anything a user gives: left out of the catalogue.
+INTERNAL_ERRORS = {'TypeError', 'AssertionError', 'NotImplementedError', 'AttributeError', 'RuntimeError'}
+# What the user was doing, by the module that raises (first prefix that matches wins).
+GROUPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    ('judge', 'The judge check', '裁判模型检查', ('judging/', 'integration/judge')),
+    (
+        'resume',
+        'Stopping and resuming a run',
+        '中断与断点续评',
+        ('making/resume_match.py', 'integration/resume_cache.py', 'integration/interrupt.py', 'torn_lines'),
+    ),
+    ('window', "The model's window", '模型窗口', ('making/window_fit.py', 'integration/window_check.py')),
+    (
+        'tokenizer',
+        'Tokenizer and server counts',
+        '分词器与服务端计数',
+        ('making/tokenization.py', 'making/haystack.py', 'serving/endpoint.py', 'serving/token_bytes.py'),
+    ),
+    ('corpus', 'Corpus and needle files', '语料与 needle 文件', ('making/', 'tasks/single/bank.py')),
+    ('plugins', 'Tasks and plugins', '任务与插件', ('tasks/registry.py', 'tasks/plugins.py', 'tasks/base.py')),
+    ('server', 'Server faults and the local model', '服务端故障与本地模型', ('serving/', 'integration/')),
+    ('disk', 'Disk and the work dir', '磁盘与工作目录', ('disk_space.py', 'work_dir_lock.py', 'atomic.py')),
+    ('reading', 'Reports, plotting and comparing result files', '报告、绘图与比较结果文件', ('reporting/',)),
+    ('cli', 'Command-line flags', '命令行参数', ('cli.py', 'demo.py')),
+    ('config', 'Parameters (extra_params, dataset_args)', '参数（extra_params、dataset_args）', ('',)),
+)
+
+
+@dataclass(frozen=True)
+class RaisedError:
+    module: str  # path under evalscope_niah/
+    kind: str  # the error type
+    param: str  # the parameter named (a template, with {placeholders} where the code computes it)
+    message: str  # the message template
+
+
+# A helper that builds a message: its definition and the text constants of its module.
+Helper = tuple[ast.FunctionDef, dict[str, ast.expr]]
+
+
+def _constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """The module's top-level text and number constants (``_WAYS_OUT = '...'``): a message quoting one shows it."""
+    return {
+        node.targets[0].id: node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant | ast.JoinedStr)
+        and not (isinstance(node.value, ast.Constant) and type(node.value.value) not in (str, int, float))
+    }
+
+
+def _placeholder(node: ast.expr, constants: dict[str, ast.expr]) -> str:
+    if isinstance(node, ast.Name) and node.id in constants:
+        value = constants[node.id]
+        if isinstance(value, ast.Constant) and isinstance(value.value, int):
+            return f'{value.value:,}'
+        if isinstance(value, ast.Constant) and isinstance(value.value, float):
+            return f'{value.value:g}'
+        return _template(value, {}, constants)[0]
+    return '{' + ast.unparse(node) + '}'
+
+
+def _template(node: ast.expr, helpers: dict[str, Helper], constants: dict[str, ast.expr]) -> list[str]:
+    """The text(s) a message expression builds: f-string parts as {placeholders}, a module constant's text, a
+    helper's returned texts."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, ast.JoinedStr):
+        parts = [
+            part.value if isinstance(part, ast.Constant) else _placeholder(part.value, constants)
+            for part in node.values
+        ]
+        return [''.join(parts)]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return [
+            left + right
+            for left in _template(node.left, helpers, constants)
+            for right in _template(node.right, helpers, constants)
+        ]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in helpers:
+        function, own = helpers[node.func.id]
+        returned = [
+            text
+            for child in ast.walk(function)
+            if isinstance(child, ast.Return)
+            and child.value is not None
+            and not (isinstance(child.value, ast.Constant) and child.value.value is None)
+            for text in _template(child.value, {}, own)
+        ]
+        if returned:
+            return returned
+    return [_placeholder(node, constants)]
+
+
+def _validated_fields(function: ast.FunctionDef | None) -> str | None:
+    """The fields a pydantic ``@field_validator('a', 'b')`` checks: its ValueError reaches the user under them."""
+    for decorator in function.decorator_list if function else ():
+        if isinstance(decorator, ast.Call) and getattr(decorator.func, 'id', '') == 'field_validator':
+            names = [arg.value for arg in decorator.args if isinstance(arg, ast.Constant)]
+            return ', '.join(names)
+    return None
+
+
+def _checked_for(trees: Iterable[ast.Module]) -> dict[str, str]:
+    """function name -> the fields of the validator that calls it (``check_max_reply_bytes`` -> ``max_reply_bytes``):
+    a ValueError it raises reaches the user under those fields."""
+    found = {}
+    for tree in trees:
+        for node in ast.walk(tree):
+            fields = _validated_fields(node) if isinstance(node, ast.FunctionDef) else None
+            for call in ast.walk(node) if fields else ():
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Name):
+                    found[call.func.id] = fields
+    return found
+
+
+def _calls(tree: ast.Module) -> Iterator[tuple[ast.Call, ast.FunctionDef | None, bool]]:
+    """Every call in the module, with its enclosing function and whether it is what a ``raise`` raises."""
+    raised = {id(node.exc) for node in ast.walk(tree) if isinstance(node, ast.Raise) and node.exc is not None}
+
+    def visit(
+        node: ast.AST, function: ast.FunctionDef | None
+    ) -> Iterator[tuple[ast.Call, ast.FunctionDef | None, bool]]:
+        for child in ast.iter_child_nodes(node):
+            inner = child if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef) else function
+            if isinstance(child, ast.Call):
+                yield child, function, id(child) in raised
+            yield from visit(child, inner)
+
+    yield from visit(tree, None)
+
+
+def _module_errors(
+    path: Path, tree: ast.Module, shared: dict[str, Helper], imported: dict[str, ast.expr], checked: dict[str, str]
+) -> Iterator[RaisedError]:
+    """The errors ``path`` raises (a message built by a helper: the helper's texts, this module's own first), then
+    the messages its public ``*_message`` functions build (what a run prints when it stops or warns). ``imported``:
+    the package's constants, for a name the module imports (``MAX_GRID_AXIS``)."""
+    constants = {**imported, **_constants(tree)}
+    own = {node.name: (node, constants) for node in tree.body if isinstance(node, ast.FunctionDef)}
+    helpers = {**shared, **own}
+    module = path.relative_to(PACKAGE).as_posix()
+    for name in own:
+        if name.endswith('_message') and not name.startswith('_'):
+            call = ast.Call(func=ast.Name(id=name), args=[], keywords=[])
+            for text in _template(call, helpers, constants):
+                yield RaisedError(module, 'message', name.removesuffix('_message'), text)
+    for call, function, is_raised in _calls(tree):
+        kind = call.func.id if isinstance(call.func, ast.Name) else getattr(call.func, 'attr', '')
+        if not kind.endswith('Error') or kind in INTERNAL_ERRORS or not call.args:
+            continue
+        if kind in CONFIG_ERRORS and len(call.args) == 2:
+            params, message = _template(call.args[0], {}, constants), call.args[1]
+        elif is_raised and kind not in CONFIG_ERRORS:
+            called = checked.get(function.name) if function else None
+            params, message = [FIXED_PARAM.get(kind) or _validated_fields(function) or called or kind], call.args[0]
+        else:
+            continue
+        for text in _template(message, helpers, constants):
+            yield RaisedError(module, kind, params[0], text)
+
+
+def raised_errors() -> list[RaisedError]:
+    """Every error message a user can meet, from the code (the test server's own errors are not the user's)."""
+    trees = {
+        path: ast.parse(path.read_text(encoding='utf-8'))
+        for path in sorted(PACKAGE.rglob('*.py'))
+        if 'testing' not in path.relative_to(PACKAGE).parts
+    }
+    # Public helpers that build a message, wherever they live (a module may raise what another module words).
+    shared = {
+        node.name: (node, _constants(tree))
+        for tree in trees.values()
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name.endswith('_message')
+    }
+    # A constant's name defined in one module only: an import of it can only mean that one.
+    defined: dict[str, list[ast.expr]] = {}
+    for tree in trees.values():
+        for name, value in _constants(tree).items():
+            defined.setdefault(name, []).append(value)
+    imported = {name: values[0] for name, values in defined.items() if len(values) == 1}
+    checked = _checked_for(trees.values())
+    found: list[RaisedError] = []
+    for path, tree in trees.items():
+        found.extend(_module_errors(path, tree, shared, imported, checked))
+    raised = {error.message for error in found if error.kind != 'message'}
+    # A message function whose text an error already carries is listed once, under the error.
+    return [error for error in found if error.kind != 'message' or error.message not in raised]
+
+
+def group_of(module: str) -> str:
+    return next(key for key, _, _, prefixes in GROUPS if any(module.startswith(prefix) for prefix in prefixes))
+
+
+def _code(text: str) -> str:
+    """``text`` as one inline code span, whatever backticks it holds."""
+    text = ' '.join(text.split())
+    fence = '``' if '`' in text else '`'
+    return f'{fence} {text} {fence}' if fence == '``' else f'`{text}`'
+
+
+def error_catalogue(language: str) -> str:
+    errors = raised_errors()
+    intro = {
+        'en': 'Each entry: the parameter (or error type) the message names, the message as the code builds it '
+        '(`{...}` is filled in when it is raised) and the module that raises it.',
+        'zh': '每一条：消息所指的参数（或错误类型）、代码构造的消息原文（`{...}` 在抛出时填入）以及抛出它的模块。',
+    }[language]
+    lines = [intro]
+    for key, english, chinese, _ in GROUPS:
+        members = sorted({error for error in errors if group_of(error.module) == key}, key=_error_order)
+        if members:
+            lines += ['', f'### {english if language == "en" else chinese}', '']
+            lines += [f'- {_code(error.param)}: {_code(error.message)} ({error.module})' for error in members]
+    return '\n'.join(lines)
+
+
+def _error_order(error: RaisedError) -> tuple[str, str, str]:
+    return error.param.lower(), error.message, error.module
