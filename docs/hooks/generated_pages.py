@@ -31,7 +31,9 @@ ROOT = HERE.parents[1]
 PACKAGE = ROOT / 'evalscope_niah'
 DOCS = ROOT / 'docs'
 COMMAND = 'PYTHONPATH=. python docs/hooks/generated_pages.py'
-SECTION = re.compile(r'(<!-- generated: ([a-z0-9-]+) -->\n)(.*?)(<!-- /generated -->)', flags=re.DOTALL)
+SECTION = re.compile(
+    r'^(<!-- generated: ([a-z0-9-]+) -->\n)(.*?)^(<!-- /generated -->)$', flags=re.DOTALL | re.MULTILINE
+)
 
 
 def _load(name: str):
@@ -276,24 +278,27 @@ def cli_reference(language: str) -> str:
 # ---- the pages -----------------------------------------------------------------------------------------------------
 
 SECTIONS: dict[str, Callable[[str], str]] = {
-    'errors': error_catalogue,
+    'error-catalogue': error_catalogue,
     'results-fields': results_fields,
     'cells-fields': cells_fields,
     'progress-fields': progress_fields,
     'example-row': example_row,
     'example-prompt': example_prompt,
-    'cli': cli_reference,
+    'cli-reference': cli_reference,
 }
 
 
 def regenerate(text: str, language: str) -> str:
-    """The page with every generated section as the code makes it now."""
+    """The page with each of our generated sections as the code makes it now. A section of another name is another
+    generator's (docs/hooks/parameters_table.py fills ``parameters`` and ``tasks``) and is left as it is; every name
+    here has a hyphen, which that generator's names have not, so neither reads the other's."""
 
     def replace(match: re.Match) -> str:
         name = match.group(2)
         if name not in SECTIONS:
-            raise ValueError(f'unknown generated section {name!r}; known: {", ".join(SECTIONS)}')
-        return f'{match.group(1)}{SECTIONS[name](language)}\n{match.group(4)}'
+            return match.group(0)
+        # Blank lines around the text: Python-Markdown would otherwise read a table as part of the comment's block.
+        return f'{match.group(1)}\n{SECTIONS[name](language)}\n\n{match.group(4)}'
 
     return SECTION.sub(replace, text)
 
