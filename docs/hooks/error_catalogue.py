@@ -45,6 +45,60 @@ GROUPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
     ('config', 'Parameters (extra_params, dataset_args)', '参数（extra_params、dataset_args）', ('',)),
 )
 
+# What to do, for each group: most messages carry their own fix; this is the way out they share.
+FIXES: dict[str, tuple[str, str]] = {
+    'judge': (
+        "Fix the judge (model_id, api_url, key, a stronger model), or judge_check: 'fallback' (rule scores when the "
+        "judge fails), or judge={'strategy': 'rule'}; needle_haystack_judge_check.json holds every item.",
+        '修好裁判模型（model_id、api_url、密钥，或换更强的模型），'
+        "或者用 judge_check: 'fallback'（裁判模型失败时用规则分数），或者用 judge={'strategy': 'rule'}；"
+        'needle_haystack_judge_check.json 记录每一项。',
+    ),
+    'resume': (
+        'Resume only with the inputs the cached run used, or run fresh in a new work dir; rename old cache folders '
+        'as the message says.',
+        '只用缓存那次运行所用的输入断点续评，或者在新的工作目录中重新运行；按消息所说重命名旧的缓存文件夹。',
+    ),
+    'window': (
+        "Drop the lengths that do not fit, or count lengths in the model's own tokens (tokenizer_path: 'server').",
+        "去掉放不下的长度，或者按模型自己的 token 计数（tokenizer_path: 'server'）。",
+    ),
+    'tokenizer': (
+        "Give a local tokenizer directory, a Qwen3 id or 'tiktoken:cl100k_base'; for 'server', a vLLM or llama.cpp "
+        'server with its tokenize API.',
+        "给出本地分词器目录、Qwen3 的 id 或 'tiktoken:cl100k_base'；用 'server' 时，需要带 tokenize API 的 vLLM 或 "
+        'llama.cpp 服务端。',
+    ),
+    'corpus': (
+        'Check local_path and the corpus or needle file the message names (UTF-8, the layout it states, within the '
+        'size caps).',
+        '检查 local_path 以及消息指出的语料或 needle 文件（UTF-8、消息所述的格式、不超过大小上限）。',
+    ),
+    'plugins': (
+        'Use a task name the message lists; evalscope-niah doctor says why a plugin did not load.',
+        '使用消息列出的任务名；evalscope-niah doctor 会说明插件为何没有加载。',
+    ),
+    'server': (
+        'A server fault is an error, never a score: check the server, then resume with --use-cache to retry.',
+        '服务端故障记为错误，绝不计分：检查服务端，然后用 --use-cache 断点续评以重试。',
+    ),
+    'disk': (
+        'Free space, or wait for the other run (or give this one another work dir), then resume with --use-cache.',
+        '腾出空间，或者等另一个运行结束（或给本次运行另一个工作目录），然后用 --use-cache 断点续评。',
+    ),
+    'reading': (
+        "plot and compare read the files a run wrote, as it wrote them: point them at a run's work dir, or re-run "
+        'a file that was edited or cut; the warnings say what to change in the next run.',
+        'plot 和 compare 按运行写出的原样读取文件：让它们指向运行的工作目录，或者重新运行被编辑或截断的文件；'
+        '警告会说明下一次运行应当改什么。',
+    ),
+    'cli': ('Give the flag a value the message allows.', '给该命令行参数一个消息所允许的值。'),
+    'config': (
+        'Write the parameter as the message says; evalscope-niah doctor checks a whole config offline.',
+        '按消息所说写该参数；evalscope-niah doctor 可离线检查整个配置。',
+    ),
+}
+
 
 @dataclass(frozen=True)
 class RaisedError:
@@ -232,9 +286,14 @@ def error_catalogue(language: str) -> str:
     for key, english, chinese, _ in GROUPS:
         members = sorted({error for error in errors if group_of(error.module) == key}, key=_error_order)
         if members:
-            lines += ['', f'### {english if language == "en" else chinese}', '']
+            fix = FIXES[key][0 if language == 'en' else 1]
+            lines += ['', f'### {english if language == "en" else chinese}', '', _fix_label(language) + fix, '']
             lines += [f'- {_code(error.param)}: {_code(error.message)} ({error.module})' for error in members]
     return '\n'.join(lines)
+
+
+def _fix_label(language: str) -> str:
+    return '**Fix:** ' if language == 'en' else '**修复：**'
 
 
 def _error_order(error: RaisedError) -> tuple[str, str, str]:
