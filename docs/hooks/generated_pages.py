@@ -315,7 +315,10 @@ def drift() -> dict[Path, str]:
         fresh = regenerate(committed, page.parent.name)
         if fresh != committed:
             diff = difflib.unified_diff(
-                committed.splitlines(keepends=True), fresh.splitlines(keepends=True), str(page), 'generated now'
+                committed.splitlines(keepends=True),
+                fresh.splitlines(keepends=True),
+                str(page.relative_to(ROOT)),
+                'generated now',
             )
             found[page] = ''.join(diff)
     return found
