@@ -397,6 +397,7 @@ def subset_samplers(
     ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
     """
     prompt = prompt or PromptSpec()
+    params = get_task(params.task).with_corpus_folder(params, Path(corpus_dir))  # e.g. NeedleBench's needle file
     resolved_subsets = params.resolve_subsets(subsets)
     _check_prompt_texts(params, resolved_subsets, prompt)  # before the tokenizer: 'server' sends text too
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
+from ..params.needlebench_names import check_needlebench_forms
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
@@ -98,6 +99,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         )
     values = dict(extra_params)
     known = parameters()
+    check_needlebench_forms(values)
     _check_names(values, known)
     # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).
     check_sendable_values(values)
