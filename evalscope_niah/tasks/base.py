@@ -154,6 +154,11 @@ class Task(ABC):
         """The parameters with this task's own files named relative to the corpus folder resolved in it."""
         return params
 
+    def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
+        """The values a right answer names when this task asks for several (the judge check's calibration answers
+        then name them all, and one of them alone is part credit); () when the answer is one value."""
+        return meta.answer_keys if len(meta.answer_keys) > 1 else ()
+
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """The needles and questions this task may send in place of each subset's own, as (parameter, text) pairs,
         so they are checked before any request as the subset's are; None: the subset's own."""

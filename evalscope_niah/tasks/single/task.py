@@ -77,6 +77,13 @@ class SingleNeedle(Task):
             seed=params.sampling_seed,
         )
 
+    def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
+        """Several needles without a short answer (EvalScope's multi-needle example): the answer is every needle,
+        as the rule's needle recall scores it."""
+        if len(meta.needles) > 1 and not meta.answer_keys:
+            return tuple(needle.strip() for needle in meta.needles)
+        return super().calibration_values(meta)
+
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
         options = params.task_params(SingleParams)
