@@ -34,6 +34,11 @@ ZH_DESCRIPTIONS = {
         '每个格子的干草堆数，每个从语料的不同位置开始（CDME 的 num_repeats_per_file）；格子得分为其均值，附 '
         'bootstrap 置信区间。'
     ),
+    'needle_file_name': (
+        'OpenCompass NeedleBench v2：它的针文件（每条记录含 needle、retrieval_question、arg1、arg2、'
+        'gold_standard_answer、language），除非给出路径，否则从语料目录读取；每次重复一根针，抽法与 NeedleBench '
+        '相同（由它设置 needle_bank）。'
+    ),
     'needle_bank': (
         "从针库抽针：'builtin'（随包提供的虚构事实，中英文）或一个 JSONL/JSON 文件路径，每条为 {needle, question, "
         'answer, language}。None 表示使用子集的针，除非给出了 n_needles、sample_method、fixed_index 或 '

@@ -22,7 +22,7 @@ from ..judging.qualification import (
     judge_qualifies,
     qualification_error_message,
 )
-from ..tasks import judge_reference
+from ..tasks import get_task, judge_reference
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
@@ -58,6 +58,7 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
             needles=meta.needles,
             language=meta.language,
             answer=meta.answer_keys[0] if meta.answer_keys else None,
+            values=get_task(meta.task).calibration_values(meta),  # several values: the task's own answer
         )
         # The reference as the run's judge reads it (with the task's hint), so the check grades the run's prompt.
         prompts = calibration_prompts(items, question=meta.question, reference=judge_reference(meta))

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import NiahConfigError
 from .prompts import PromptSpec
-from .tokenization import TokenCounter, TokenIndex, Tokenizer
+from .repeated_corpus import COPY_SEPARATOR, RepeatedCorpus
+from .tokenization import TokenCounter, Tokenizer
 
-COPY_SEPARATOR = '\n\n'
 WINDOW_TOKENS = 32  # re-encoded on each side of an edit; doubled to check stability
 SENTENCE_SEARCH_TOKENS = 160  # how far from the exact depth a sentence boundary may be used
 END_MARGIN_TOKENS = 24  # needles stay this far before the cut, so moving the cut never crosses one
@@ -61,70 +61,17 @@ def prompt_frame(
     return PromptFrame(prefix=prefix, suffix=suffix, empty_tokens=(count or tokenizer.count)(prefix + suffix))
 
 
-class RepeatedCorpus:
-    """The corpus as an endless text: copies joined by ``COPY_SEPARATOR``, addressed by virtual char offsets."""
-
-    def __init__(self, text: str, index: TokenIndex) -> None:
-        self.complete = index.covered_chars >= len(text)
-        self.text = text if self.complete else text[: index.covered_chars]
-        self.index = index
-        self.period = len(self.text) + len(COPY_SEPARATOR)
-        self.copy_tokens = index.total_tokens
-
-    def _split(self, position: int) -> tuple[int, int]:
-        if not self.complete:
-            return 0, position
-        copy, offset = divmod(position, self.period)
-        return copy, min(offset, len(self.text))
-
-    def slice(self, start: int, end: int) -> str:
-        if not self.complete or end <= len(self.text):
-            if end > len(self.text) and not self.complete:
-                raise AssertionError('slice beyond the tokenized prefix')
-            return self.text[start:end]
-        pieces = []
-        while start < end:
-            copy, offset = divmod(start, self.period)
-            stop = min(end, (copy + 1) * self.period)
-            # Sliced from the text and the separator apart: joining them first would copy the whole corpus.
-            length = stop - start
-            pieces.append(self.text[offset : offset + length])
-            if offset + length > len(self.text):
-                pieces.append(COPY_SEPARATOR[max(0, offset - len(self.text)) : offset + length - len(self.text)])
-            start = stop
-        return ''.join(pieces)
-
-    def tokens_before(self, position: int) -> int:
-        """Cached tokens before a clean boundary (separators count zero: their windows add them)."""
-        copy, offset = self._split(position)
-        return copy * self.copy_tokens + self.index.tokens_before(offset)
-
-    def snap(self, position: int) -> int:
-        copy, offset = self._split(position)
-        return copy * self.period + self.index.boundary_at_or_before(offset)
-
-    def position_of_token(self, token: int) -> int:
-        if not self.complete and token > self.copy_tokens:
-            raise AssertionError('token beyond the tokenized prefix')
-        copy, within = divmod(token, self.copy_tokens) if self.complete else (0, token)
-        return copy * self.period + self.index.char_of_token(within)
-
-    def seams(self, start: int, end: int) -> list[int]:
-        """Start offsets of the separators between copies inside [start, end)."""
-        if not self.complete:
-            return []
-        first = start // self.period
-        return [
-            copy * self.period + len(self.text)
-            for copy in range(first, end // self.period + 1)
-            if start < copy * self.period + len(self.text) < end
-        ]
-
-
 @dataclass(frozen=True)
 class Insertion:
     position: int  # virtual corpus offset the needle goes before
     text: str
+    # At depth 100 (no end buffer) the needle ends the document: it follows the cut wherever the exact length puts it.
+    at_end: bool = False
+
+
+def _at_cut(insertions: Sequence[Insertion], cut: int) -> list[Insertion]:
+    """The insertions with those that end the document moved to the cut ``cut``."""
+    return [replace(item, position=cut) if item.at_end else item for item in insertions]
 
 
 @dataclass(frozen=True)
@@ -221,14 +168,22 @@ class HaystackBuilder:
             if padded:
                 texts, depths = ([separator], [100.0]) if separator else ([], [])
             else:
+                depths = list(needle_depths or spread_depths(depth_percent, len(self.needle_texts)))
                 texts = [
-                    needle_text(needle, self.language, separator=separator, own_line=needle.strip() in self.own_line)
-                    for needle in self.needle_texts
+                    needle_text(
+                        needle,
+                        self.language,
+                        separator=separator,
+                        own_line=needle.strip() in self.own_line,
+                        ending=self._ends_document(depth),
+                    )
+                    for needle, depth in zip(self.needle_texts, depths, strict=True)
                 ]
-                depths = list(needle_depths or spread_depths(depth_percent, len(texts)))
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
-            insertions = self._place_needles(texts, start, end, first_token, budget, depths, rank=rank)
+            insertions = self._place_needles(
+                texts, start, end, first_token, budget, depths, rank=rank, edges=not padded
+            )
             fitted = self._fit(start, end, insertions, context_length)
             if fitted is not None:
                 break
@@ -239,6 +194,7 @@ class HaystackBuilder:
                 f'{self.language!r}); try a length a few tokens away',
             )
         end, total = fitted
+        insertions = _at_cut(insertions, end)
         context = self._assemble(start, end, insertions)
         haystack_tokens = total - self.frame.empty_tokens
         needles = [] if padded else insertions
@@ -258,12 +214,12 @@ class HaystackBuilder:
         The count never decreases as the cut moves right, so bisection finds the cut if one exists.
         """
         corpus = self.corpus
-        floor = max((item.position for item in insertions), default=start)
+        floor = max((item.position for item in insertions if not item.at_end), default=start)
         measured: dict[int, int] = {}
 
         def measure(cut: int) -> int:
             if cut not in measured:
-                measured[cut] = self._measure(start, cut, insertions)
+                measured[cut] = self._measure(start, cut, _at_cut(insertions, cut))
             return measured[cut]
 
         for _ in range(6):
@@ -292,11 +248,21 @@ class HaystackBuilder:
 
     def _verified(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:
         # Windows of twice the width must agree; if not, pre-tokenization had not resynchronised: count robustly.
+        insertions = _at_cut(insertions, end)
         if self._measure_with(start, end, insertions, 2 * WINDOW_TOKENS) == target:
             return end, target
         return (end, target) if self._measure(start, end, insertions, robust=True) == target else None
 
     # ---- needle placement ------------------------------------------------------------------------------------
+
+    def _starts_document(self, depth: float) -> bool:
+        """Depth 0 puts the needle first: no haystack text before it (with a start buffer, depth 0 is after it)."""
+        return depth <= 0 and not self.start_buffer
+
+    def _ends_document(self, depth: float) -> bool:
+        """Depth 100 puts the needle last, as the built-in, Kamradt's tester and inspect_evals do: no haystack text
+        after it (with an end buffer, depth 100 is before it)."""
+        return depth >= 100 and not self.end_buffer
 
     def _place_needles(
         self,
@@ -308,6 +274,7 @@ class HaystackBuilder:
         depths: Sequence[float],
         *,
         rank: int,
+        edges: bool = True,
     ) -> list[Insertion]:
         corpus = self.corpus
         # Depth 0..100 maps onto the haystack between the start and end buffers (inspect_evals' semantics).
@@ -318,9 +285,17 @@ class HaystackBuilder:
         latest = max(earliest, latest)
         insertions = []
         for text, depth in zip(texts, depths, strict=True):
-            target = corpus.position_of_token(first_token + self.start_buffer + round(usable * depth / 100))
-            target = min(max(target, earliest), latest)
-            position = self._sentence_boundary(target, earliest, latest, rank=rank, earliest_is_start=earliest == start)
+            if edges and self._ends_document(depth):  # placed at the cut, which _fit moves (see _at_cut)
+                insertions.append(Insertion(position=end, text=text, at_end=True))
+                continue
+            if edges and self._starts_document(depth):
+                position = start
+            else:
+                target = corpus.position_of_token(first_token + self.start_buffer + round(usable * depth / 100))
+                target = min(max(target, earliest), latest)
+                position = self._sentence_boundary(
+                    target, earliest, latest, rank=rank, earliest_is_start=earliest == start
+                )
             if list(depths) == sorted(depths) and insertions:
                 # Needles at rising depths keep their order even when two targets snap to crossing boundaries.
                 position = max(position, insertions[-1].position)
@@ -413,7 +388,12 @@ class HaystackBuilder:
         corpus = self.corpus
         depths = []
         needles_before = 0
+        ending = [self._count(item.text) for item in insertions if item.at_end]
         for item in insertions:
+            if item.at_end:  # exactly what follows is known: this needle and those after it
+                depths.append(round(100 * max(0, haystack_tokens - sum(ending)) / max(1, haystack_tokens), 2))
+                ending.pop(0)
+                continue
             before = corpus.tokens_before(corpus.snap(item.position)) - corpus.tokens_before(start) + needles_before
             depths.append(round(100 * min(before, haystack_tokens) / max(1, haystack_tokens), 2))
             needles_before += self._count(item.text)
@@ -459,14 +439,17 @@ def needle_separators(language: str, *, first: str | None = None) -> tuple[str, 
     return tuple(dict.fromkeys((first, ' ' + first, first + first, *own)))
 
 
-def needle_text(needle: str, language: str, *, own_line: bool = False, separator: str | None = None) -> str:
+def needle_text(
+    needle: str, language: str, *, own_line: bool = False, separator: str | None = None, ending: bool = False
+) -> str:
     """A needle as inserted: stripped, then followed by what separates it from the next sentence (``separator``,
     else the natural one). ``own_line``: written as CDME's '\\n...\\n' needles are, it stands on a line of its own
-    (a fall-back separator still follows it, to shift the count)."""
+    (a fall-back separator still follows it, to shift the count). ``ending``: it ends the document, after a cut
+    that may fall inside a sentence, so it starts a line of its own and nothing follows it but a fall-back."""
     natural = _NEEDLE_SEPARATORS[language][0]
     separator = natural if separator is None else separator
-    if own_line:
-        return f'\n{needle.strip()}\n' + ('' if separator == natural else separator)
+    if own_line or ending:
+        return f'\n{needle.strip()}' + ('\n' if own_line else '') + ('' if separator == natural else separator)
     return needle.strip() + separator
 
 

@@ -336,8 +336,13 @@ class SubsetSampler:
         )
         if haystack.insertions:
             corpus = self._corpus
-            first = corpus.snap(min(item.position for item in haystack.insertions))
-            divergence = plan.prefix_tokens + corpus.tokens_before(first) - corpus.tokens_before(haystack.start)
+            earliest = min(haystack.insertions, key=lambda item: item.position)
+            first = corpus.snap(earliest.position)
+            # A needle that ends the document follows a cut that may split a word, whose last token may then differ.
+            cut_word = 1 if earliest.at_end else 0
+            divergence = plan.prefix_tokens + max(
+                0, corpus.tokens_before(first) - corpus.tokens_before(haystack.start) - cut_word
+            )
         else:
             divergence = plan.prefix_tokens + haystack.haystack_tokens
         achieved = haystack.achieved_depth_percents
@@ -399,6 +404,7 @@ def subset_samplers(
     ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
     """
     prompt = prompt or PromptSpec()
+    params = get_task(params.task).with_corpus_folder(params, Path(corpus_dir))  # e.g. NeedleBench's needle file
     resolved_subsets = params.resolve_subsets(subsets)
     _check_prompt_texts(params, resolved_subsets, prompt)  # before the tokenizer: 'server' sends text too
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))

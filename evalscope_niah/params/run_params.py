@@ -106,6 +106,10 @@ class NiahParams(
         given = self._task_params.get(model)
         return given if isinstance(given, model) else model()
 
+    def replacing_task_params(self, model: TaskParams) -> NiahParams:
+        """A copy with one task's parameter model replaced, the others kept."""
+        return self.with_task_params({**self._task_params, type(model): model}.values())
+
     def with_task_params(self, given: Iterable[TaskParams]) -> NiahParams:
         """A copy holding the task parameter models ``given``; those equal to their defaults are left out, so that
         parameters written out at their defaults equal no parameters at all."""

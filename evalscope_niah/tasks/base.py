@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..metadata import GridCell, SampleMeta
@@ -173,6 +174,15 @@ class Task(ABC):
         """What the task draws for a subset once, before planning its cells (``PlanContext.draws``): one entry per
         draw of a cell, or () when it draws nothing."""
         return ()
+
+    def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
+        """The parameters with this task's own files named relative to the corpus folder resolved in it."""
+        return params
+
+    def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
+        """The values a right answer names when this task asks for several (the judge check's calibration answers
+        then name them all, and one of them alone is part credit); () when the answer is one value."""
+        return meta.answer_keys if len(meta.answer_keys) > 1 else ()
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """The needles and questions this task may send in place of each subset's own, as (parameter, text) pairs,

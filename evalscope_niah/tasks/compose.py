@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic.fields import FieldInfo
 
 from ..errors import NiahConfigError, quoted
+from ..params.needlebench_names import check_needlebench_forms
 from ..params.peer_names import resolve as resolve_peer_names
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
@@ -102,6 +103,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     # Other tools' names in their own meaning (and a mix of tools refused), before any name is checked.
     values = resolve_peer_names(extra_params)
     known = parameters()
+    check_needlebench_forms(values)
     _check_names(values, known)
     # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).
     check_sendable_values(values)

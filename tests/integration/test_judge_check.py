@@ -229,3 +229,74 @@ def test_evalscopes_documented_example_qualifies_a_careful_judge_in_both_subsets
         results = read_results(work_dir / 'reports' / MODEL / RESULTS_FILE)
         by_subset = {(result.subset, result.accuracy) for result in results if not result.control}
         assert by_subset == {('english', expected), ('chinese', expected)}
+
+
+# ---- the check follows the task: EvalScope's documented multi-needle example ------------------------------------
+
+# A needle sentence, also where a Chinese haystack runs into it without a space.
+_INGREDIENT = re.compile(
+    r'[A-Z][a-z]*(?: [a-z]+)? (?:is|are) one of the secret ingredients needed to build the perfect pizza\.'
+)
+
+
+def _pizza_model(messages: list[dict]) -> str:
+    """A model that finds every pizza needle in its prompt and names them all."""
+    return ' '.join(match.group().strip() for match in _INGREDIENT.finditer(messages[-1]['content']))
+
+
+def _pizza_grader(*, partial_is_right: bool):
+    """A judge that grades against the whole reference (the three needles): all of them stated plainly is right (10),
+    some of them is part of the answer (3, or 10 for the judge that calls it right), anything else 1."""
+
+    def grade(question: str, reference: str, answer: str) -> int:
+        parts = [match.group().strip() for match in _INGREDIENT.finditer(reference)]
+        lowered = answer.lower()
+        if any(cue in lowered for cue in ('grader', 'reference:', ' not ', 'wait', 'either', "don't")):
+            return 1
+        if len(answer) > len(' '.join(parts)) + 60:  # pasted text around what was asked
+            return 1
+        found = sum(part in answer for part in parts)
+        if found == len(parts):
+            return 10
+        return (10 if partial_is_right else 3) if found else 1
+
+    return grade
+
+
+def _pizza_run(server: OpenAICompatServer, work_dir: Path, corpus_dir: Path) -> dict:
+    from tests.support.peer_configs import EVALSCOPE_MULTI
+
+    settings = task_settings(
+        server, corpus_dir, work_dir, model=MODEL, extra=dict(EVALSCOPE_MULTI), judge=judge_block(server, JUDGE)
+    )
+    return run_task(TaskConfig(**settings))
+
+
+def test_evalscope_multi_needle_example_runs_with_a_judge_that_grades_the_whole_reference(
+    fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    grader = make_judge_responder(_pizza_grader(partial_is_right=False))
+    with OpenAICompatServer({MODEL: _pizza_model, JUDGE: grader}) as server:
+        _pizza_run(server, tmp_path, fixture_corpus_dir)
+        asked = len(server.requests_for(MODEL))
+    assert asked == 2 * 10 * 2  # its grid: 2 lengths x 10 depths (document_depth_percent_intervals) x 2 subsets
+    check = json.loads((tmp_path / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    for subset in ('english', 'chinese'):
+        assert check[subset]['qualified'], check[subset]
+        items = {item['category']: item for item in check[subset]['items']}
+        # One of the three needles alone is part credit by the task's rule: the judge must not call it right.
+        assert items['one_of_many']['partial'] and items['one_of_many']['rating'] == 3
+        assert items['short_answer']['rating'] == 10  # the right short answer names all three
+    results = read_results(tmp_path / 'reports' / MODEL / RESULTS_FILE)
+    assert {result.scoring for result in results} == {'judge'}
+    assert all(result.accuracy == 1.0 for result in results)
+
+
+def test_a_judge_that_calls_one_of_three_needles_right_fails_the_check(fixture_corpus_dir: Path, tmp_path: Path):
+    grader = make_judge_responder(_pizza_grader(partial_is_right=True))
+    with OpenAICompatServer({MODEL: _pizza_model, JUDGE: grader}) as server:
+        with pytest.raises(NiahConfigError) as error:
+            _pizza_run(server, tmp_path, fixture_corpus_dir)
+        assert server.requests_for(MODEL) == []
+    assert error.value.param == 'judge_check'
+    assert 'one_of_many (partial answer' in str(error.value) and 'part credit' in str(error.value)

@@ -17,7 +17,6 @@ from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.corpus import load_corpus
 from evalscope_niah.making.haystack import (
     COPY_SEPARATOR,
-    END_MARGIN_TOKENS,
     SENTENCE_SEARCH_TOKENS,
     HaystackBuilder,
     RepeatedCorpus,
@@ -148,7 +147,8 @@ def test_needle_appears_exactly_once_at_a_sentence_start(grid_samples) -> None:
                 s.depth_percent,
                 context[max(0, position - 30) : position + 10],
             )
-            if s.subset == 'english':  # a space or line break separates it from the sentence that follows
+            if s.subset == 'english' and position + len(needle) < len(context):
+                # A space or line break separates it from the sentence that follows (at 100 none follows).
                 assert context[position + len(needle)].isspace()
 
 
@@ -158,6 +158,78 @@ def test_depth_zero_puts_the_needle_first(grid_samples) -> None:
         if s.depth_percent == 0:
             assert context_of(s).startswith(s.needles[0])
             assert s.achieved_depth_percent == 0.0
+
+
+EDGE_LENGTHS = [300, 1000, 2048, 4000, 8192]
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+def test_depth_100_ends_and_depth_0_starts_the_document(path: str, fixture_corpus_dir: Path) -> None:
+    """Depth 100: no haystack text follows the needle; depth 0: none precedes it; the prompt is still exact."""
+    tokenizer = load_tokenizer(path)
+    params = parse_params(
+        {'context_lengths': EDGE_LENGTHS, 'document_depth_percents': [0, 100], 'tokenizer_path': path}
+    )
+    samples = list(iter_samples(params, corpus_dir=fixture_corpus_dir, subsets=SUBSETS))
+    assert len(samples) == 2 * len(EDGE_LENGTHS) * 2
+    for s in samples:
+        assert tokenizer.count(tokenizer.render_chat(s.messages())) == s.context_length == s.prompt_tokens
+        context, needle = context_of(s), s.needles[0]
+        assert context.count(needle) == 1
+        if s.depth_percent == 100:
+            # Only whitespace after the needle; the needle starts a line of its own after the cut haystack.
+            assert context.rstrip().endswith(needle), (s.subset, s.context_length, context[-120:])
+            assert context[context.index(needle) - 1] == '\n'
+            assert s.achieved_depth_percent > 100 - 100 * (tokenizer.count(needle) + 4) / s.haystack_tokens
+        else:
+            assert context.startswith(needle), (s.subset, s.context_length, context[:120])
+            assert s.achieved_depth_percent == 0.0
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+def test_three_needles_at_100_end_the_document_in_order(path: str, fixture_corpus_dir: Path) -> None:
+    tokenizer = load_tokenizer(path)
+    subsets = {name: {'needles': needles} for name, needles in THREE_NEEDLES.items()}
+    params = parse_params(
+        {
+            'context_lengths': EDGE_LENGTHS,
+            'document_depth_percents': [0, 100],
+            'tokenizer_path': path,
+            'subsets': subsets,
+        }
+    )
+    for s in iter_samples(params, corpus_dir=fixture_corpus_dir, subsets=SUBSETS):
+        assert tokenizer.count(tokenizer.render_chat(s.messages())) == s.context_length
+        context = context_of(s)
+        if s.depth_percent == 100:
+            # All three spread from 100 stay at 100: they close the document, in their order, nothing between.
+            tail = ''.join(rf'\n{re.escape(needle)}\s*' for needle in s.needles)  # a fall-back separator may follow
+            assert re.search(tail + r'\Z', context), (s.subset, s.context_length, context[-300:])
+        else:
+            # Depth 0 spreads the others toward the end; the first needle opens the document.
+            assert context.startswith(s.needles[0])
+            positions = [context.index(needle) for needle in s.needles]
+            assert positions == sorted(positions) and positions[1] > len(s.needles[0]) + 20
+
+
+@pytest.mark.parametrize('path', [QWEN, CL100K])
+@pytest.mark.parametrize('subset', SUBSETS)
+def test_explicit_depths_at_the_edges(path: str, subset: str, fixture_corpus_dir: Path) -> None:
+    """Needles given their own depths: those at 0 open the document in order, those at 100 close it in order."""
+    needles = THREE_NEEDLES[subset]
+    builder, frame = _needle_builder(path, subset, fixture_corpus_dir, needles)
+    tokenizer = load_tokenizer(path)
+    for length in (700, 3000, 6000):
+        haystack = builder.build(context_length=length, depth_percent=0, needle_depths=(0, 0, 100))
+        assert tokenizer.count(frame.prefix + haystack.context + frame.suffix) == length
+        context = haystack.context
+        assert context.startswith(needles[0]), context[:200]
+        assert context[len(needles[0]) :].lstrip().startswith(needles[1]), context[:200]  # only a separator between
+        assert re.search(rf'\n{re.escape(needles[2])}\s*\Z', context), context[-200:]
+        haystack = builder.build(context_length=length, depth_percent=0, needle_depths=(50, 100, 100))
+        assert tokenizer.count(frame.prefix + haystack.context + frame.suffix) == length
+        assert re.search(rf'\n{re.escape(needles[1])}\s*\n{re.escape(needles[2])}\s*\Z', haystack.context)
+        assert not haystack.context.startswith(needles[0])
 
 
 def test_achieved_depth_is_close_to_the_requested_depth(grid_samples) -> None:
@@ -183,10 +255,9 @@ def test_achieved_depth_is_close_to_the_requested_depth(grid_samples) -> None:
                 s.achieved_depth_percent,
             )
         else:
-            # At 100% the needle itself and a small end margin (END_MARGIN_TOKENS) still follow.
+            # At 100% the needle ends the haystack: only the needle itself follows the achieved depth.
             tokens_after = s.haystack_tokens * (100 - s.achieved_depth_percent) / 100 - needle_tokens
-            assert tokens_after <= END_MARGIN_TOKENS + 48, (s.subset, s.context_length, tokens_after)
-            assert s.achieved_depth_percent >= (90 if s.context_length < 4096 else 97)
+            assert tokens_after <= 3, (s.subset, s.context_length, tokens_after)
 
 
 def test_achieved_depth_is_monotone_in_the_requested_depth(grid_samples) -> None:

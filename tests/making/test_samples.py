@@ -822,6 +822,8 @@ def test_needle_prompts_share_tokens_up_to_their_divergence_token(fixture_corpus
         assert 0 < a.divergence_token < a.prompt_tokens
         context = context_of(a)
         needle_at = a.user_prompt.index(context) + context.index(a.needles[0])
+        if a.depth_percent == 100:
+            needle_at -= 1  # the line break that opens a needle ending the document
         for j, b in enumerate(produced):
             if i == j or (a.subset, a.start_token) != (b.subset, b.start_token):
                 continue

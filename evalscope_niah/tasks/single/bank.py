@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ...errors import NiahConfigError
+from ...params.needlebench_names import RECORD_KEYS, is_needlebench_record, needlebench_record
 from ...vocabulary import LANGUAGES, Language
 
 SampleMethod = Literal['fixed', 'sequential', 'random']
@@ -120,9 +121,15 @@ def _bank_entry(where: str, record: Any) -> BankNeedle:
     allowed = ', '.join(_BANK_KEYS)
     if not isinstance(record, dict):
         raise NiahConfigError('needle_bank', f'{where} must be a JSON object with keys {allowed}, not {_kind(record)}')
+    if is_needlebench_record(record):  # OpenCompass NeedleBench's needles.jsonl layout
+        record = needlebench_record(where, record)
     unknown = sorted(set(record) - set(_BANK_KEYS))
     if unknown:
-        raise NiahConfigError('needle_bank', f'{where}: unknown key {unknown[0]!r}; allowed keys: {allowed}')
+        raise NiahConfigError(
+            'needle_bank',
+            f'{where}: unknown key {unknown[0]!r}; allowed keys: {allowed} '
+            f"(or NeedleBench's: {', '.join(RECORD_KEYS)})",
+        )
     for key in _BANK_REQUIRED_KEYS:
         if key not in record:
             raise NiahConfigError(
@@ -180,13 +187,7 @@ def draw_needles(
         raise NiahConfigError('n_needles', f'must be at least 1, got {count}')
     if sample_method not in SAMPLE_METHODS:
         raise NiahConfigError('sample_method', f'{sample_method!r} is not one of {", ".join(SAMPLE_METHODS)}')
-    entries = [item for item in bank if item.language == language]
-    if not entries:
-        present = sorted({item.language for item in bank})
-        raise NiahConfigError(
-            'needle_bank',
-            f'has no {language!r} entries (it has: {", ".join(present) or "none"}); add some or pick another language',
-        )
+    entries = language_entries(bank, language)
     n = len(entries)
     if not 0 <= fixed_index < n:
         raise NiahConfigError(
@@ -208,3 +209,15 @@ def spread_over_grid(drawn: Sequence[BankNeedle], *, cells: int, runs: int) -> t
     cycled to one per cell (lengths outer, positions inner), each further run the same list shifted on by one."""
     per_cell = [drawn[index % len(drawn)] for index in range(cells)]
     return tuple(per_cell[(index + run) % cells] for run in range(runs) for index in range(cells))
+
+
+def language_entries(bank: Sequence[BankNeedle], language: Language) -> list[BankNeedle]:
+    """The bank's entries of ``language`` in bank order; refused when it has none."""
+    entries = [item for item in bank if item.language == language]
+    if not entries:
+        present = sorted({item.language for item in bank})
+        raise NiahConfigError(
+            'needle_bank',
+            f'has no {language!r} entries (it has: {", ".join(present) or "none"}); add some or pick another language',
+        )
+    return entries

@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ...errors import NiahConfigError
 from ...params.run_params import TaskParams
 from ...params.run_size import MAX_GRID_AXIS
 
@@ -21,6 +22,12 @@ class SingleParams(TaskParams):
         description="Draw needles from a needle bank: 'builtin' (fictional facts, English and Chinese, shipped) or "
         'a path to a JSONL/JSON file of {needle, question, answer, language}. None uses the subset needles, '
         'unless n_needles, sample_method, fixed_index or n_runs is given (then builtin).',
+    )
+    needle_file_name: str | None = Field(
+        None,
+        description='OpenCompass NeedleBench v2: its needle file (records of needle, retrieval_question, arg1, arg2, '
+        'gold_standard_answer, language), read from the corpus folder unless a path is given; one needle a repeat, '
+        'drawn as NeedleBench draws (the needle_bank it sets).',
     )
     n_needles: int = Field(
         1,
@@ -43,6 +50,19 @@ class SingleParams(TaskParams):
         if not isinstance(values, Mapping):
             return values
         values = dict(values)
+        file_name = values.get('needle_file_name')
+        if file_name is not None:  # NeedleBench's needle file is a needle bank drawn its way
+            if values.get('needle_bank') not in (None, file_name):
+                raise NiahConfigError(
+                    'needle_file_name', "is NeedleBench's name for the needle bank; give it or needle_bank, not both"
+                )
+            if _changed(values.get):
+                raise NiahConfigError(
+                    'needle_file_name',
+                    f'draws one needle a repeat as NeedleBench does, so {", ".join(_changed(values.get))} would be '
+                    'ignored; give needle_bank to draw with them instead',
+                )
+            values['needle_bank'] = file_name
         # EvalScope passes every default along, so only a changed bank option can mean "use the bank".
         if values.get('needle_bank') is None and _changed(values.get):
             values['needle_bank'] = 'builtin'
@@ -62,7 +82,7 @@ class SingleParams(TaskParams):
             raise ValueError('must be 0 or more')
         return value
 
-    @field_validator('needle_bank')
+    @field_validator('needle_bank', 'needle_file_name')
     @classmethod
     def _bank(cls, value: str | None) -> str | None:
         if value is not None and not value.strip():

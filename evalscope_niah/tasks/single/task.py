@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ...errors import NiahConfigError
 from ...metadata import GridCell, SampleMeta
+from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
 from ...scoring import PromptText, RuleScore, needle_recall
 from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
 from ..guide import answer_format_guide
-from .bank import BankNeedle, draw_needles, load_needle_bank, spread_over_grid
+from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
 from .params import SingleParams
 from .rules import single_needle_score
 
@@ -63,6 +66,9 @@ class SingleNeedle(Task):
         options = params.task_params(SingleParams)
         if options.needle_bank is None:
             return ()
+        if options.needle_file_name is not None:  # NeedleBench v2: one needle a repeat, drawn as it draws
+            entries = language_entries(load_needle_bank(options.needle_bank), subset.language)
+            return draw_per_repeat(entries, params.num_repeats)
         drawn = draw_needles(
             load_needle_bank(options.needle_bank),
             language=subset.language,
@@ -73,6 +79,21 @@ class SingleNeedle(Task):
         )
         cells = len(params.context_length_grid()) * len(params.depth_percent_grid())
         return spread_over_grid(drawn, cells=cells, runs=options.n_runs)
+
+    def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
+        """Several needles without a short answer (EvalScope's multi-needle example): the answer is every needle,
+        as the rule's needle recall scores it."""
+        if len(meta.needles) > 1 and not meta.answer_keys:
+            return tuple(needle.strip() for needle in meta.needles)
+        return super().calibration_values(meta)
+
+    def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
+        """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
+        options = params.task_params(SingleParams)
+        name = options.needle_file_name
+        if name is None or Path(name).expanduser().is_absolute():
+            return params
+        return params.replacing_task_params(options.model_copy(update={'needle_bank': str(folder / name)}))
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """With a needle bank, every entry of the bank (any may be drawn)."""
@@ -90,7 +111,8 @@ class SingleNeedle(Task):
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         if context.draws:
-            entry: BankNeedle = context.draws[_spread_index(context.params, cell)]
+            per_repeat = context.params.task_params(SingleParams).needle_file_name is not None
+            entry: BankNeedle = context.draws[cell.repeat if per_repeat else _spread_index(context.params, cell)]
             language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
                 needles=(entry.needle,),
