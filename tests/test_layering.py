@@ -105,7 +105,6 @@ LONG_FUNCTIONS_OWNED_ELSEWHERE = frozenset(
         'making/haystack.py:HaystackBuilder.build',
         'judging/qualification.py:build_calibration',
         # being split on this branch (short)
-        'reporting/heatmap_html.py:_heatmap_html',
         'judging/verdict.py:parse_verdict',
     }
 )
