@@ -101,8 +101,6 @@ LONG_FUNCTIONS_OWNED_ELSEWHERE = frozenset(
         'scoring/candidates.py:one_candidate_score',
         # owned by another change (doctor); the lead removes the entry on merge
         'cli.py:_parser',
-        # owned by another change (edges); the lead removes the entry on merge
-        'judging/qualification.py:build_calibration',
     }
 )
 
