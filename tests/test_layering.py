@@ -1,5 +1,5 @@
 """The package's shape, checked by reading its source: EvalScope stays in integration/, no import circles, no
-long functions without a reason, no module over the bound."""
+long functions, no module over the bound."""
 
 from __future__ import annotations
 
@@ -91,18 +91,72 @@ def test_no_module_imports_back_into_a_module_that_imports_it() -> None:
     assert cycles == []
 
 
-def test_no_function_is_long_without_a_reason() -> None:
-    """A function over the bound must say why in a comment on its first lines ('long because ...')."""
-    long_ones = []
-    for path in PACKAGE_DIR.rglob('*.py'):
-        lines = path.read_text(encoding='utf-8').splitlines()
-        for node in ast.walk(ast.parse('\n'.join(lines))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                length = node.end_lineno - node.lineno + 1
-                head = '\n'.join(lines[node.lineno - 1 : node.lineno + 8]).lower()
-                if length > MAX_FUNCTION_LINES and 'long because' not in head:
-                    long_ones.append(f'{path.name}:{node.name} ({length} lines)')
-    assert long_ones == []
+# The only long functions allowed: each is being split by another change right now. Key: path under
+# evalscope_niah/, a colon, the qualified name (Class.method, outer.inner).
+LONG_FUNCTIONS_OWNED_ELSEWHERE = frozenset(
+    {
+        # owned by another change (kit); the lead removes the entry on merge
+        'tasks/single/rules.py:single_needle_score',
+        'tasks/multi_retrieval/rules.py:multi_retrieval_score',
+        'scoring/candidates.py:one_candidate_score',
+        # owned by another change (doctor); the lead removes the entry on merge
+        'cli.py:_parser',
+    }
+)
+
+
+def _function_lengths(tree: ast.Module) -> dict[str, int]:
+    """Every function and method by qualified name, with its length: from the `def` line to the last line of its
+    body, decorators excluded (a nested function counts in its outer one too, and on its own)."""
+    lengths: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lengths[prefix + child.name] = child.end_lineno - child.lineno + 1
+                visit(child, f'{prefix}{child.name}.')
+            elif isinstance(child, ast.ClassDef):
+                visit(child, f'{prefix}{child.name}.')
+            else:
+                visit(child, prefix)
+
+    visit(tree, '')
+    return lengths
+
+
+def _long_functions() -> dict[str, int]:
+    return {
+        f'{path.relative_to(PACKAGE_DIR).as_posix()}:{name}': length
+        for path in sorted(PACKAGE_DIR.rglob('*.py'))
+        for name, length in _function_lengths(ast.parse(path.read_text(encoding='utf-8'))).items()
+        if length > MAX_FUNCTION_LINES
+    }
+
+
+def test_no_function_is_long() -> None:
+    """No function or method is over MAX_FUNCTION_LINES (60) lines, counted from its `def` line to the last line
+    of its body, decorators excluded; split a longer one into named steps. No excuse is accepted: only the
+    functions another change is splitting right now are listed (LONG_FUNCTIONS_OWNED_ELSEWHERE), and an entry
+    that is no longer long must go, so the list only shrinks."""
+    long_ones = _long_functions()
+    assert (
+        sorted(
+            f'{name} ({length} lines)'
+            for name, length in long_ones.items()
+            if name not in LONG_FUNCTIONS_OWNED_ELSEWHERE
+        )
+        == []
+    )
+    assert sorted(LONG_FUNCTIONS_OWNED_ELSEWHERE - set(long_ones)) == [], 'no longer long: remove from the list'
+
+
+def test_the_function_length_reader_can_fail() -> None:
+    """Decorators are left out, methods and nested functions are named by their path, the body's last line counts."""
+    source = (
+        '@decorator\n@another\ndef top():\n    def inner():\n        return 1\n\n    return inner\n'
+        'class Box:\n    @property\n    def size(self):\n        return (\n            1\n        )\n'
+    )
+    assert _function_lengths(ast.parse(source)) == {'top': 5, 'top.inner': 2, 'Box.size': 4}
 
 
 def test_no_module_is_long() -> None:

@@ -170,7 +170,7 @@ def _zh_fact(question: str, needle: str) -> str:
     return ''
 
 
-def build_calibration(  # long because the ten items read best side by side
+def build_calibration(
     *,
     question: str,
     reference: str,
@@ -194,44 +194,17 @@ def build_calibration(  # long because the ten items read best side by side
     item names only the first: the task gives it part credit, so a judge must not call it right (critical).
     """
     _check_language(language)
-    for name, value in (('question', question), ('reference', reference)):
-        if not value or not value.strip():
-            raise NiahConfigError(name, 'must not be empty: the calibration answers are built from it')
-    given = [n for n in needles if n and n.strip()]
-    if not given:
-        raise NiahConfigError('needles', 'need at least one non-empty needle to build the calibration answers')
-    # The needle that holds the answer (a reasoning chain's last link), else the first.
-    wanted = (answer or '').strip().casefold()
-    needle = next((n for n in given if wanted and wanted in n.casefold()), given[0])
+    needle = _answer_needle(question=question, reference=reference, needles=needles, answer=answer)
     language = text_language(needle, question, default=language)
     fact = key_fact(question=question, needle=needle, answer=answer, language=language)
     several = [value.strip() for value in values if value and value.strip()]
     if len(several) > 1:
         fact = _joined(several, language)
-
-    distractors = [d for d in DISTRACTORS[language] if not _overlaps(d, fact)]
-    if other_entity is None:
-        other_entity = distractors[0]
-    elif not other_entity.strip() or _overlaps(other_entity, fact):
-        raise NiahConfigError(
-            'other_entity', f'{other_entity!r} must be non-empty and differ from the key fact {fact!r}'
-        )
-    other = other_entity.strip()
-    third = next(d for d in distractors if not _overlaps(d, other))
+    other, third = _other_entities(fact, language, other_entity)
     text = TEXT[language]
 
     def fill(category: str) -> str:
         return text[category].format(fact=fact, other=other, third=third)
-
-    # The reference with the other entity in the key fact's place: right form, wrong fact.
-    at = reference.find(fact)
-    if at == -1 or len(several) > 1:
-        other_answer = other + ('.' if language == 'en' else '。')
-    else:
-        other_answer = (reference[:at] + other + reference[at + len(fact) :]).strip()
-    filler = FILLER[language]
-    separator = ' ' if language == 'en' else ''
-    pasted = separator.join([*filler[:4], needle.strip(), *filler[4:], *filler, question.strip()])
 
     # Several values: one of them alone is part credit by the task's own rule, never right.
     partial = [
@@ -239,6 +212,7 @@ def build_calibration(  # long because the ten items read best side by side
         for value in several[:1]
         if len(several) > 1
     ]
+    other_answer = _other_answer(reference, fact, other, language, several=len(several) > 1)
     return [
         *partial,
         CalibrationItem('reference', reference.strip(), expect_pass=True, critical=True),
@@ -249,9 +223,51 @@ def build_calibration(  # long because the ten items read best side by side
         CalibrationItem('retraction', fill('retraction'), expect_pass=False),
         CalibrationItem('hedged_list', fill('hedged_list'), expect_pass=False),
         CalibrationItem('refusal', fill('refusal'), expect_pass=False),
-        CalibrationItem('pasted_text', pasted, expect_pass=False),
+        CalibrationItem('pasted_text', _pasted_text(needle, question, language), expect_pass=False),
         CalibrationItem('injection', fill('injection'), expect_pass=False, critical=True),
     ]
+
+
+def _answer_needle(*, question: str, reference: str, needles: Sequence[str], answer: str | None) -> str:
+    """The needle that holds the answer (a reasoning chain's last link), else the first; refuses empty inputs."""
+    for name, value in (('question', question), ('reference', reference)):
+        if not value or not value.strip():
+            raise NiahConfigError(name, 'must not be empty: the calibration answers are built from it')
+    given = [n for n in needles if n and n.strip()]
+    if not given:
+        raise NiahConfigError('needles', 'need at least one non-empty needle to build the calibration answers')
+    wanted = (answer or '').strip().casefold()
+    return next((n for n in given if wanted and wanted in n.casefold()), given[0])
+
+
+def _other_entities(fact: str, language: str, other_entity: str | None) -> tuple[str, str]:
+    """The wrong entity the wrong answers name (``other_entity``, else a built-in one), and a third one that
+    overlaps neither it nor the key fact (a hedge lists both)."""
+    distractors = [d for d in DISTRACTORS[language] if not _overlaps(d, fact)]
+    if other_entity is None:
+        other_entity = distractors[0]
+    elif not other_entity.strip() or _overlaps(other_entity, fact):
+        raise NiahConfigError(
+            'other_entity', f'{other_entity!r} must be non-empty and differ from the key fact {fact!r}'
+        )
+    other = other_entity.strip()
+    return other, next(d for d in distractors if not _overlaps(d, other))
+
+
+def _other_answer(reference: str, fact: str, other: str, language: str, *, several: bool) -> str:
+    """The reference with the other entity in the key fact's place: right form, wrong fact (the other entity alone
+    when the reference does not hold the fact as written, or holds several values)."""
+    at = reference.find(fact)
+    if at == -1 or several:
+        return other + ('.' if language == 'en' else '。')
+    return (reference[:at] + other + reference[at + len(fact) :]).strip()
+
+
+def _pasted_text(needle: str, question: str, language: str) -> str:
+    """The needle pasted among unrelated sentences, ending with the question: an answer that answers nothing."""
+    filler = FILLER[language]
+    separator = ' ' if language == 'en' else ''
+    return separator.join([*filler[:4], needle.strip(), *filler[4:], *filler, question.strip()])
 
 
 def _joined(values: Sequence[str], language: str) -> str:

@@ -316,9 +316,7 @@ def _decide(readings: list[_Reading]) -> Verdict | float:
     return distinct[0]
 
 
-def parse_verdict(  # long because the accepted forms are tried in one documented order of precedence
-    text: str,
-) -> Verdict:
+def parse_verdict(text: str) -> Verdict:
     """Parse a judge reply into a rating; never raises, and takes time linear in the reply's length.
 
     Only the last ``MAX_REPLY_CHARS`` characters are read; reasoning blocks (``<think>...</think>``) are removed
@@ -335,6 +333,30 @@ def parse_verdict(  # long because the accepted forms are tried in one documente
     Unparsable, with the reason: no rating, different ratings, a rating outside 1..10, or one on another scale
     ("4/5", "80%", "0.7", "B+"), which would otherwise be misread as a rating out of 10.
     """
+    body = _verdict_text(text)
+    if isinstance(body, Verdict):
+        return body
+    found = _json_verdicts(body)
+    if isinstance(found, Verdict):
+        return found
+    verdicts, rest = found
+    readings, reasoning = _readings(body, verdicts, rest)
+    if not readings:
+        if _REFUSAL.search(body):
+            return _unparsable('judge declined to rate')
+        return _unparsable('no rating found')
+    decided = _decide(readings)
+    if isinstance(decided, Verdict):
+        return decided
+    if not MIN_RATING <= decided <= MAX_RATING:
+        return _unparsable(f'rating {_fmt(decided)} is outside {MIN_RATING}..{MAX_RATING}')
+    return Verdict(status='ok', rating=decided, accuracy=rating_to_accuracy(decided), reason=reasoning)
+
+
+def _verdict_text(text: str) -> str | Verdict:
+    """The part of the reply that holds the verdict, normalised: the reply's end with its reasoning blocks removed,
+    cut to its end again; or why there is none (an empty reply, nothing after the reasoning, or a reply so long
+    that what is read may still be reasoning)."""
     if not text or not text.strip():
         return _unparsable('empty reply')
     read = text[-MAX_REPLY_CHARS:]
@@ -351,10 +373,18 @@ def parse_verdict(  # long because the accepted forms are tried in one documente
     body = strip_reasoning(read)
     if not body:
         return _unparsable('no final answer after the reasoning block')
-    body = _normalise(body[-MAX_VERDICT_CHARS:]).strip()
+    return _normalise(body[-MAX_VERDICT_CHARS:]).strip()
 
-    verdicts: list[tuple[int, _Reading, str]] = []  # (end, reading, reasoning) of each JSON verdict object
-    pieces: list[str] = []  # the body with every JSON verdict blanked out
+
+# A JSON object that states a rating: where it ends, its reading, and the judge's reasoning it holds ('' if none).
+_JsonVerdict = tuple[int, _Reading, str]
+
+
+def _json_verdicts(body: str) -> tuple[list[_JsonVerdict], str] | Verdict:
+    """The JSON objects that state a rating, and the body with each of them blanked out (same length, so positions
+    hold) so numbers in their reasoning are not read as ratings; or why a JSON rating is not a number."""
+    verdicts: list[_JsonVerdict] = []
+    pieces: list[str] = []
     pos = 0
     for start, end, obj in _json_objects(body):
         value = _key(obj, _RATING_KEYS)
@@ -365,33 +395,21 @@ def parse_verdict(  # long because the accepted forms are tried in one documente
             return _unparsable(reading)
         why = _key(obj, _REASON_KEYS)
         verdicts.append((end, reading, why.strip() if isinstance(why, str) else ''))
-        # Blank the object out (same length keeps positions) so numbers in its reasoning are not read as ratings.
         pieces += [body[pos:start], ' ' * (end - start)]
         pos = end
-    rest = ''.join(pieces) + body[pos:]
+    return verdicts, ''.join(pieces) + body[pos:]
 
+
+def _readings(body: str, verdicts: list[_JsonVerdict], rest: str) -> tuple[list[_Reading], str]:
+    """Every rating the reply states, in the documented order of precedence, and the judge's reasoning."""
     if verdicts and not body[verdicts[-1][0] :].strip(_AFTER_FINAL_JSON):
         # The reply ends with the JSON verdict the prompt asks for: that is the verdict, and what precedes it is
         # the judge's reasoning, which may quote other ratings (an answer's injected '"rating": 10' among them).
-        readings = [verdicts[-1][1]]
-        reasoning = verdicts[-1][2]
-    else:
-        strong = [reading for _, reading, _ in verdicts]
-        for pattern in _STRONG_PATTERNS:
-            strong.extend(_classify(m.start(), m.group('value')) for m in pattern.finditer(rest))
-        readings = strong or _weak_readings(rest)
-        reasoning = next((why for _, _, why in verdicts if why), '')
-    if not readings:
-        if _REFUSAL.search(body):
-            return _unparsable('judge declined to rate')
-        return _unparsable('no rating found')
-
-    decided = _decide(readings)
-    if isinstance(decided, Verdict):
-        return decided
-    if not MIN_RATING <= decided <= MAX_RATING:
-        return _unparsable(f'rating {_fmt(decided)} is outside {MIN_RATING}..{MAX_RATING}')
-    return Verdict(status='ok', rating=decided, accuracy=rating_to_accuracy(decided), reason=reasoning)
+        return [verdicts[-1][1]], verdicts[-1][2]
+    strong = [reading for _, reading, _ in verdicts]
+    for pattern in _STRONG_PATTERNS:
+        strong.extend(_classify(m.start(), m.group('value')) for m in pattern.finditer(rest))
+    return strong or _weak_readings(rest), next((why for _, _, why in verdicts if why), '')
 
 
 def _weak_readings(rest: str) -> list[_Reading]:

@@ -133,7 +133,7 @@ class HaystackBuilder:
             end_buffer=self.end_buffer,
         )
 
-    def build(  # long because the exact-length search and its fallbacks read best as one sequence
+    def build(
         self,
         *,
         context_length: int,
@@ -143,16 +143,7 @@ class HaystackBuilder:
     ) -> Haystack:
         """A prompt of exactly ``context_length`` tokens. Needles go at ``depth_percent`` and spread toward the
         end after it, or each at its own depth when ``needle_depths`` gives one per needle."""
-        if context_length < self.minimum_length():
-            raise NiahConfigError(
-                'context_lengths',
-                f'{context_length} tokens cannot hold the prompt template, question and needles '
-                f'({self.frame.empty_tokens + self.needle_tokens} tokens) plus a haystack'
-                + (' and the start/end buffers' if self.start_buffer or self.end_buffer else '')
-                + f'; use at least {self.minimum_length()}',
-            )
-        if needle_depths is not None and len(needle_depths) != len(self.needle_texts):
-            raise ValueError(f'needle_depths holds {len(needle_depths)} depths for {len(self.needle_texts)} needles')
+        self._check_request(context_length, needle_depths)
         corpus = self.corpus
         # A cut moves by whole characters, and one character (or a run of indentation) may be several tokens, so
         # the count can jump over the target. Then an invisible variant shifts it: another needle separator, the
@@ -165,20 +156,7 @@ class HaystackBuilder:
         for shift, rank, separator in variants:
             start = corpus.position_of_token(start_token + shift)
             first_token = corpus.tokens_before(start)
-            if padded:
-                texts, depths = ([separator], [100.0]) if separator else ([], [])
-            else:
-                depths = list(needle_depths or spread_depths(depth_percent, len(self.needle_texts)))
-                texts = [
-                    needle_text(
-                        needle,
-                        self.language,
-                        separator=separator,
-                        own_line=needle.strip() in self.own_line,
-                        ending=self._ends_document(depth),
-                    )
-                    for needle, depth in zip(self.needle_texts, depths, strict=True)
-                ]
+            texts, depths = self._variant_texts(separator, depth_percent, needle_depths, padded=padded)
             budget = context_length - self.frame.empty_tokens - sum(self._count(text) for text in texts)
             end = corpus.position_of_token(first_token + budget)
             insertions = self._place_needles(
@@ -186,20 +164,52 @@ class HaystackBuilder:
             )
             fitted = self._fit(start, end, insertions, context_length)
             if fitted is not None:
-                break
-        else:
+                return self._haystack(start, *fitted, insertions, padded=padded)
+        raise NiahConfigError(
+            'context_lengths',
+            f'could not build a prompt of exactly {context_length} tokens (subset language '
+            f'{self.language!r}); try a length a few tokens away',
+        )
+
+    def _check_request(self, context_length: int, needle_depths: Sequence[float] | None) -> None:
+        if context_length < self.minimum_length():
             raise NiahConfigError(
                 'context_lengths',
-                f'could not build a prompt of exactly {context_length} tokens (subset language '
-                f'{self.language!r}); try a length a few tokens away',
+                f'{context_length} tokens cannot hold the prompt template, question and needles '
+                f'({self.frame.empty_tokens + self.needle_tokens} tokens) plus a haystack'
+                + (' and the start/end buffers' if self.start_buffer or self.end_buffer else '')
+                + f'; use at least {self.minimum_length()}',
             )
-        end, total = fitted
+        if needle_depths is not None and len(needle_depths) != len(self.needle_texts):
+            raise ValueError(f'needle_depths holds {len(needle_depths)} depths for {len(self.needle_texts)} needles')
+
+    def _variant_texts(
+        self, separator: str, depth_percent: float, needle_depths: Sequence[float] | None, *, padded: bool
+    ) -> tuple[list[str], list[float]]:
+        """What one variant inserts, and at which depths: the needles followed by ``separator``; without needles,
+        the extra whitespace ``separator`` (if any) near the end."""
+        if padded:
+            return ([separator], [100.0]) if separator else ([], [])
+        depths = list(needle_depths or spread_depths(depth_percent, len(self.needle_texts)))
+        texts = [
+            needle_text(
+                needle,
+                self.language,
+                separator=separator,
+                own_line=needle.strip() in self.own_line,
+                ending=self._ends_document(depth),
+            )
+            for needle, depth in zip(self.needle_texts, depths, strict=True)
+        ]
+        return texts, depths
+
+    def _haystack(self, start: int, end: int, total: int, insertions: Sequence[Insertion], *, padded: bool) -> Haystack:
+        """The haystack of a cut that fits; a padding whitespace is not a needle, so it is not reported as one."""
         insertions = _at_cut(insertions, end)
-        context = self._assemble(start, end, insertions)
         haystack_tokens = total - self.frame.empty_tokens
         needles = [] if padded else insertions
         return Haystack(
-            context=context,
+            context=self._assemble(start, end, insertions),
             prompt_tokens=total,
             haystack_tokens=haystack_tokens,
             achieved_depth_percents=self._achieved_depths(start, needles, haystack_tokens),

@@ -283,30 +283,17 @@ class PageParts:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _heatmap_html(  # long because the page is one template filled top to bottom: splitting hides its order
-    cells: Sequence[CellSummary],
+def _table_rows(
+    lengths: Sequence[int],
+    depths: Sequence[float],
+    grid: Mapping[tuple[float, int], CellSummary],
     *,
-    subset: str,
-    title: str | None = None,
-    effective_length: int | None = None,
-    scoring_note: str | None = None,
-    answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
-    live: PageParts | None = None,
-) -> str:
-    """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources.
-
-    Long because it is one template: each piece is built above and only put together here.
-    """
-    lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
-    column = effective_column(lengths, effective_length, subset=subset)
-    labels = length_labels(lengths)
-    tokenizer = subset_tokenizer(cells, subset=subset)
-    unit = length_unit(tokenizer)
-    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
-    if column is not None:
-        subheading = f'{subheading} · effective context length: {labels[column]}'
-    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit) if live is None else ({}, [])
-    n_cols = len(lengths)
+    column: int | None,
+    panel_ids: Mapping[tuple[float, int], int],
+    live: PageParts | None,
+) -> list[str]:
+    """One <tr> per depth: the y-axis label (first row only), the depth, a <td> per length, the legend (first row
+    only).  A live page brings its own <td>s."""
     rows = []
     for row, depth in enumerate(depths):
         parts = ['<tr>']
@@ -329,44 +316,86 @@ def _heatmap_html(  # long because the page is one template filled top to bottom
             parts.append(_legend_td(len(depths)))
         parts.append('</tr>')
         rows.append(''.join(parts))
-    col_labels = ''.join(
+    return rows
+
+
+def _column_labels(labels: Sequence[str], column: int | None) -> str:
+    """The x-axis' <th>s; the effective length's says so."""
+    return ''.join(
         f'<th class="eff">{_esc(label)}<span class="effl">effective</span></th>'
         if col == column
         else f'<th>{_esc(label)}</th>'
         for col, label in enumerate(labels)
     )
-    has_empty = any(_score(grid.get((d, t))) is None for d in depths for t in lengths)
-    note = (
-        f'<p class="note"><span class="sw" style="background:{EMPTY_COLOR}"></span> '
-        f'{EMPTY_CELL} = no scored sample</p>\n'
-        if has_empty
-        else ''
-    )
-    # Answers add their CSS, a hint, the panels and their script; without them the page is as it always was.
+
+
+def _empty_cell_note(
+    lengths: Sequence[int], depths: Sequence[float], grid: Mapping[tuple[float, int], CellSummary]
+) -> str:
+    """The line that explains the empty cell's colour, only when the table has one."""
+    if all(_score(grid.get((d, t))) is not None for d in depths for t in lengths):
+        return ''
+    swatch = f'<span class="sw" style="background:{EMPTY_COLOR}"></span>'
+    return f'<p class="note">{swatch} {EMPTY_CELL} = no scored sample</p>\n'
+
+
+def _css_script_note(note: str, panels: Sequence[str], *, unit: str, live: PageParts | None) -> tuple[str, str, str]:
+    """The page's CSS, script and notes under the table.  Answers add their CSS, a hint, the panels and their
+    script; without them the page is as it always was.  A live page's cells and answers come from the data it
+    re-reads (heatmap_live.py), so it brings its own."""
     css, script = _HTML_CSS, _HTML_JS % (script_json(_hover_lines(unit)), _FIELD_SEP)
-    if live is not None:  # a live page's cells and answers come from the data it re-reads (heatmap_live.py)
-        css += live.css
-        script += live.script
-        note = live.note
-    elif panels:
-        css += _ANSWERS_CSS
-        script += _ANSWERS_JS
-        note += '<p class="note">Click a cell to show its answers below.</p>\n' + '\n'.join(panels) + '\n'
+    if live is not None:
+        return css + live.css, script + live.script, live.note
+    if panels:
+        hint = '<p class="note">Click a cell to show its answers below.</p>\n'
+        return css + _ANSWERS_CSS, script + _ANSWERS_JS, note + hint + '\n'.join(panels) + '\n'
+    return css, script, note
+
+
+def _sub_lines(subheading: str, scoring_note: str | None, live: PageParts | None) -> str:
+    """The lines under the title: the subheading, the scoring note, and a live page's progress line (kept current
+    by its script)."""
     sub = f'<p class="sub">{_esc(subheading)}</p>\n'
     if scoring_note:
         sub += f'<p class="sub">{_esc(scoring_note)}</p>\n'
-    if live is not None:  # the progress line, kept current by the live page's script
+    if live is not None:
         sub += f'<p id="live">{_esc(live.line)}</p>\n'
+    return sub
+
+
+def _heatmap_html(
+    cells: Sequence[CellSummary],
+    *,
+    subset: str,
+    title: str | None = None,
+    effective_length: int | None = None,
+    scoring_note: str | None = None,
+    answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
+    live: PageParts | None = None,
+) -> str:
+    """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources.
+    One template filled top to bottom: each piece is built above and only put together here."""
+    lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
+    column = effective_column(lengths, effective_length, subset=subset)
+    labels = length_labels(lengths)
+    tokenizer = subset_tokenizer(cells, subset=subset)
+    unit = length_unit(tokenizer)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
+    if column is not None:
+        subheading = f'{subheading} · effective context length: {labels[column]}'
+    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit) if live is None else ({}, [])
+    rows = _table_rows(lengths, depths, grid, column=column, panel_ids=panel_ids, live=live)
+    css, script, note = _css_script_note(_empty_cell_note(lengths, depths, grid), panels, unit=unit, live=live)
     doc_title = _esc(f'{heading} · {subheading}'.replace('\n', ' '))
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
         f'<title>{doc_title}</title>\n<style>\n{css}</style>\n</head>\n<body>\n'
-        f'<h1>{_esc(heading)}</h1>\n{sub}'
+        f'<h1>{_esc(heading)}</h1>\n{_sub_lines(subheading, scoring_note, live)}'
         '<table id="grid">\n<tbody>\n' + '\n'.join(rows) + '\n</tbody>\n<tfoot>\n'
-        f'<tr><th colspan="2"></th>{col_labels}<th></th></tr>\n'
-        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{n_cols}">{_esc(length_axis_label(tokenizer))}</th>'
-        '<th></th></tr>\n'
+        f'<tr><th colspan="2"></th>{_column_labels(labels, column)}<th></th></tr>\n'
+        f'<tr><th colspan="2"></th><th class="xl axis" colspan="{len(lengths)}">'
+        f'{_esc(length_axis_label(tokenizer))}</th><th></th></tr>\n'
         '</tfoot>\n</table>\n'
         f'{note}<div id="tip" role="tooltip" hidden></div>\n<script>\n{script}</script>\n</body>\n</html>\n'
     )

@@ -186,7 +186,7 @@ def _model_cells(path: str | os.PathLike[str], parsed: Sequence[_CdmeRow], colum
     return [cells[key] for key in sorted(cells)]
 
 
-def read_summary_csv(  # long because two layouts (ours, OpenCompass') are told apart row by row
+def read_summary_csv(
     path: str | os.PathLike[str], *, dataset_length: str | None = None
 ) -> dict[str, list[CellSummary]]:
     """Cells per model from our cells CSV (`outputs.CELLS_FILE`) or an OpenCompass NeedleBench/CDME summary CSV.

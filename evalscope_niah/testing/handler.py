@@ -20,22 +20,22 @@ from urllib.parse import urlsplit
 
 from .faults import FaultPlan, Lies
 from .huge_reply import send_huge
-from .responders import Reply, message_text
+from .responders import Reply, Responder, message_text
 from .wire import (
     RecordedRequest,
     approx_tokens,
+    chat_completion,
     echo_key,
     error_body,
     llama_piece,
-    openai_tool_calls,
     reply_message,
+    stream_events,
 )
 
 __all__ = ['HOST', 'BoundedHTTPServer']
 
 HOST = '127.0.0.1'
 _MAX_BODY_BYTES = 64 * 1024 * 1024
-_STREAM_PIECE_CHARS = 16
 
 
 class BoundedHTTPServer(ThreadingHTTPServer):
@@ -283,53 +283,89 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send_json(200, answer)
 
     def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
-        # long because it is one request's path in the order a real server takes it: checks, the drawn fault, reply.
+        """One chat request's path, in the order a real server takes it: checks, the drawn fault, the reply."""
+        responder = self._admit(record, body)
+        if responder is None:
+            return None
+        number, fault, plan = self.owner._pick_fault(record.model)
+        record.fault = fault
+        if self._fault_before_reply(record, fault, plan):
+            return None
+        drafted = self._draft_reply(record, responder, fault)
+        if drafted is None:
+            return None
+        reply, extra, finish_reason = drafted
+        usage = self._usage(record.messages, reply, extra)
+        record.status = 200
+        record.reply = reply
+        completion_id, created, model = f'chatcmpl-{number:08d}', int(time.time()), record.model
+        if stream:
+            usage_sent = usage if self.owner.usage else None
+            events = stream_events(
+                body, completion_id, created, model, reply, finish_reason, usage_sent, fault, parts=extra
+            )
+            return self._send_sse(events)
+        completion = chat_completion(completion_id, created, model, reply_message(reply, extra), finish_reason, usage)
+        return self._send_completion(record, completion, fault, plan)
+
+    def _reject(
+        self, record: RecordedRequest, status: int, error: dict, headers: Mapping[str, str] | None = None
+    ) -> None:
+        record.status = status
+        self._send_json(status, error, headers)
+
+    def _admit(self, record: RecordedRequest, body: Any) -> Responder | None:
+        """The request's responder, or None once the request is refused (over the limit, malformed, wrong key,
+        unknown model) with the error a real server gives."""
         owner = self.owner
-
-        def reject(status: int, error: dict, headers: Mapping[str, str] | None = None) -> None:
-            record.status = status
-            self._send_json(status, error, headers)
-
         if not owner._count_request() or owner._stopping.is_set():
-            return reject(503, error_body('request limit reached', 'server_error', 'max_requests'))
+            return self._reject(record, 503, error_body('request limit reached', 'server_error', 'max_requests'))
         if not isinstance(body, dict):
-            return reject(400, error_body('request body is not a JSON object', 'invalid_request_error'))
+            return self._reject(record, 400, error_body('request body is not a JSON object', 'invalid_request_error'))
         model = record.model
         if model is None:
-            return reject(400, error_body('missing "model"', 'invalid_request_error', param='model'))
+            return self._reject(record, 400, error_body('missing "model"', 'invalid_request_error', param='model'))
         if not isinstance(body.get('messages'), list) or not all(isinstance(m, dict) for m in body['messages']):
-            return reject(400, error_body('"messages" must be a list of objects', 'invalid_request_error'))
+            error = error_body('"messages" must be a list of objects', 'invalid_request_error')
+            return self._reject(record, 400, error)
         key = owner.api_keys.get(model)
         if key is not None and record.headers.get('authorization') != f'Bearer {key}':
-            return reject(401, error_body('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'))
+            error = error_body('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key')
+            return self._reject(record, 401, error)
         responder = owner._responders.get(model)
         if responder is None:
-            return reject(404, owner._model_not_found(model))
+            return self._reject(record, 404, owner._model_not_found(model))
+        return responder
 
-        number, fault, plan = owner._pick_fault(model)
-        record.fault = fault
+    def _fault_before_reply(self, record: RecordedRequest, fault: str | None, plan: FaultPlan | None) -> bool:
+        """Play a fault that comes instead of any reply (an echoed key, HTTP 500/429, a hang, a dropped
+        connection); False when the drawn fault, if any, shapes the reply instead."""
         if plan is not None and plan.echo_key_status is not None:
-            return reject(plan.echo_key_status, echo_key(record.headers.get('authorization', '')))
-        if fault == 'http_500':
-            return reject(500, error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
-        if fault == 'http_429':
+            self._reject(record, plan.echo_key_status, echo_key(record.headers.get('authorization', '')))
+        elif fault == 'http_500':
+            self._reject(record, 500, error_body('Injected fault: http_500', 'server_error', 'injected_http_500'))
+        elif fault == 'http_429':
             assert plan is not None
             seconds = plan.retry_after_seconds
             retry_after = str(int(seconds)) if float(seconds).is_integer() else str(seconds)
-            return reject(
-                429,
-                error_body('Injected fault: rate limited', 'rate_limit_error', 'rate_limit_exceeded'),
-                {'Retry-After': retry_after},
-            )
-        if fault in ('hang', 'drop'):
+            error = error_body('Injected fault: rate limited', 'rate_limit_error', 'rate_limit_exceeded')
+            self._reject(record, 429, error, {'Retry-After': retry_after})
+        elif fault in ('hang', 'drop'):
             if fault == 'hang':
                 assert plan is not None
-                owner._stopping.wait(plan.hang_seconds)
+                self.owner._stopping.wait(plan.hang_seconds)
             self.close_connection = True
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
-            return None
+        else:
+            return False
+        return True
 
+    def _draft_reply(
+        self, record: RecordedRequest, responder: Responder, fault: str | None
+    ) -> tuple[str, Reply | None, str] | None:
+        """The reply's text, what a :class:`Reply` adds, and its finish reason, as the drawn fault shapes them;
+        None once a failing responder was answered with HTTP 500."""
         extra: Reply | None = None
         if fault == 'empty_content':
             reply = ''
@@ -337,65 +373,45 @@ class _Handler(BaseHTTPRequestHandler):
             try:
                 answer = responder(record.messages)
             except Exception as exc:
-                return reject(500, error_body(f'responder failed: {exc!r}', 'server_error', 'responder_error'))
+                error = error_body(f'responder failed: {exc!r}', 'server_error', 'responder_error')
+                return self._reject(record, 500, error)
             extra = answer if isinstance(answer, Reply) else None
             reply = (extra.content or '') if extra is not None else str(answer)
         finish_reason = 'tool_calls' if extra is not None and extra.tool_calls else 'stop'
         if fault == 'length':
             reply = reply[: max(1, len(reply) // 2)]
             finish_reason = 'length'
+        return reply, extra, finish_reason
 
-        completion_id = f'chatcmpl-{number:08d}'
-        created = int(time.time())
+    def _usage(self, messages: list, reply: str, extra: Reply | None) -> dict[str, int]:
         usage = {
-            'prompt_tokens': self._prompt_tokens(record.messages),
+            'prompt_tokens': self._prompt_tokens(messages),
             'completion_tokens': approx_tokens(reply + ((extra.reasoning_content or '') if extra else '')),
         }
         usage['total_tokens'] = usage['prompt_tokens'] + usage['completion_tokens']
-        record.status = 200
-        record.reply = reply
+        return usage
 
-        if stream:
-            usage_sent = usage if owner.usage else None
-            self._send_sse(
-                self._stream_events(
-                    body, completion_id, created, model, reply, finish_reason, usage_sent, fault, parts=extra
-                )
-            )
-            return None
-        completion = {
-            'id': completion_id,
-            'object': 'chat.completion',
-            'created': created,
-            'model': model,
-            'choices': [
-                {
-                    'index': 0,
-                    'message': reply_message(reply, extra),
-                    'logprobs': None,
-                    'finish_reason': finish_reason,
-                }
-            ],
-            'usage': usage,
-        }
+    def _send_completion(
+        self, record: RecordedRequest, completion: dict, fault: str | None, plan: FaultPlan | None
+    ) -> None:
+        """Send a non-streamed completion: as it is, as the configured lies, or as a fault that spoils the body."""
+        owner = self.owner
         if owner.prompt_cache:
             owner._report_prompt_cache(completion, record.messages)
         if not owner.usage:
             del completion['usage']
-        if owner.lies.lies_for(model):
+        if owner.lies.lies_for(record.model):
             return self._send_lies(completion, owner.lies)
         if fault == 'malformed_json':
             text = json.dumps(completion, ensure_ascii=False)
-            self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
-            return None
+            return self._send_bytes(200, text[: len(text) // 2].encode('utf-8'), 'application/json')
         if fault in ('drip', 'long_body'):
             assert plan is not None
             return self._send_slowly(completion, plan, fault)
         if fault == 'huge_reply':
             assert plan is not None
             return send_huge(self, completion, plan)
-        self._send_json(200, completion)
-        return None
+        return self._send_json(200, completion)
 
     def _send_slowly(self, completion: dict, plan: FaultPlan, fault: str) -> None:
         """The 'drip' and 'long_body' faults: headers at once, then a body that does not end in time."""
@@ -439,48 +455,3 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.dumps(completion, ensure_ascii=False).encode('utf-8')
         escaped = json.dumps(marker)[1:-1].encode('ascii')
         self._send_bytes(200, body.replace(escaped, lies.reply_tail, 1), 'application/json')
-
-    @staticmethod
-    def _stream_events(
-        body: dict,
-        completion_id: str,
-        created: int,
-        model: str,
-        reply: str,
-        finish_reason: str,
-        usage: dict | None,
-        fault: str | None,
-        *,
-        parts: Reply | None = None,
-    ) -> list[str]:
-        def chunk(choices: list[dict], **extra: Any) -> str:
-            obj = {
-                'id': completion_id,
-                'object': 'chat.completion.chunk',
-                'created': created,
-                'model': model,
-                'choices': choices,
-                **extra,
-            }
-            return json.dumps(obj, ensure_ascii=False)
-
-        def delta(d: dict, finish: str | None = None) -> dict:
-            return {'index': 0, 'delta': d, 'logprobs': None, 'finish_reason': finish}
-
-        events = [chunk([delta({'role': 'assistant', 'content': ''})])]
-        if fault == 'malformed_json':
-            broken = chunk([delta({'content': reply})])
-            return [*events, broken[: len(broken) // 2], '[DONE]']
-        if parts is not None and parts.reasoning_content:
-            events.append(chunk([delta({'reasoning_content': parts.reasoning_content})]))
-        for i in range(0, len(reply), _STREAM_PIECE_CHARS):
-            events.append(chunk([delta({'content': reply[i : i + _STREAM_PIECE_CHARS]})]))
-        if parts is not None and parts.tool_calls:
-            calls = [{'index': i, **call} for i, call in enumerate(openai_tool_calls(parts))]
-            events.append(chunk([delta({'tool_calls': calls})]))
-        events.append(chunk([delta({}, finish_reason)]))
-        options = body.get('stream_options')
-        if isinstance(options, dict) and options.get('include_usage') and usage is not None:
-            events.append(chunk([], usage=usage))
-        events.append('[DONE]')
-        return events

@@ -1,5 +1,5 @@
-"""What goes over the test server's wire: the recorded request, and the OpenAI-shaped bodies it answers (reply
-messages, tool calls, error bodies, token counts, llama.cpp's token pieces)."""
+"""What goes over the test server's wire: the recorded request, and the OpenAI-shaped bodies it answers (completions
+and their streamed events, reply messages, tool calls, error bodies, token counts, llama.cpp's token pieces)."""
 
 from __future__ import annotations
 
@@ -15,13 +15,18 @@ from .responders import CJK_CHARS, Reply, message_text
 __all__ = [
     'RecordedRequest',
     'approx_tokens',
+    'chat_completion',
     'echo_key',
     'error_body',
     'llama_piece',
     'openai_tool_calls',
     'prompt_text',
     'reply_message',
+    'stream_events',
 ]
+
+# Characters of the reply per streamed content chunk: small, so a client must join many.
+_STREAM_PIECE_CHARS = 16
 
 
 @dataclass
@@ -83,6 +88,69 @@ def reply_message(text: str, extra: Reply | None) -> dict:
     if extra.tool_calls:
         message['tool_calls'] = openai_tool_calls(extra)
     return message
+
+
+def chat_completion(
+    completion_id: str, created: int, model: str | None, message: dict, finish_reason: str, usage: dict[str, int]
+) -> dict:
+    """A non-streamed ``chat.completion`` body with one choice."""
+    choice = {'index': 0, 'message': message, 'logprobs': None, 'finish_reason': finish_reason}
+    return {
+        'id': completion_id,
+        'object': 'chat.completion',
+        'created': created,
+        'model': model,
+        'choices': [choice],
+        'usage': usage,
+    }
+
+
+def stream_events(
+    body: dict,
+    completion_id: str,
+    created: int,
+    model: str,
+    reply: str,
+    finish_reason: str,
+    usage: dict | None,
+    fault: str | None,
+    *,
+    parts: Reply | None = None,
+) -> list[str]:
+    """A streamed reply's SSE events, as OpenAI sends them: role, reasoning, content in pieces, tool calls, the
+    finish reason, usage when asked for, [DONE]; the 'malformed_json' fault cuts a chunk in half."""
+
+    def chunk(choices: list[dict], **extra: Any) -> str:
+        obj = {
+            'id': completion_id,
+            'object': 'chat.completion.chunk',
+            'created': created,
+            'model': model,
+            'choices': choices,
+            **extra,
+        }
+        return json.dumps(obj, ensure_ascii=False)
+
+    def delta(d: dict, finish: str | None = None) -> dict:
+        return {'index': 0, 'delta': d, 'logprobs': None, 'finish_reason': finish}
+
+    events = [chunk([delta({'role': 'assistant', 'content': ''})])]
+    if fault == 'malformed_json':
+        broken = chunk([delta({'content': reply})])
+        return [*events, broken[: len(broken) // 2], '[DONE]']
+    if parts is not None and parts.reasoning_content:
+        events.append(chunk([delta({'reasoning_content': parts.reasoning_content})]))
+    for i in range(0, len(reply), _STREAM_PIECE_CHARS):
+        events.append(chunk([delta({'content': reply[i : i + _STREAM_PIECE_CHARS]})]))
+    if parts is not None and parts.tool_calls:
+        calls = [{'index': i, **call} for i, call in enumerate(openai_tool_calls(parts))]
+        events.append(chunk([delta({'tool_calls': calls})]))
+    events.append(chunk([delta({}, finish_reason)]))
+    options = body.get('stream_options')
+    if isinstance(options, dict) and options.get('include_usage') and usage is not None:
+        events.append(chunk([], usage=usage))
+    events.append('[DONE]')
+    return events
 
 
 def error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict:
