@@ -4,6 +4,7 @@ work dir at a time (work_dir_lock), and live heatmap pages and progress lines as
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,13 +13,19 @@ from typing import Any
 from evalscope.evaluator import DefaultEvaluator
 
 from ..disk_space import DiskFull, disk_full_error, disk_full_message
+from ..errors import NiahConfigError
 from ..metadata import SampleMeta
+from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
+from .entry import entered_from_cli
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
+from .judge_check import JudgeCheckStop
 
 __all__ = ['NiahEvaluator']
+
+logger = logging.getLogger(__name__)
 
 
 class NiahEvaluator(DefaultEvaluator):
@@ -47,6 +54,9 @@ class NiahEvaluator(DefaultEvaluator):
                 except KeyboardInterrupt:
                     # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                     exit_interrupted(self.outputs.outputs_dir)
+                except NiahConfigError as exc:
+                    self._stopped_by_config(exc)
+                    raise
                 except (DiskFull, Exception) as exc:  # DiskFull is no Exception: it passes EvalScope's handlers
                     full = disk_full_error(exc)
                     if full is None:
@@ -55,6 +65,19 @@ class NiahEvaluator(DefaultEvaluator):
         finally:
             self.benchmark.finish_live(complete=complete)
             self._work_dir_hold.release()
+
+    def _stopped_by_config(self, exc: NiahConfigError) -> None:
+        """A refusal before any model request (the judge check, the corpus, the window): the judge check's file is
+        written on a stop as on a pass, and under a command line the refusal is one message, not EvalScope's
+        traceback of a dozen frames (from Python the error is raised as it is, for the caller to catch)."""
+        if isinstance(exc, JudgeCheckStop):
+            results = {subset: result.to_dict() for subset, result in exc.results.items()}
+            path = write_judge_check(
+                self.cache_manager.get_report_path(), results, files=OutputFiles(self.benchmark.name)
+            )
+            logger.warning('needle_haystack judge check stopped the run; its results: %s', path)
+        if entered_from_cli():
+            raise SystemExit(f'evalscope-niah: error: {exc}') from None
 
     def _process_work_item(self, item, model_prediction_dir):
         with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)

@@ -26,7 +26,7 @@ from ..tasks import judge_reference
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
-__all__ = ['qualify_judges']
+__all__ = ['JudgeCheckStop', 'qualify_judges']
 
 logger = logging.getLogger(__name__)
 
@@ -41,12 +41,23 @@ PROBE_ATTEMPTS = 2
 PROBE_RETRY_S = 1
 
 
-def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) -> dict[str, QualificationResult]:
+class JudgeCheckStop(NiahConfigError):
+    """The judge check stopped the run; ``results`` holds every subset checked so far (the failing one included),
+    so the run's judge check file is written on a stop as on a pass."""
+
+    def __init__(self, message: str, results: dict[str, QualificationResult]) -> None:
+        super().__init__('judge_check', message)
+        self.results = results
+
+
+def qualify_judges(
+    judges: Sequence[Any], plans: Sequence[Any], *, mode: str, cli: bool = False
+) -> dict[str, QualificationResult]:
     """Qualify every judge on every subset's calibration set (``plans``: one needle plan per judged subset).
 
-    Returns subset -> the first failing (else last) result. With ``mode='stop'`` a failure raises NiahConfigError
-    naming the judge, what it got wrong and the two ways out; with ``'fallback'`` the caller scores that subset by
-    rule.
+    Returns subset -> the first failing (else last) result. With ``mode='stop'`` a failure raises JudgeCheckStop
+    naming the judge, what it got wrong and the two ways out (as command-line flags when ``cli``, else as
+    ``TaskConfig`` arguments); with ``'fallback'`` the caller scores that subset by rule.
     """
     results: dict[str, QualificationResult] = {}
     dead: dict[int, JudgeCallFailure] = {}  # id(judge) -> the failure that stops every call to it
@@ -73,10 +84,10 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
             result = judge_qualifies(items, replies, judge_name=name, failures=failures, stopped_by=stopped_by)
             log = logger.info if result.qualified else logger.warning
             log('needle_haystack judge check, subset %s: %s', meta.subset, result.summary())
-            if not result.qualified and mode == 'stop':
-                raise NiahConfigError('judge_check', qualification_error_message(result, judge_name=name))
             if meta.subset not in results or results[meta.subset].qualified:
                 results[meta.subset] = result
+            if not result.qualified and mode == 'stop':
+                raise JudgeCheckStop(qualification_error_message(result, judge_name=name, cli=cli), results)
     return results
 
 
