@@ -5,6 +5,7 @@ work dir at a time (work_dir_lock), and live heatmap pages and progress lines as
 from __future__ import annotations
 
 import logging
+import sys
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,8 +77,9 @@ class NiahEvaluator(DefaultEvaluator):
                 self.cache_manager.get_report_path(), results, files=OutputFiles(self.benchmark.name)
             )
             logger.warning('needle_haystack judge check stopped the run; its results: %s', path)
-        if entered_from_cli():
-            raise SystemExit(f'evalscope-niah: error: {exc}') from None
+        if entered_from_cli():  # the same line and exit status as `evalscope-niah` gives every refusal
+            print(f'evalscope-niah: error: {exc}', file=sys.stderr)
+            raise SystemExit(2) from None
 
     def _process_work_item(self, item, model_prediction_dir):
         with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)

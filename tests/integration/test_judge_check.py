@@ -264,7 +264,7 @@ def test_a_stop_under_evalscope_eval_is_one_message_in_cli_syntax_and_writes_the
         done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
         assert server.requests_for(MODEL) == []
     output = done.stdout + done.stderr
-    assert done.returncode != 0 and 'Traceback' not in output, output
+    assert done.returncode == 2 and 'Traceback' not in output, output
     [line] = [line for line in output.splitlines() if line.startswith('evalscope-niah: error: judge_check')]
     assert f'judge {JUDGE}' in line and '--judge \'{"strategy": "rule"}\'' in line, line
     assert '"judge_check": "fallback"' in line and 'TaskConfig(' not in line, line
