@@ -39,6 +39,12 @@ _CONCURRENT_CALLS = 10
 # (EvalScope does not retry them either). Once the first call came back, the rest go with the judge's own retries.
 PROBE_ATTEMPTS = 2
 PROBE_RETRY_S = 1
+# The ways out of a stop as flags, for a run started from a command line (qualification.py has them as TaskConfig
+# arguments, for run_task).
+_WAYS_OUT_CLI = (
+    '--dataset-args \'{"needle_haystack": {"extra_params": {"judge_check": "fallback"}}}\' scores by rule when the '
+    'judge fails, labelled so; --judge \'{"strategy": "rule"}\' never calls a judge.'
+)
 
 
 class JudgeCheckStop(NiahConfigError):
@@ -87,8 +93,13 @@ def qualify_judges(
             if meta.subset not in results or results[meta.subset].qualified:
                 results[meta.subset] = result
             if not result.qualified and mode == 'stop':
-                raise JudgeCheckStop(qualification_error_message(result, judge_name=name, cli=cli), results)
+                message = qualification_error_message(result, judge_name=name, **_ways_out(cli))
+                raise JudgeCheckStop(message, results)
     return results
+
+
+def _ways_out(cli: bool) -> dict[str, str]:
+    return {'ways_out': _WAYS_OUT_CLI} if cli else {}  # else qualification's own: TaskConfig arguments
 
 
 def _ask(
