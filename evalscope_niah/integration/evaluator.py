@@ -5,11 +5,10 @@ work dir at a time (work_dir_lock), and live heatmap pages and progress lines as
 from __future__ import annotations
 
 import logging
-import sys
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 from evalscope.evaluator import DefaultEvaluator
 
@@ -20,7 +19,7 @@ from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
-from .entry import entered_from_cli
+from .entry import refusal_ends_cli_run
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 from .judge_check import JudgeCheckStop
 
@@ -56,8 +55,7 @@ class NiahEvaluator(DefaultEvaluator):
                     # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                     exit_interrupted(self.outputs.outputs_dir)
                 except NiahConfigError as exc:
-                    self._stopped_by_config(exc)
-                    raise
+                    self._stop_on_refusal(exc)
                 except (DiskFull, Exception) as exc:  # DiskFull is no Exception: it passes EvalScope's handlers
                     full = disk_full_error(exc)
                     if full is None:
@@ -67,19 +65,18 @@ class NiahEvaluator(DefaultEvaluator):
             self.benchmark.finish_live(complete=complete)
             self._work_dir_hold.release()
 
-    def _stopped_by_config(self, exc: NiahConfigError) -> None:
-        """A refusal before any model request (the judge check, the corpus, the window): the judge check's file is
-        written on a stop as on a pass, and under a command line the refusal is one message, not EvalScope's
-        traceback of a dozen frames (from Python the error is raised as it is, for the caller to catch)."""
+    def _stop_on_refusal(self, exc: NiahConfigError) -> NoReturn:
+        """A refusal before any model request (the judge check, the corpus, the window) ends the run: the judge
+        check's file is written on a stop as on a pass, and under a command line the refusal is one message, not
+        EvalScope's traceback of a dozen frames (from Python the error is raised as it is, for the caller)."""
         if isinstance(exc, JudgeCheckStop):
             results = {subset: result.to_dict() for subset, result in exc.results.items()}
             path = write_judge_check(
                 self.cache_manager.get_report_path(), results, files=OutputFiles(self.benchmark.name)
             )
             logger.warning('needle_haystack judge check stopped the run; its results: %s', path)
-        if entered_from_cli():  # the same line and exit status as `evalscope-niah` gives every refusal
-            print(f'evalscope-niah: error: {exc}', file=sys.stderr)
-            raise SystemExit(2) from None
+        with refusal_ends_cli_run():
+            raise exc
 
     def _process_work_item(self, item, model_prediction_dir):
         with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)

@@ -33,6 +33,7 @@ from ..params.subsets import DEFAULT_SUBSETS
 from ..tasks.compose import check_dataset_args
 from ..vocabulary import BENCHMARK_NAMES
 from .adapter import NiahAdapter
+from .entry import refusal_ends_cli_run
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
 from .param_spec import extra_params_spec
@@ -74,7 +75,8 @@ class NiahBenchmarkMeta(BenchmarkMeta):
     fails with an AttributeError on an extra_params that is not a dict, before our adapter exists."""
 
     def _update(self, args: dict) -> None:
-        check_dataset_args(args, allowed_keys=dataset_args_keys())
+        with refusal_ends_cli_run():
+            check_dataset_args(args, allowed_keys=dataset_args_keys())
         # The spec of the tasks registered now: a task registered after this meta was built brings parameters that
         # EvalScope would refuse as unknown, and one unregistered since would still be offered.
         self.extra_params = extra_params_spec()

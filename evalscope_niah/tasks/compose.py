@@ -207,7 +207,7 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
     if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
-        _check_names({name: None for name in extra_params if name in OPENCOMPASS_ONLY}, known)
+        _check_names(extra_params, known)
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 

@@ -4,6 +4,9 @@ take too (the plain entry, keyed here under each of our names in --datasets)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +50,37 @@ def test_eval_runs_with_the_plain_entry(fixture_corpus_dir: Path, tmp_path: Path
         )  # fmt: skip
         assert code == 0 and server.requests_for(MODEL)
     assert (tmp_path / 'reports' / MODEL / OutputFiles('niah').results).is_file()
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ('entry', 'said'),
+    [
+        ({'extra_params': {'bogus': 1}}, 'evalscope-niah: error: bogus: unknown parameter'),
+        ({'context_lengths': [600]}, 'evalscope-niah: error: context_lengths: is a benchmark parameter'),
+    ],
+    ids=['unknown parameter', 'parameter outside extra_params'],
+)
+def test_a_refusal_under_plain_evalscope_eval_is_one_line(
+    entry: dict, said: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    """Plain `evalscope eval` (a real process) refusing our parameters: one line and exit 2, no traceback."""
+    dataset_args = {'needle_haystack': {'local_path': str(fixture_corpus_dir), **entry}}
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        command = [
+            str(Path(sys.executable).with_name('evalscope')), 'eval', '--model', MODEL, '--api-url', server.base_url,
+            '--api-key', 'x', '--eval-type', 'openai_api', '--datasets', 'needle_haystack',
+            '--dataset-args', json.dumps(dataset_args), '--judge', '{"strategy": "rule"}',
+            '--work-dir', str(tmp_path), '--no-timestamp',
+        ]  # fmt: skip
+        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')])}
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert server.requests_for(MODEL) == []
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and 'Traceback' not in output, output
+    assert [line for line in output.splitlines() if line.startswith('evalscope-niah: error:')] == [
+        line for line in output.splitlines() if line.startswith(said)
+    ], output
+    assert said in output
