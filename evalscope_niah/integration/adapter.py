@@ -40,7 +40,7 @@ from ..serving.routing import routing_headers, routing_key
 from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
-from .entry import entered_from_cli, refusal_ends_cli_run
+from .entry import refusal_ends_cli_run
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
@@ -171,9 +171,7 @@ class NiahAdapter(DefaultDataAdapter):
         ]
         if not plans:
             return
-        self._judge_check = qualify_judges(
-            self.init_llm_judges(), plans, mode=self.params.judge_check, cli=entered_from_cli()
-        )
+        self._judge_check = qualify_judges(self.init_llm_judges(), plans, mode=self.params.judge_check)
         self._rule_fallback = {subset for subset, result in self._judge_check.items() if not result.qualified}
 
     def _corpus_dir(self, files: list[str]) -> str:

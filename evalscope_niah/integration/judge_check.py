@@ -23,6 +23,7 @@ from ..judging.qualification import (
     qualification_error_message,
 )
 from ..tasks import judge_reference
+from .entry import entered_from_cli
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
@@ -56,14 +57,12 @@ class JudgeCheckStop(NiahConfigError):
         self.results = results
 
 
-def qualify_judges(
-    judges: Sequence[Any], plans: Sequence[Any], *, mode: str, cli: bool = False
-) -> dict[str, QualificationResult]:
+def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) -> dict[str, QualificationResult]:
     """Qualify every judge on every subset's calibration set (``plans``: one needle plan per judged subset).
 
     Returns subset -> the first failing (else last) result. With ``mode='stop'`` a failure raises JudgeCheckStop
-    naming the judge, what it got wrong and the two ways out (as command-line flags when ``cli``, else as
-    ``TaskConfig`` arguments); with ``'fallback'`` the caller scores that subset by rule.
+    naming the judge, what it got wrong and the two ways out (as command-line flags when the run came from a command
+    line, else as ``TaskConfig`` arguments); with ``'fallback'`` the caller scores that subset by rule.
     """
     results: dict[str, QualificationResult] = {}
     dead: dict[int, JudgeCallFailure] = {}  # id(judge) -> the failure that stops every call to it
@@ -93,7 +92,7 @@ def qualify_judges(
             if meta.subset not in results or results[meta.subset].qualified:
                 results[meta.subset] = result
             if not result.qualified and mode == 'stop':
-                message = qualification_error_message(result, judge_name=name, **_ways_out(cli))
+                message = qualification_error_message(result, judge_name=name, **_ways_out(entered_from_cli()))
                 raise JudgeCheckStop(message, results)
     return results
 
