@@ -7,7 +7,6 @@ starts in well under a second.
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -15,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .atomic import atomic_write_text, atomic_writer
+from .cli_args import build_parser
 from .errors import NiahConfigError
 from .inert import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
-from .vocabulary import EFFECTIVE_LENGTH_MODES
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
     from .reporting.outputs import OutputFiles
@@ -52,136 +51,16 @@ def _command(argv: list[str]) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    # Long because it declares every subcommand's flags in one place: the CLI's whole surface reads top to bottom.
-    parser = argparse.ArgumentParser(prog='evalscope-niah', description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest='command', required=True)
-
-    preview = commands.add_parser('preview', help='expand the parameters into samples (JSONL) without any model')
-    preview.add_argument(
-        '--dataset-args',
-        type=_json_object,
-        default={},
-        help="JSON like EvalScope's dataset_args['needle_haystack']: local_path, subset_list, extra_params, "
-        'system_prompt, prompt_template',
+    return build_parser(
+        {
+            'preview': _preview,
+            'plot': _plot,
+            'compare': _compare,
+            'demo': _demo,
+            'doctor': _doctor,
+        },
+        description=__doc__.splitlines()[0],
     )
-    preview.add_argument('--limit', type=int, help='only the first N samples of each subset')
-    preview.add_argument('--subset', action='append', help='only this subset (repeatable); overrides subset_list')
-    preview.add_argument('--output', type=Path, help='JSONL file to write (default: stdout)')
-    preview.add_argument(
-        '--estimate',
-        action='store_true',
-        help='print input and output tokens for the model and the judge (and a cost with --prices) instead of samples',
-    )
-    preview.add_argument(
-        '--prices',
-        help='prices per million tokens, e.g. model_input=0.5,model_output=1.5,judge_input=0.1,judge_output=0.2',
-    )
-    preview.add_argument('--max-tokens', type=int, default=1024, help='model reply limit for --estimate (default 1024)')
-    preview.add_argument(
-        '--judge-max-tokens', type=int, default=512, help='judge reply limit for --estimate (default 512)'
-    )
-    preview.add_argument('--no-judge', action='store_true', help='for --estimate: the run scores by rule only')
-    preview.add_argument('--api-url', help="the model's server, for tokenizer_path 'server' (counts in its tokens)")
-    preview.add_argument('--model', help='model name at --api-url')
-    preview.add_argument('--api-key', help='API key for --api-url')
-    preview.set_defaults(handler=_preview)
-
-    commands.add_parser(
-        'eval', help="`evalscope eval` with this package's needle_haystack loaded (same arguments)", add_help=False
-    )
-
-    plot = commands.add_parser(
-        'plot',
-        help='redraw the heatmaps of finished runs, or draw them from summary CSVs, without calling a model',
-        description='Give either WORK_DIR... (EvalScope output directories) or --csv FILE... (our cells CSV or an '
-        'OpenCompass NeedleBench/CDME summary CSV), not both.',
-    )
-    plot.add_argument('work_dirs', nargs='*', type=Path, metavar='WORK_DIR', help='EvalScope output directory')
-    plot.add_argument(
-        '--csv',
-        nargs='+',
-        type=Path,
-        metavar='FILE',
-        help="draw from these CSVs instead: a run's cells CSV or an OpenCompass summary (one heatmap per model x "
-        'subset)',
-    )
-    plot.add_argument(
-        '--dataset-length',
-        metavar='SIZE',
-        help='with --csv: only OpenCompass datasets of this size suffix, e.g. 4k, 128K, 200k, 1M',
-    )
-    plot.add_argument(
-        '--output-dir', type=Path, metavar='DIR', help='with --csv: where to write (default: next to each CSV)'
-    )
-    plot.add_argument('--show-score', action='store_true', help='write each cell score on the PNG heatmaps')
-    plot.add_argument(
-        '--served-tokens',
-        action='store_true',
-        help="label the length axis with the tokens the model's server said it read (median per length), not the "
-        "grid's; written as *_served.png/html",
-    )
-    plot.set_defaults(handler=_plot)
-
-    compare = commands.add_parser(
-        'compare', help='one figure of heatmaps (subsets x models) and a table of effective context lengths'
-    )
-    compare.add_argument(
-        'work_dirs', nargs='+', type=Path, metavar='WORK_DIR', help='EvalScope output directory (any number of models)'
-    )
-    compare.add_argument(
-        '--output', type=Path, default=Path('compare.png'), help='PNG to write (default compare.png); CSV beside it'
-    )
-    fields = NiahParams.model_fields  # one owner per default: the parameter model
-    threshold, mode = fields['effective_length_threshold'].default, fields['effective_length_mode'].default
-    compare.add_argument(
-        '--threshold', type=float, default=threshold, help=f'pass mark for the effective context length ({threshold})'
-    )
-    compare.add_argument(
-        '--mode',
-        choices=EFFECTIVE_LENGTH_MODES,
-        default=mode,
-        help='absolute: mean accuracy >= threshold (RULER); relative: >= threshold x the shortest length (NoLiMa)',
-    )
-    compare.add_argument('--show-score', action='store_true', help='write each cell score on the heatmaps')
-    compare.set_defaults(handler=_compare)
-
-    demo = commands.add_parser(
-        'demo', help='run needle_haystack end to end offline on a real local model (SmolLM2-135M via llama.cpp)'
-    )
-    demo.add_argument('--api-url', help='use this OpenAI-compatible endpoint instead of the local model')
-    demo.add_argument('--model', help='model name at --api-url')
-    demo.add_argument('--api-key', default='EMPTY', help='API key for --api-url')
-    demo.add_argument(
-        '--judge', choices=('model', 'rule'), default='model', help='judge with the same model (default) or rule score'
-    )
-    demo.add_argument('--lengths', type=_int_list, help='context lengths in tokens (default 500,1000,2000)')
-    demo.add_argument('--depths', type=_float_list, help='needle depths in percent (default 0,50,100)')
-    demo.add_argument('--subset', action='append', help='only this subset (repeatable): english, chinese')
-    demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
-    demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
-    demo.set_defaults(handler=_demo)
-
-    doctor = commands.add_parser(
-        'doctor', help='check offline what a run would use: EvalScope, names, tokenizer, corpus, judge (no model call)'
-    )
-    doctor.add_argument('--dataset-args', type=_json_object, default={}, help='as for preview')
-    doctor.add_argument('--judge', type=_json_object, help="EvalScope's --judge JSON, as the run would get it")
-    doctor.set_defaults(handler=_doctor)
-    return parser
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        return [int(part) for part in text.split(',') if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected comma-separated whole numbers, got {text!r}') from None
-
-
-def _float_list(text: str) -> list[float]:
-    try:
-        return [float(part) for part in text.split(',') if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f'expected comma-separated numbers, got {text!r}') from None
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -211,10 +90,19 @@ def _eval(argv: list[str]) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     from .integration.doctor import run_checks
 
-    checks = run_checks(dataset_args=args.dataset_args, judge=args.judge)
+    server = {'api_url': args.api_url, 'model': args.model, 'api_key': args.api_key} if args.api_url else None
+    checks = run_checks(
+        dataset_args=args.dataset_args,
+        judge=args.judge,
+        server=server,
+        max_tokens=args.max_tokens,
+        model_length=args.model_length,
+    )
     for check in checks:
         print(check.line())
-    return 0 if all(check.ok for check in checks) else 1
+    states = [check.state for check in checks]
+    print(', '.join(f'{states.count(state)} {state}' for state in ('ok', 'problem', 'skipped')))
+    return 1 if 'problem' in states else 0
 
 
 def _plot(args: argparse.Namespace) -> int:
@@ -387,27 +275,21 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise argparse.ArgumentTypeError(f'not valid JSON ({exc})') from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError('must be a JSON object')
-    return value
-
-
 def _preview(args: argparse.Namespace) -> int:
     from .making.corpus import resolve_corpus_dir
     from .making.prompts import PromptSpec
     from .making.samples import iter_samples
-    from .tasks.compose import check_dataset_args, parse_params
+    from .tasks.compose import check_dataset_args, dataset_entry, parse_params
 
-    dataset_args = args.dataset_args
+    dataset_args = dataset_entry(args.dataset_args)
     check_dataset_args(dataset_args)
     unknown = sorted(set(dataset_args) - set(DATASET_ARGS_KEYS))
     if unknown:
-        raise NiahConfigError('--dataset-args', f'unknown key {unknown[0]!r}; allowed: {", ".join(DATASET_ARGS_KEYS)}')
+        raise NiahConfigError(
+            '--dataset-args',
+            f'unknown key {unknown[0]!r}; allowed: {", ".join(DATASET_ARGS_KEYS)}, or all of them under '
+            '"needle_haystack" as for evalscope eval',
+        )
     if args.limit is not None and args.limit < 1:
         raise NiahConfigError('--limit', f'must be a positive number of samples (got {args.limit})')
     params = parse_params(dataset_args.get('extra_params'))

@@ -6,6 +6,10 @@ from typing import Literal, get_args
 
 from .errors import NiahConfigError
 
+# The names the benchmark is registered under in EvalScope: the built-in's (taken over) and our public one. Also the
+# keys of the keyed form of dataset_args ({'needle_haystack': {...}}).
+BENCHMARK_NAMES: tuple[str, ...] = ('needle_haystack', 'niah')
+
 Language = Literal['en', 'zh']
 LANGUAGES: tuple[str, ...] = get_args(Language)
 

@@ -65,6 +65,18 @@ def test_preview_to_stdout_with_subset(fixture_corpus_dir: Path) -> None:
     assert record['subset'] == 'chinese' and record['context_length'] == 400
 
 
+@pytest.mark.parametrize('key', ['needle_haystack', 'niah'])
+def test_preview_reads_the_keyed_form_as_eval_does(key: str, fixture_corpus_dir: Path) -> None:
+    """The form `evalscope eval` takes gives the same samples as the entry alone."""
+    entry = {'local_path': str(fixture_corpus_dir), 'extra_params': {'context_lengths': [400]}}
+    outputs = []
+    for dataset_args in (entry, {key: entry, 'gsm8k': {'few_shot_num': 0}}):
+        completed = _preview('--dataset-args', json.dumps(dataset_args), '--subset', 'english', '--limit', '1')
+        assert completed.returncode == 0, completed.stderr
+        outputs.append(completed.stdout)
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])['context_length'] == 400
+
+
 @pytest.mark.parametrize(
     ('arguments', 'fragment'),
     [
@@ -73,6 +85,12 @@ def test_preview_to_stdout_with_subset(fixture_corpus_dir: Path) -> None:
             'context_lengths_min',
         ),
         (['--dataset-args', '{"bogus": 1}'], "unknown key 'bogus'"),
+        (['--dataset-args', '{"needle_haystack": {"bogus": 1}}'], "unknown key 'bogus'"),
+        (
+            ['--dataset-args', '{"needle_haystack": {"local_path": "/no/such/dir"}}'],
+            "'/no/such/dir' is not a directory",
+        ),
+        (['--dataset-args', '{"needle_haystack": {}, "niah": {"subset_list": ["english"]}}'], 'give one of them'),
         (['--dataset-args', '{"local_path": "/no/such/dir"}'], 'local_path'),
         (['--subset', 'klingon'], "unknown subset 'klingon'"),
         (['--limit', '0'], '--limit'),

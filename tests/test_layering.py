@@ -211,7 +211,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({'judging'}),
     frozenset({'reporting', 'testing'}),
     frozenset({'integration'}),
-    frozenset({'cli', 'demo', '_autoload'}),
+    frozenset({'cli', 'cli_args', 'demo', '_autoload'}),
 )
 
 

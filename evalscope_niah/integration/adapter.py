@@ -39,6 +39,7 @@ from ..serving.routing import routing_headers, routing_key
 from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
+from .entry import refusal_ends_cli_run
 from .interrupt import install_deadline
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
@@ -77,9 +78,10 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._model_id = claim_safe_model_id(self._task_config)
         # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
         given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
-        self.params = parse_params(self.extra_params, user_given=given)
         self._prompt: PromptSpec | None = None
-        self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
+        with refusal_ends_cli_run():  # under `evalscope eval`: one line, not a traceback
+            self.params = parse_params(self.extra_params, user_given=given)
+            self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
@@ -105,14 +107,15 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             and self.judge_strategy == JudgeStrategy.AUTO
             and not self._judge_config.models
         ):
-            raise NiahConfigError(
-                'judge',
-                'needle_haystack scores with an LLM judge by default, and no judge model is configured. Add one: '
-                "judge={'models': [{'model_id': 'qwen-plus', 'api_url': 'https://.../v1', 'api_key': '...'}]} "
-                '(CLI: --judge \'{"models": [{"model_id": ..., "api_url": ..., "api_key": ...}]}\'), '
-                "or score with the rule score alone: judge={'strategy': 'rule'} "
-                '(CLI: --judge \'{"strategy": "rule"}\')',
-            )
+            with refusal_ends_cli_run():  # under `evalscope eval`: one line, not a traceback
+                raise NiahConfigError(
+                    'judge',
+                    'needle_haystack scores with an LLM judge by default, and no judge model is configured. Add one: '
+                    "judge={'models': [{'model_id': 'qwen-plus', 'api_url': 'https://.../v1', 'api_key': '...'}]} "
+                    '(CLI: --judge \'{"models": [{"model_id": ..., "api_url": ..., "api_key": ...}]}\'), '
+                    "or score with the rule score alone: judge={'strategy': 'rule'} "
+                    '(CLI: --judge \'{"strategy": "rule"}\')',
+                )
         super().validate_judge_strategy()
 
     # ---- samples ---------------------------------------------------------------------------------------------

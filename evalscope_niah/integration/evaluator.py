@@ -4,22 +4,29 @@ work dir at a time (work_dir_lock), and live heatmap pages and progress lines as
 
 from __future__ import annotations
 
+import logging
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NoReturn
 
 from evalscope.evaluator import DefaultEvaluator
 
 from ..disk_space import DiskFull, disk_full_error, disk_full_message
+from ..errors import NiahConfigError
 from ..metadata import SampleMeta
+from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
+from .entry import refusal_ends_cli_run
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
+from .judge_check import JudgeCheckStop
 from .safe_paths import claim_safe_model_id
 
 __all__ = ['NiahEvaluator']
+
+logger = logging.getLogger(__name__)
 
 
 class NiahEvaluator(DefaultEvaluator):
@@ -51,6 +58,8 @@ class NiahEvaluator(DefaultEvaluator):
                 except KeyboardInterrupt:
                     # Finished rows are on disk (EvalScope appends each as it completes); the cut ones have none.
                     exit_interrupted(self.outputs.outputs_dir)
+                except NiahConfigError as exc:
+                    self._stop_on_refusal(exc)
                 except (DiskFull, Exception) as exc:  # DiskFull is no Exception: it passes EvalScope's handlers
                     full = disk_full_error(exc)
                     if full is None:
@@ -59,6 +68,19 @@ class NiahEvaluator(DefaultEvaluator):
         finally:
             self.benchmark.finish_live(complete=complete)
             self._work_dir_hold.release()
+
+    def _stop_on_refusal(self, exc: NiahConfigError) -> NoReturn:
+        """A refusal before any model request (the judge check, the corpus, the window) ends the run: the judge
+        check's file is written on a stop as on a pass, and under a command line the refusal is one message, not
+        EvalScope's traceback of a dozen frames (from Python the error is raised as it is, for the caller)."""
+        if isinstance(exc, JudgeCheckStop):
+            results = {subset: result.to_dict() for subset, result in exc.results.items()}
+            path = write_judge_check(
+                self.cache_manager.get_report_path(), results, files=OutputFiles(self.benchmark.name)
+            )
+            logger.warning('needle_haystack judge check stopped the run; its results: %s', path)
+        with refusal_ends_cli_run():
+            raise exc
 
     def _process_work_item(self, item, model_prediction_dir):
         with _disk_full_stops_the_run():  # the prediction row is written here (in a worker)

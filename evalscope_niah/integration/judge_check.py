@@ -23,10 +23,11 @@ from ..judging.qualification import (
     qualification_error_message,
 )
 from ..tasks import get_task, judge_reference
+from .entry import entered_from_cli
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 
-__all__ = ['qualify_judges']
+__all__ = ['JudgeCheckStop', 'qualify_judges']
 
 logger = inert_logger(__name__)
 
@@ -39,14 +40,29 @@ _CONCURRENT_CALLS = 10
 # (EvalScope does not retry them either). Once the first call came back, the rest go with the judge's own retries.
 PROBE_ATTEMPTS = 2
 PROBE_RETRY_S = 1
+# The ways out of a stop as flags, for a run started from a command line (qualification.py has them as TaskConfig
+# arguments, for run_task).
+_WAYS_OUT_CLI = (
+    '--dataset-args \'{"needle_haystack": {"extra_params": {"judge_check": "fallback"}}}\' scores by rule when the '
+    'judge fails, labelled so; --judge \'{"strategy": "rule"}\' never calls a judge.'
+)
+
+
+class JudgeCheckStop(NiahConfigError):
+    """The judge check stopped the run; ``results`` holds every subset checked so far (the failing one included),
+    so the run's judge check file is written on a stop as on a pass."""
+
+    def __init__(self, message: str, results: dict[str, QualificationResult]) -> None:
+        super().__init__('judge_check', message)
+        self.results = results
 
 
 def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) -> dict[str, QualificationResult]:
     """Qualify every judge on every subset's calibration set (``plans``: one needle plan per judged subset).
 
-    Returns subset -> the first failing (else last) result. With ``mode='stop'`` a failure raises NiahConfigError
-    naming the judge, what it got wrong and the two ways out; with ``'fallback'`` the caller scores that subset by
-    rule.
+    Returns subset -> the first failing (else last) result. With ``mode='stop'`` a failure raises JudgeCheckStop
+    naming the judge, what it got wrong and the two ways out (as command-line flags when the run came from a command
+    line, else as ``TaskConfig`` arguments); with ``'fallback'`` the caller scores that subset by rule.
     """
     results: dict[str, QualificationResult] = {}
     dead: dict[int, JudgeCallFailure] = {}  # id(judge) -> the failure that stops every call to it
@@ -74,11 +90,16 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
             result = judge_qualifies(items, replies, judge_name=name, failures=failures, stopped_by=stopped_by)
             log = logger.info if result.qualified else logger.warning
             log('needle_haystack judge check, subset %s: %s', meta.subset, result.summary())
-            if not result.qualified and mode == 'stop':
-                raise NiahConfigError('judge_check', qualification_error_message(result, judge_name=name))
             if meta.subset not in results or results[meta.subset].qualified:
                 results[meta.subset] = result
+            if not result.qualified and mode == 'stop':
+                message = qualification_error_message(result, judge_name=name, **_ways_out(entered_from_cli()))
+                raise JudgeCheckStop(message, results)
     return results
+
+
+def _ways_out(cli: bool) -> dict[str, str]:
+    return {'ways_out': _WAYS_OUT_CLI} if cli else {}  # else qualification's own: TaskConfig arguments
 
 
 def _ask(

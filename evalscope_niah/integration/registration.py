@@ -31,18 +31,19 @@ from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
 from ..tasks.compose import check_dataset_args
+from ..vocabulary import BENCHMARK_NAMES
 from .adapter import NiahAdapter
+from .entry import refusal_ends_cli_run
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
 from .param_spec import extra_params_spec
 from .semantics import declare_metric_semantics
 
-__all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'register', 'resolves_to_ours']
+__all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'dataset_args_keys', 'register', 'resolves_to_ours']
 
 logger = inert_logger(__name__)
 
-PUBLIC_NAME = 'niah'
-OVERRIDDEN_NAME = 'needle_haystack'
+OVERRIDDEN_NAME, PUBLIC_NAME = BENCHMARK_NAMES
 OVERRIDE_VARIABLE = 'EVALSCOPE_NIAH_OVERRIDE'
 # Part of EvalScope's cache identity: bump it whenever haystacks, prompts or scoring change, so a cached run of
 # another version (or of the built-in, v1.1) is never mixed with ours.
@@ -74,11 +75,18 @@ class NiahBenchmarkMeta(BenchmarkMeta):
     fails with an AttributeError on an extra_params that is not a dict, before our adapter exists."""
 
     def _update(self, args: dict) -> None:
-        check_dataset_args(args, allowed_keys={field.name for field in dataclasses.fields(self)} | {'local_path'})
+        with refusal_ends_cli_run():
+            check_dataset_args(args, allowed_keys=dataset_args_keys())
         # The spec of the tasks registered now: a task registered after this meta was built brings parameters that
         # EvalScope would refuse as unknown, and one unregistered since would still be offered.
         self.extra_params = extra_params_spec()
         super()._update(args)
+
+
+def dataset_args_keys() -> set[str]:
+    """The keys a run's dataset_args entry may hold: EvalScope's meta fields, and local_path (EvalScope drops the
+    others without a word)."""
+    return {field.name for field in dataclasses.fields(BenchmarkMeta)} | {'local_path'}
 
 
 def build_meta(name: str = PUBLIC_NAME) -> BenchmarkMeta:

@@ -443,12 +443,19 @@ def judge_qualifies(
     return QualificationResult(judge_name=judge_name, qualified=qualified, items=tuple(results), failure=stopped_by)
 
 
-def qualification_error_message(result: QualificationResult, *, judge_name: str) -> str:
-    """The error that stops a run (``judge_check='stop'``): the judge, what it got wrong, and the ways out."""
+# The ways out of a stop as TaskConfig arguments (run_task); integration/judge_check.py has them as flags.
+_WAYS_OUT = (
+    "judge_check='fallback' (TaskConfig(dataset_args={'needle_haystack': {'extra_params': {'judge_check': "
+    "'fallback'}}})) scores by rule when the judge fails, labelled so; judge={'strategy': 'rule'} never calls a judge."
+)
+
+
+def qualification_error_message(result: QualificationResult, *, judge_name: str, ways_out: str = _WAYS_OUT) -> str:
+    """The error that stops a run (``judge_check='stop'``): the judge, what it got wrong, and ``ways_out``."""
     if result.failure is not None:
         return (
             f'judge {judge_name} failed the judge check: {result.failure.describe()}; the model under test was not '
-            f'called. Fix: {result.failure.fix}. Or score without it: {_WAYS_OUT}'
+            f'called. Fix: {result.failure.fix}. Or score without it: {ways_out}'
         )
     wrong = []
     for item in result.misses:
@@ -469,14 +476,8 @@ def qualification_error_message(result: QualificationResult, *, judge_name: str)
         f"calibration answers built from this benchmark's own question right (needs: {_RULE}). "
         f'Wrong: {"; ".join(wrong)}. '
         'Ways out: fix the judge (a stronger judge model, or check its model_id, api_url and generation_config), '
-        f'or score without it: {_WAYS_OUT}'
+        f'or score without it: {ways_out}'
     )
-
-
-_WAYS_OUT = (
-    "judge_check='fallback' scores with the rule scores when the judge fails, labelled as such; "
-    "judge={'strategy': 'rule'} never calls a judge."
-)
 
 
 def judge_check_mode(value: Any) -> JudgeCheck:

@@ -40,6 +40,7 @@ __all__ = [
     'opencompass_summary_file',
     'results_file_names',
     'scoring_notes',
+    'write_judge_check',
     'write_opencompass_summaries',
     'write_run_outputs',
 ]
@@ -149,6 +150,17 @@ def _grid_order(result: SampleResult) -> tuple:
     return result.subset, result.context_length, result.depth_percent is None, result.depth_percent or 0.0
 
 
+def write_judge_check(
+    output_dir: str | os.PathLike[str], judge_check: Mapping[str, Any], *, files: OutputFiles = OutputFiles()
+) -> str:
+    """The judge check's results per subset (``QualificationResult.to_dict``), written when the run finishes and
+    when the check stops it; returns the path."""
+    os.makedirs(output_dir, exist_ok=True)
+    path = os.path.join(output_dir, files.judge_check)
+    atomic_write_text(path, json_text(judge_check, allow_nan=True, indent=2) + '\n')
+    return path
+
+
 def write_run_outputs(
     output_dir: str | os.PathLike[str],
     results: Sequence[SampleResult],
@@ -177,9 +189,7 @@ def write_run_outputs(
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
-        atomic_write_text(
-            os.path.join(output_dir, files.judge_check), json_text(judge_check, allow_nan=True, indent=2) + '\n'
-        )
+        write_judge_check(output_dir, judge_check, files=files)
     if not plot:
         return
     effective = {

@@ -36,6 +36,7 @@ from ..params.peer_names import resolve as resolve_peer_names
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
+from ..vocabulary import BENCHMARK_NAMES
 from .base import Task
 from .registry import get_task, task_names
 from .ruler_niah.names import RULER_ONLY, ruler_task_hint
@@ -43,6 +44,7 @@ from .ruler_niah.names import RULER_ONLY, ruler_task_hint
 __all__ = [
     'Parameter',
     'check_dataset_args',
+    'dataset_entry',
     'effective_length_mode',
     'parameter_value',
     'parameters',
@@ -164,6 +166,26 @@ def effective_length_mode(params: NiahParams) -> str:
     return get_task(params.task).effective_length_mode or params.effective_length_mode
 
 
+def dataset_entry(dataset_args: Any) -> Any:
+    """The benchmark's own entry of ``--dataset-args``, in either form the commands take: keyed as EvalScope's
+    ``dataset_args`` (``{'needle_haystack': {...}}`` or ``{'niah': {...}}``; other benchmarks' entries are theirs)
+    or plain (``{'local_path': ..., 'extra_params': {...}}``). ``preview``, ``doctor`` and ``eval`` all read it here.
+    """
+    if not isinstance(dataset_args, Mapping):
+        return dataset_args  # check_dataset_args says what is wrong with it
+    keyed = [name for name in BENCHMARK_NAMES if name in dataset_args]
+    if not keyed:
+        return dict(dataset_args)
+    entries = [dataset_args[name] for name in keyed]
+    if any(entry != entries[0] for entry in entries[1:]):
+        raise NiahConfigError(
+            'dataset_args',
+            f'gives {" and ".join(repr(name) for name in keyed)} different settings; a check reads one, so give '
+            f'one of them (both names run the same benchmark)',
+        )
+    return entries[0]
+
+
 def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | None = None) -> None:
     """Refuse ``dataset_args['needle_haystack']`` shapes that would fail deep inside EvalScope or be dropped silently.
 
@@ -194,7 +216,7 @@ def check_dataset_args(dataset_args: Any, *, allowed_keys: Collection[str] | Non
     if extra_params is not None and not isinstance(extra_params, Mapping):
         parse_params(extra_params)  # raises the one extra_params error
     if isinstance(extra_params, Mapping):  # before EvalScope's KeyError, which would not say what to write instead
-        _check_names({name: None for name in extra_params if name in FOREIGN_ONLY}, known)
+        _check_names(extra_params, known)
     if dataset_args.get('subset_list') is not None:
         check_subset_list(dataset_args['subset_list'])
 

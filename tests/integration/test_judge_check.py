@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,6 +82,10 @@ def test_a_judge_that_always_rates_the_same_stops_the_run_before_the_model(
     message = str(error.value)
     assert error.value.param == 'judge_check'
     assert f'judge {JUDGE}' in message and "judge_check='fallback'" in message and "'strategy': 'rule'" in message
+    assert 'TaskConfig(' in message and '--judge' not in message  # the ways out as the run was written: Python
+    # The check's file is written on a stop as on a pass: the failing subset with what the judge said.
+    check = json.loads((tmp_path / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    assert check['english']['qualified'] is False and check['english']['items']
 
 
 def test_fallback_scores_by_rule_and_says_so_everywhere(fixture_corpus_dir: Path, tmp_path: Path) -> None:
@@ -158,6 +165,8 @@ def test_a_judge_that_cannot_be_asked_stops_the_run_naming_the_cause_url_and_fix
     what, cause, fix = FAILURES[kind]
     assert what in message and url in message and cause in message and fix in message, message
     assert 'judge-key' not in message and "judge_check='fallback'" in message
+    check = json.loads((tmp_path / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    assert check['english']['qualified'] is False and check['english']['failure']['kind'] == kind
     console = [record.getMessage() for record in caplog.records if 'judge check, subset' in record.getMessage()]
     assert console and what in console[0] and url in console[0] and fix in console[0]
     # 401 and 404 are not retried, and the check asks nothing after the first failure.
@@ -300,3 +309,35 @@ def test_a_judge_that_calls_one_of_three_needles_right_fails_the_check(fixture_c
         assert server.requests_for(MODEL) == []
     assert error.value.param == 'judge_check'
     assert 'one_of_many (partial answer' in str(error.value) and 'part credit' in str(error.value)
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize('kind', ['misgrading', 'unreachable'])
+def test_a_stop_under_evalscope_eval_is_one_message_in_cli_syntax_and_writes_the_check_file(
+    kind: str, fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    """Plain `evalscope eval` (a real process): the stop is one readable message, no traceback, whose ways out are
+    command-line flags; the judge check's file is there for the subset that failed."""
+    with OpenAICompatServer({MODEL: wrong_model, JUDGE: always(10)}) as server:
+        judge = judge_block(server, JUDGE)
+        if kind == 'unreachable':
+            judge['models'][0]['api_url'] = _closed_port_url()
+        dataset = {'local_path': str(fixture_corpus_dir), 'extra_params': EXTRA}
+        command = [
+            str(Path(sys.executable).with_name('evalscope')), 'eval', '--model', MODEL, '--api-url', server.base_url,
+            '--api-key', 'x', '--eval-type', 'openai_api', '--datasets', 'needle_haystack',
+            '--dataset-args', json.dumps({'needle_haystack': dataset}), '--judge', json.dumps(judge),
+            '--work-dir', str(tmp_path), '--no-timestamp',
+        ]  # fmt: skip
+        env = {**os.environ, 'PYTHONPATH': os.pathsep.join([str(REPO), os.environ.get('PYTHONPATH', '')])}
+        done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        assert server.requests_for(MODEL) == []
+    output = done.stdout + done.stderr
+    assert done.returncode == 2 and 'Traceback' not in output, output
+    [line] = [line for line in output.splitlines() if line.startswith('evalscope-niah: error: judge_check')]
+    assert f'judge {JUDGE}' in line and '--judge \'{"strategy": "rule"}\'' in line, line
+    assert '"judge_check": "fallback"' in line and 'TaskConfig(' not in line, line
+    check = json.loads((tmp_path / 'reports' / MODEL / JUDGE_CHECK_FILE).read_text(encoding='utf-8'))
+    assert check['english']['qualified'] is False
