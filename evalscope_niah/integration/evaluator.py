@@ -1,9 +1,10 @@
-"""EvalScope's evaluator with three changes: reviews that survive a crash, a prefix-cache-friendly request order
+"""EvalScope's evaluator with these changes: reviews that survive a crash, a prefix-cache-friendly request order
 (planned with the adapter's prefix gate), requests with a deadline that Ctrl-C cuts (interrupt.py), and one run per
-work dir at a time (work_dir_lock)."""
+work dir at a time (work_dir_lock), and the adaptive sweep's rounds (adaptive_rounds.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from ..metadata import SampleMeta
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
+from .adaptive_rounds import AdaptiveRounds
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 
 __all__ = ['NiahEvaluator']
@@ -35,6 +37,7 @@ class NiahEvaluator(DefaultEvaluator):
         # the hold when EvalScope drops the evaluator.
         self._work_dir_hold = hold_work_dir(self.outputs.outputs_dir)
         weakref.finalize(self, self._work_dir_hold.release)
+        self._rounds: AdaptiveRounds | None = None
 
     def eval(self):
         try:
@@ -69,17 +72,36 @@ class NiahEvaluator(DefaultEvaluator):
         context = super()._collect_work_items(dataset_dict)
         if not self.use_cache:
             self.cache_manager.commit_review_reruns()
+        if self.benchmark.params.sweep == 'adaptive':
+            # Nothing is sent as one pool: _run_pool runs the rounds, each ordered as below.
+            self._rounds = AdaptiveRounds(
+                benchmark=self.benchmark, dataset_dict=dataset_dict, run_round=self._run_round
+            )
+            return context
+        context.work_items[:] = self._ordered(context.work_items)
+        return context
+
+    def _ordered(self, work_items):
         # Prompts sharing a haystack start share text up to their needle: ordered so that a server with automatic
         # prefix caching (vLLM) reuses the most (see ordering.py). Reviews of cached predictions make no model call
         # and go first. The pool submits in list order.
-        reviews = [item for item in context.work_items if item.sample is None]
-        predictions = [item for item in context.work_items if item.sample is not None]
+        reviews = [item for item in work_items if item.sample is None]
+        predictions = [item for item in work_items if item.sample is not None]
         order = self.benchmark.params.request_order
         if order != 'grid':
             predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
         self.benchmark.plan_prefix_turns([item.sample for item in predictions])
-        context.work_items[:] = reviews + predictions
-        return context
+        return reviews + predictions
+
+    def _run_pool(self, context):
+        if self._rounds is None:
+            return super()._run_pool(context)
+        return self._rounds.run(context)
+
+    def _run_round(self, context, work_items):
+        """One adaptive round through EvalScope's own pool: its samples only, in the prefix order."""
+        round_context = dataclasses.replace(context, work_items=self._ordered(work_items), total_cached=0)
+        return super()._run_pool(round_context)
 
 
 @contextmanager
