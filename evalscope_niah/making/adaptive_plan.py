@@ -104,11 +104,7 @@ def length_statuses(
     """Per length: untested, open (undecided, samples left), pass or fail (settled)."""
     z = NormalDist().inv_cdf(settings.confidence)
     means = {length: _scored(units, scores) for length, units in order.items()}
-    threshold = settings.threshold
-    if settings.mode == 'relative':
-        base = means[min(order)]
-        # A shortest length scoring 0 (or nothing) gives no baseline: nothing passes, as in stats._passes.
-        threshold = threshold * base[0] if base and base[0] > 0 else math.inf
+    threshold = _threshold(order, scores, settings)
     statuses: dict[int, Status] = {}
     for length, units in order.items():
         tested = sum(unit.key in scores for unit in units)
@@ -127,6 +123,34 @@ def length_statuses(
             else:
                 statuses[length] = 'open'
     return statuses
+
+
+def _threshold(
+    order: Mapping[int, Sequence[PlanUnit]], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings
+) -> float:
+    if settings.mode == 'absolute':
+        return settings.threshold
+    base = _scored(order[min(order)], scores)
+    # A shortest length scoring 0 (or nothing) gives no baseline: nothing passes, as in stats._passes.
+    return settings.threshold * base[0] if base and base[0] > 0 else math.inf
+
+
+def _settling_step(
+    units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None], threshold: float, settings, step: int
+) -> int:
+    """Samples to add to an open length: the fewest that could settle it (all right, or all wrong), at most
+    ``step``; a length two samples short of a decision is not sent a whole step."""
+    scored = _scored(units, scores)
+    if scored is None:
+        return step
+    total, n = scored[0] * scored[1], scored[1]
+    z = NormalDist().inv_cdf(settings.confidence)
+    for extra in range(1, step):
+        if _wilson((total + extra) / (n + extra), n + extra, z)[0] >= threshold:
+            return extra
+        if _wilson(total / (n + extra), n + extra, z)[1] < threshold:
+            return extra
+    return step
 
 
 def _scored(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]) -> tuple[float, int] | None:
@@ -176,7 +200,10 @@ def _wanted(
             return None
         return _untested(order[lengths[(top + len(lengths)) // 2]], scores)[:step]
     if statuses[lengths[blocking]] == 'open':
-        return _untested(order[lengths[blocking]], scores)[:step]
+        units = order[lengths[blocking]]
+        return _untested(units, scores)[
+            : _settling_step(units, scores, _threshold(order, scores, settings), settings, step)
+        ]
     below = max((index for index in tested if index < blocking), default=-1)
     if blocking == below + 1:
         return None
