@@ -7,7 +7,8 @@ usage: python benchmarks/bench_adaptive.py [--models N] [--quick] [--no-record]
    a limit and dips at middle depths, with a fixed noise per cell; limits spread evenly over the grid), each measured
    once by the full grid and once by the adaptive sweep (making/adaptive_plan.py, its default confidence), both read by
    the run's own estimator (reporting/stats.effective_context_length). The grid is bench_scale's 100k-1M x 10 depths,
-   with 3 and with 1 haystack per cell. Goals: the adaptive sweep names the true length at least as often as the grid,
+   with 3 haystacks per cell in four independent draws of the 100 models (one draw's count moves by a few models
+   from noise alone; the pooled 400 are the steadier figure), and with 1 haystack per cell on the first draw. Goals: the adaptive sweep names the true length at least as often as the grid,
    on at most 25 % of its prompt tokens.
 2. End to end: one simulated model on the test server, the same grid run twice through EvalScope's run_task (sweep
    grid, then adaptive), on the shipped demo corpus: both effective lengths and what each sent.
