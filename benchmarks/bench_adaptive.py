@@ -1,17 +1,20 @@
 """Adaptive sweep vs the full grid (issue 39): how often each names a model's true effective context length, and what
 share of the full grid's prompt tokens the adaptive sweep spends.
 
-usage: python benchmarks/bench_adaptive.py [--models N] [--quick] [--no-record]
+usage: python benchmarks/bench_adaptive.py [--models N] [--quick] [--no-record] [--smollm2]
 
 1. The study: 100 simulated models (benchmarks/adaptive_sim.py: right with a probability that falls with length beyond
    a limit and dips at middle depths, with a fixed noise per cell; limits spread evenly over the grid), each measured
    once by the full grid and once by the adaptive sweep (making/adaptive_plan.py, its default confidence), both read by
    the run's own estimator (reporting/stats.effective_context_length). The grid is bench_scale's 100k-1M x 10 depths,
    with 3 haystacks per cell in four independent draws of the 100 models (one draw's count moves by a few models
-   from noise alone; the pooled 400 are the steadier figure), and with 1 haystack per cell on the first draw. Goals: the adaptive sweep names the true length at least as often as the grid,
-   on at most 25 % of its prompt tokens.
+   from noise alone; the pooled 400 are the steadier figure), and with 1 haystack per cell on the first draw.
+   Goals: the adaptive sweep names the true length at least as often as the grid, on at most 25 % of its prompt
+   tokens.
 2. End to end: one simulated model on the test server, the same grid run twice through EvalScope's run_task (sweep
    grid, then adaptive), on the shipped demo corpus: both effective lengths and what each sent.
+3. With --smollm2: the demo's SmolLM2-135M (llama.cpp on this machine's CPUs) on a 4 x 3 x 2 grid of 500-2000
+   tokens, grid then adaptive (minutes on 2 cores).
 
 Figures are printed; without --quick (or with --no-record) a dated JSON record goes to benchmarks/results/.
 ``--quick``: 10 models and a tiny end-to-end grid: checks the script runs; figures mean nothing.
@@ -137,6 +140,55 @@ def end_to_end(quick: bool) -> dict:
     return figures
 
 
+def real_model() -> dict:
+    """The demo's SmolLM2-135M (llama.cpp on this machine's CPUs) on a small grid, sweep grid then adaptive."""
+    from evalscope_niah.integration.run import run_task_settings
+    from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
+    from evalscope_niah.serving.local_model import LocalModelServer
+
+    grid = {'context_lengths': [500, 1000, 1500, 2000], 'document_depth_percents': [0, 50, 100], 'num_repeats': 2}
+    figures: dict = {'grid': grid}
+    with tempfile.TemporaryDirectory() as scratch, LocalModelServer() as server:
+        for sweep in ('grid', 'adaptive'):
+            work = Path(scratch) / sweep
+            extra = {**grid, 'sweep': sweep, 'subsets': {'english': {'corpus_file': DEMO_CORPUS_FILES['english']}}}
+            run_task_settings(
+                {
+                    'model': server.model_name,
+                    'api_url': server.base_url,
+                    'api_key': 'EMPTY',
+                    'eval_type': 'openai_api',
+                    'datasets': ['needle_haystack'],
+                    'dataset_args': {
+                        'needle_haystack': {
+                            'local_path': str(DEMO_CORPUS_DIR),
+                            'subset_list': ['english'],
+                            'extra_params': extra,
+                        }
+                    },
+                    'judge': {'strategy': 'rule'},
+                    'generation_config': {'temperature': 0.0, 'max_tokens': 64, 'stop_seqs': ['\n\n']},
+                    'eval_batch_size': 1,
+                    'work_dir': str(work),
+                    'no_timestamp': True,
+                }
+            )
+            figures[sweep] = _run_figures(next(work.rglob('needle_haystack_summary.json')).parent)
+    return figures
+
+
+def _run_figures(reports: Path) -> dict:
+    summary = json.loads((reports / 'needle_haystack_summary.json').read_text())
+    rows = (reports / 'needle_haystack_results.jsonl').read_text().splitlines()
+    effective = summary['effective_context_length']['english']
+    return {
+        'effective_length': effective['length'],
+        'ci': [effective['ci_low'], effective['ci_high']],
+        'prompts': len(rows),
+        'planned_tokens': sum(json.loads(row)['context_length'] for row in rows),
+    }
+
+
 def _row(figures: dict) -> list[str]:
     goals = (
         figures['adaptive_named_true_length'] >= figures['grid_named_true_length'],
@@ -174,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--models', type=int, default=100, help='simulated models in the study (default 100)')
     parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     parser.add_argument('--no-record', action='store_true', help='do not write the dated record in benchmarks/results')
+    parser.add_argument(
+        '--smollm2', action='store_true', help="also the demo's SmolLM2 (local llama.cpp): grid vs adaptive, minutes"
+    )
     args = parser.parse_args(argv)
     count = 10 if args.quick else args.models
     seeds = MODEL_SEEDS[:1] if args.quick else MODEL_SEEDS
@@ -195,8 +250,28 @@ def main(argv: list[str] | None = None) -> int:
             ],
         )
     )
+    real = real_model() if args.smollm2 else None
+    if real is not None:
+        print('\nSmolLM2-135M (llama.cpp, this machine), english, rule score:')
+        print(
+            format_table(
+                ['sweep', 'effective length', 'CI', 'prompts', 'prompt tokens'],
+                [
+                    [
+                        s,
+                        str(real[s]['effective_length']),
+                        str(real[s]['ci']),
+                        str(real[s]['prompts']),
+                        str(real[s]['planned_tokens']),
+                    ]
+                    for s in ('grid', 'adaptive')
+                ],
+            )
+        )
     if not (args.quick or args.no_record):
         record = {'machine': machine(), 'versions': versions(), 'study': studies, 'end_to_end': e2e}
+        if real is not None:
+            record['smollm2'] = real
         path = REPO_ROOT / 'benchmarks' / 'results' / f'adaptive-{datetime.date.today().isoformat()}.json'
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(record, indent=2) + '\n')
