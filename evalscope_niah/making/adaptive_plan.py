@@ -7,7 +7,8 @@ depths within a length, comes from the seed.
 
 The search (the effective length is the longest length up to which every tested length passes, as ``stats`` computes
 it): a coarse round probes the shortest length and the middle one; then, round by round, the lowest
-tested length that is not yet a settled pass gets more samples while it is undecided, and once it settles as a fail
+tested length that is not yet a settled pass gets more samples while it is undecided (the fewest that could
+settle it, at most half its depths), and once it settles as a fail
 the untested gap below it is bisected. A length is settled when a one-sided Wilson bound at ``confidence`` puts its
 mean on one side of the threshold, or when every sample of it was sent (the full grid could not know more). The sweep
 stops when the effective length is pinned to one step of the grid (the lengths on both sides of it settled), or when
@@ -136,7 +137,11 @@ def _threshold(
 
 
 def _settling_step(
-    units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None], threshold: float, settings, step: int
+    units: Sequence[PlanUnit],
+    scores: Mapping[Hashable, float | None],
+    threshold: float,
+    settings: AdaptiveSettings,
+    step: int,
 ) -> int:
     """Samples to add to an open length: the fewest that could settle it (all right, or all wrong), at most
     ``step``; a length two samples short of a decision is not sent a whole step."""
@@ -219,7 +224,10 @@ def _untested(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]
 
 
 def _within_budget(
-    wanted: Sequence[PlanUnit], units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None], settings
+    wanted: Sequence[PlanUnit],
+    units: Sequence[PlanUnit],
+    scores: Mapping[Hashable, float | None],
+    settings: AdaptiveSettings,
 ) -> Round:
     """The wanted units that fit what is left of the budget, in order; a stop when none fits."""
     sent = [unit for unit in units if unit.key in scores]
