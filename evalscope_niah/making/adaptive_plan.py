@@ -6,14 +6,14 @@ decision from the cached scores and picks what the uninterrupted run would have.
 depths within a length, comes from the seed.
 
 The search (the effective length is the longest length up to which every tested length passes, as ``stats`` computes
-it): a coarse round probes the shortest length and the middle one; then, round by round, the lowest
-tested length that is not yet a settled pass gets more samples while it is undecided (the fewest that could
-settle it, at most half its depths), and once it settles as a fail
-the untested gap below it is bisected. A length is settled when a one-sided Wilson bound at ``confidence`` puts its
-mean on one side of the threshold, or when every sample of it was sent (the full grid could not know more). The sweep
-stops when the effective length is pinned to one step of the grid (the lengths on both sides of it settled), or when
-the next round would pass the budget. It assumes what the effective length itself assumes: a model that fails at one
-length does not recover at a longer one; a failing length between two tested ones that pass goes unseen.
+it): a coarse round probes the shortest length and the middle one; then, round by round, the lowest tested length that
+is not yet a settled pass gets more samples while it is undecided (the fewest that could settle it, at most half its
+depths), and once it settles as a fail the untested gap below it is bisected. A length is settled when a one-sided
+Wilson bound at ``confidence`` puts its mean on one side of the threshold, or when every sample of it was sent (the full
+grid could not know more). The sweep stops when the effective length is pinned to one step of the grid (the lengths on
+both sides of it settled), or when the next round would pass the budget. It assumes what the effective length itself
+assumes: a model that fails at one length does not recover at a longer one; a failing length between two tested ones
+that pass goes unseen.
 """
 
 from __future__ import annotations
