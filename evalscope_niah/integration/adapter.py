@@ -89,6 +89,8 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._errors: dict[str, list[SampleResult]] = defaultdict(list)
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
+        # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
+        self.sweep_plan: dict[str, Any] | None = None
         self._outputs_written = False
         self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
         self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
@@ -473,6 +475,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             plot=plot,
             model=self._model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
+            sweep_plan=self.sweep_plan,
         )
 
 

@@ -39,10 +39,12 @@ __all__ = [
     'PROCESS_WORK_ITEM',
     'REGISTRY_DICT',
     'REGISTRY_LOCK',
+    'RUN_POOL',
     'SEMANTICS_CACHE',
     'TASK_CONFIG',
     'WORK_ITEMS',
     'WORK_ITEM_SAMPLE',
+    'WORK_ITEM_TASK_STATE',
     'Hook',
     'hook_problem',
     'missing_hooks',
@@ -147,12 +149,28 @@ WORK_ITEM_SAMPLE = Hook(
     why="a work item's sample (None for a review of a cached prediction), read to order the requests",
     fallback='as for DefaultEvaluator._collect_work_items',
 )
+RUN_POOL = Hook(
+    _EVALUATOR,
+    'DefaultEvaluator._run_pool',
+    'callable',
+    why="sweep: 'adaptive' runs it once per round, on the samples the round chose (eval_batch_size at a time)",
+    fallback="no adaptive sweep: sweep: 'grid' sends every sample",
+    called_in=f'{_EVALUATOR}:DefaultEvaluator',
+)
 CACHED_SCORES = Hook(
     _EVALUATOR,
     '_PoolContext.cached_scores_by_subset',
     'instance attribute',
-    why='the scores a resumed run loads from its cache: finished cells on the live pages from the start',
-    fallback='as for DefaultEvaluator._collect_work_items',
+    why='the scores a resumed run loads from its cache: finished cells on the live pages from the start; the '
+    'adaptive sweep reads the cached scores of the samples a round chose, and keeps only those',
+    fallback='as for DefaultEvaluator._collect_work_items (and no adaptive sweep)',
+)
+WORK_ITEM_TASK_STATE = Hook(
+    _EVALUATOR,
+    '_WorkItem.task_state',
+    'instance attribute',
+    why="a review-only work item's cached prediction: the adaptive sweep finds its sample id there",
+    fallback='as for DefaultEvaluator._run_pool',
 )
 PREDICT_SAMPLE = Hook(
     _EVALUATOR,
@@ -256,7 +274,9 @@ HOOKS: tuple[Hook, ...] = (
     COLLECT_WORK_ITEMS,
     WORK_ITEMS,
     WORK_ITEM_SAMPLE,
+    RUN_POOL,
     CACHED_SCORES,
+    WORK_ITEM_TASK_STATE,
     CACHE_MANAGER,
     COMMIT_REVIEW_RERUNS,
     PREDICT_SAMPLE,

@@ -1,9 +1,11 @@
 """EvalScope's evaluator with these changes: reviews that survive a crash, a prefix-cache-friendly request order
 (planned with the adapter's prefix gate), requests with a deadline that Ctrl-C cuts (interrupt.py), one run per
-work dir at a time (work_dir_lock), and live heatmap pages and progress lines as samples finish (reporting/live.py)."""
+work dir at a time (work_dir_lock), live heatmap pages and progress lines as samples finish (reporting/live.py), and
+the adaptive sweep's rounds (adaptive_rounds.py)."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import weakref
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
+from .adaptive_rounds import AdaptiveRounds
 from .entry import refusal_ends_cli_run
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
 from .judge_check import JudgeCheckStop
@@ -46,6 +49,7 @@ class NiahEvaluator(DefaultEvaluator):
         # the hold when EvalScope drops the evaluator.
         self._work_dir_hold = hold_work_dir(self.outputs.outputs_dir)
         weakref.finalize(self, self._work_dir_hold.release)
+        self._rounds: AdaptiveRounds | None = None
 
     def eval(self):
         complete = False
@@ -100,23 +104,43 @@ class NiahEvaluator(DefaultEvaluator):
         context = super()._collect_work_items(dataset_dict)
         if not self.use_cache:
             self.cache_manager.commit_review_reruns()
-        # Prompts sharing a haystack start share text up to their needle: ordered so that a server with automatic
-        # prefix caching (vLLM) reuses the most (see ordering.py). Reviews of cached predictions make no model call
-        # and go first. The pool submits in list order.
-        reviews = [item for item in context.work_items if item.sample is None]
-        predictions = [item for item in context.work_items if item.sample is not None]
-        order = self.benchmark.params.request_order
-        if order != 'grid':
-            predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
-        self.benchmark.plan_prefix_turns([item.sample for item in predictions])
-        context.work_items[:] = reviews + predictions
-        # The plan is every sample of the run; the cached scores are finished already.
+        # The plan is every sample of the run (an adaptive sweep's too: the cells it leaves out stay pending until its
+        # final pages draw them as not tested); the cached scores are finished already.
         self.benchmark.start_live(
             self.cache_manager.get_report_path(),
             [sample for dataset in dataset_dict.values() for sample in dataset],
             [score for scores in context.cached_scores_by_subset.values() for score in scores],
         )
+        if self.benchmark.params.sweep == 'adaptive':
+            # Nothing is sent as one pool: _run_pool runs the rounds, each ordered as below.
+            self._rounds = AdaptiveRounds(
+                benchmark=self.benchmark, dataset_dict=dataset_dict, run_round=self._run_round
+            )
+            return context
+        context.work_items[:] = self._ordered(context.work_items)
         return context
+
+    def _ordered(self, work_items):
+        # Prompts sharing a haystack start share text up to their needle: ordered so that a server with automatic
+        # prefix caching (vLLM) reuses the most (see ordering.py). Reviews of cached predictions make no model call
+        # and go first. The pool submits in list order.
+        reviews = [item for item in work_items if item.sample is None]
+        predictions = [item for item in work_items if item.sample is not None]
+        order = self.benchmark.params.request_order
+        if order != 'grid':
+            predictions = prefix_friendly_order(predictions, info=_prefix_info, interleave=order == 'replicas')
+        self.benchmark.plan_prefix_turns([item.sample for item in predictions])
+        return reviews + predictions
+
+    def _run_pool(self, context):
+        if self._rounds is None:
+            return super()._run_pool(context)
+        return self._rounds.run(context)
+
+    def _run_round(self, context, work_items):
+        """One adaptive round through EvalScope's own pool: its samples only, in the prefix order."""
+        round_context = dataclasses.replace(context, work_items=self._ordered(work_items), total_cached=0)
+        return super()._run_pool(round_context)
 
 
 @contextmanager

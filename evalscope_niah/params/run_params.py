@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
+from ..errors import NiahConfigError
 from .aliases import ALIASES, AliasParams
 from .grading import ScoringParams
 from .grid import GridParams
@@ -25,6 +26,7 @@ from .run_size import check_sample_count
 from .sending import SendingParams
 from .subset_params import SubsetParams
 from .subsets import ResolvedSubset, check_subset_list
+from .sweep import SweepParams
 
 __all__ = ['ALIASES', 'NiahParams', 'TaskParams']
 
@@ -40,7 +42,8 @@ P = TypeVar('P', bound=TaskParams)
 
 
 # Pydantic lists the fields of the last base first: the groups are named here in the reverse of the order in which
-# EvalScope's spec and the messages list them (subsets, grid, sample making, grading, sending, other names, limits).
+# EvalScope's spec and the messages list them (subsets, grid, sweep, sample making, grading, sending, other names,
+# limits).
 class NiahParams(
     LimitsParams,
     KamradtParams,
@@ -48,6 +51,7 @@ class NiahParams(
     SendingParams,
     ScoringParams,
     PlacementParams,
+    SweepParams,
     GridParams,
     SubsetParams,
     BaseModel,
@@ -61,6 +65,20 @@ class NiahParams(
     _task_params: dict[type[TaskParams], TaskParams] = PrivateAttr(default_factory=dict)
     # Samples per grid cell, as the run's tasks draw them; set by tasks.compose.parse_params (see draws_per_cell).
     _draws_per_cell: int = PrivateAttr(default=1)
+
+    @model_validator(mode='after')
+    def _sweep_fits_the_grid(self) -> NiahParams:
+        if self.sweep == 'grid':
+            for name in ('sweep_budget_prompts', 'sweep_budget_tokens'):
+                if getattr(self, name) is not None:
+                    raise NiahConfigError(name, "is the adaptive sweep's budget: give sweep: 'adaptive' with it")
+        elif self.absent_control:
+            raise NiahConfigError(
+                'sweep',
+                "'adaptive' does not send needle-absent controls (it chooses needle samples by their scores): "
+                "run absent_control with sweep: 'grid'",
+            )
+        return self
 
     # ---- derived values -------------------------------------------------------------------------------------
 

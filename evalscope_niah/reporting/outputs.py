@@ -21,6 +21,7 @@ from .opencompass import write_opencompass_summary
 from .records import SampleResult
 from .results import write_cells_csv, write_results, write_summary_json
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
+from .sweep_plan import untested_cells
 
 __all__ = [
     'CELLS_FILE',
@@ -33,6 +34,7 @@ __all__ = [
     'PROGRESS_FILE',
     'RESULTS_FILE',
     'SUMMARY_FILE',
+    'SWEEP_PLAN_FILE',
     'OutputFiles',
     'draw_heatmaps',
     'find_results_files',
@@ -58,6 +60,8 @@ CELLS_FILE = 'needle_haystack_cells.csv'  # one CellSummary per row
 SUMMARY_FILE = 'needle_haystack_summary.json'  # effective lengths, control and subset summaries
 # The judge check before the run, per subset: each calibration answer, the judge's rating, right or wrong.
 JUDGE_CHECK_FILE = 'needle_haystack_judge_check.json'
+# sweep: 'adaptive': the full grid, each round's cells and why the sweep stopped (sweep_plan.py describes it).
+SWEEP_PLAN_FILE = 'needle_haystack_sweep_plan.json'
 # f'{prefix}_{subset}.csv' per subset (subset made file-name safe). Runs before per-subset files wrote all subsets
 # into f'{prefix}.csv'; `opencompass.read_summary_csv` reads both.
 OPENCOMPASS_SUMMARY_PREFIX = 'needle_haystack_summary_opencompass'
@@ -117,6 +121,10 @@ class OutputFiles:
         return self._renamed(JUDGE_CHECK_FILE)
 
     @property
+    def sweep_plan(self) -> str:
+        return self._renamed(SWEEP_PLAN_FILE)
+
+    @property
     def opencompass_summary_prefix(self) -> str:
         return self._renamed(OPENCOMPASS_SUMMARY_PREFIX)
 
@@ -172,11 +180,14 @@ def write_run_outputs(
     judge_check: Mapping[str, Any] | None = None,
     model: str | None = None,
     files: OutputFiles = OutputFiles(),
+    sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up; named by ``files`` (the benchmark name run). ``model`` is the model's
     name in the OpenCompass CSVs (default: the folder's, which may be its safe form: safe_names.py). Drawing may fail
-    without losing the scores: it is logged, not raised."""
+    without losing the scores: it is logged, not raised. ``sweep_plan`` (an adaptive sweep's subset entries,
+    sweep_plan.py): the summary lists the cells not tested and the heatmaps draw them grey, labelled so; no row is
+    made up for them."""
     if not results:
         return
     results = sorted(results, key=_grid_order)
@@ -185,7 +196,10 @@ def write_run_outputs(
     # A column per value the tasks report, so the header is the same whichever cells hold one.
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, files.summary)
-    write_summary_json(summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode)
+    sweep = sweep_summary(sweep_plan) if sweep_plan else None
+    write_summary_json(
+        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep
+    )
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
@@ -198,7 +212,12 @@ def write_run_outputs(
     }
     try:
         paths = draw_heatmaps(
-            output_dir, results, effective_lengths=effective, show_score=show_score, prefix=files.heatmap_prefix
+            output_dir,
+            results,
+            effective_lengths=effective,
+            show_score=show_score,
+            prefix=files.heatmap_prefix,
+            sweep_plan=sweep_plan,
         )
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
     except Exception as exc:  # plotting must not lose the scores, but it must not be silent either
@@ -253,20 +272,64 @@ def draw_heatmaps(
     show_score: bool = False,
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,
+    sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[Path]:
-    """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click."""
+    """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
+    ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note."""
     from .plotting import plot_all  # matplotlib only when drawing
 
+    notes = scoring_notes(results)
+    cells = summarize_cells(results)
+    for subset, entry in (sweep_plan or {}).items():
+        untested = untested_cells(entry)
+        cells += [_not_tested(subset, length, depth) for length, depth in untested]
+        tested = len(entry['cells']) - len(untested)
+        sweep_note = f'adaptive sweep: {tested} of {len(entry["cells"])} cells tested; grey = not tested'
+        notes[subset] = '; '.join(note for note in (notes.get(subset), sweep_note) if note)
     return plot_all(
-        summarize_cells(results),
+        cells,
         output_dir=output_dir,
         show_score=show_score,
         effective_lengths=effective_lengths,
         prefix=prefix,
         title=title,
-        scoring_notes=scoring_notes(results),
+        scoring_notes=notes,
         answers=samples_by_cell(results),
     )
+
+
+def _not_tested(subset: str, length: int, depth: float) -> CellSummary:
+    # Drawn only (never written to the cells CSV or summary): no sample, no score, as an empty cell of a grid run.
+    return CellSummary(
+        subset=subset,
+        context_length=length,
+        depth_percent=depth,
+        n=0,
+        accuracy=None,
+        rule_recall=None,
+        levenshtein=None,
+        judge_failures=0,
+        errors=0,
+        ci_low=None,
+        ci_high=None,
+    )
+
+
+def sweep_summary(sweep_plan: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per subset, what the summary JSON says of an adaptive sweep: why it stopped, what it sent of the grid, and
+    every cell it did not test."""
+    return {
+        subset: {
+            'stop': entry['stop'],
+            'sent_prompts': entry['sent_prompts'],
+            'grid_prompts': entry['grid_prompts'],
+            'sent_tokens': entry['sent_tokens'],
+            'grid_tokens': entry['grid_tokens'],
+            'tested_cells': len(entry['cells']) - len(untested_cells(entry)),
+            'untested_cells': [list(cell) for cell in untested_cells(entry)],
+        }
+        for subset, entry in sorted(sweep_plan.items())
+    }
 
 
 def opencompass_summary_file(subset: str, files: OutputFiles = OutputFiles()) -> str:

@@ -238,10 +238,13 @@ def write_summary_json(
     threshold: float,
     pass_mark: float,
     mode: EffectiveMode = 'absolute',
+    sweep: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
 
-    Effective lengths are computed for every subset that has needle samples; see `effective_context_length`.
+    Effective lengths are computed for every subset that has needle samples; see `effective_context_length`. An
+    adaptive sweep adds 'sweep' (outputs.sweep_summary: per subset, why it stopped and the cells not tested), so the
+    effective length is never read as if the whole grid had been measured.
     """
     check_effective_args(threshold, mode)
     result_list = list(results)
@@ -254,6 +257,8 @@ def write_summary_json(
         'controls': [asdict(c) for c in summarize_controls(result_list)],
         'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
+    if sweep:
+        payload['sweep'] = dict(sweep)
     return atomic_write_text(path, json_text(payload, indent=2) + '\n')
 
 

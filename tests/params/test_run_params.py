@@ -16,10 +16,12 @@ from evalscope_niah.params.placement import PlacementParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
 from evalscope_niah.params.sending import SendingParams
 from evalscope_niah.params.subset_params import SubsetParams
+from evalscope_niah.params.sweep import SweepParams
 
 GROUPS: tuple[type[BaseModel], ...] = (
     SubsetParams,
     GridParams,
+    SweepParams,
     PlacementParams,
     ScoringParams,
     SendingParams,
@@ -58,6 +60,7 @@ def test_each_default_is_the_groups_own() -> None:
         (SendingParams, {'routing_key_header': ''}, 'routing_key_header'),
         (AliasParams, {'min_context': 2000, 'context_lengths_min': 1000}, "mixes inspect_evals' niah names"),
         (LimitsParams, {'max_corpus_repeats': 0}, 'must be at least 1'),
+        (SweepParams, {'sweep_confidence': 1.5}, 'between 0.5 and 1'),
     ],
 )
 def test_a_group_refuses_its_bad_values_and_so_does_the_run_model(

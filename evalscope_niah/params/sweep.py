@@ -1,0 +1,65 @@
+"""How the grid is swept: every sample of it (the default), or an adaptive sweep that spends where the score changes."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SweepMode = Literal['grid', 'adaptive']
+
+
+class SweepParams(BaseModel):
+    """Sweep parameters (part of ``NiahParams``, flat ``extra_params`` names)."""
+
+    model_config = ConfigDict(extra='forbid', frozen=True)
+
+    sweep: SweepMode = Field(
+        'grid',
+        description="'grid': every sample of the grid. 'adaptive': rounds of samples chosen from the scores so far "
+        '(the shortest and middle lengths first, then where the score crosses effective_length_threshold) until '
+        'the effective context length is pinned to one step of the length grid at sweep_confidence, or the budget '
+        'is spent. Cells it did not send are reported as not tested (see the adaptive sweep page).',
+        json_schema_extra={
+            'description_zh': "'grid'：发送网格的每个样本。'adaptive'：按已有得分分轮挑选样本（先最短与中间长度，"
+            '再到得分越过 effective_length_threshold 之处），直到有效上下文长度以 sweep_confidence 的置信度被定到'
+            '长度网格的一步之内，或预算用尽。未发送的单元格报告为“未测试”（见自适应扫描一页）。'
+        },
+    )
+    sweep_budget_prompts: int | None = Field(
+        None,
+        description="Adaptive sweep: most prompts it may send (None: up to the whole grid's).",
+        json_schema_extra={'description_zh': '自适应扫描：最多发送的提示数（None：至多整个网格的提示数）。'},
+    )
+    sweep_budget_tokens: int | None = Field(
+        None,
+        description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths "
+        "(None: up to the whole grid's).",
+        json_schema_extra={
+            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计（None：至多整个网格的词元数）。'
+        },
+    )
+    sweep_confidence: float = Field(
+        0.95,
+        description='Adaptive sweep: the confidence with which a length must be shown above or below the threshold '
+        '(one-sided Wilson bound) before it counts as decided; a length whose samples are all sent is decided by its '
+        'mean.',
+        json_schema_extra={
+            'description_zh': '自适应扫描：某长度须以此置信度（单侧 Wilson 界）被判定高于或低于阈值，才算已定；'
+            '样本全部发送过的长度按其均值判定。'
+        },
+    )
+
+    @field_validator('sweep_budget_prompts', 'sweep_budget_tokens')
+    @classmethod
+    def _budget(cls, value: int | None) -> int | None:
+        if value is not None and value < 1:
+            raise ValueError('must be a positive number (or None for no budget beyond the grid)')
+        return value
+
+    @field_validator('sweep_confidence')
+    @classmethod
+    def _confidence(cls, value: float) -> float:
+        if not 0.5 < value < 1:
+            raise ValueError('must be between 0.5 and 1 (both excluded), e.g. 0.95')
+        return value

@@ -1,0 +1,81 @@
+"""The adaptive sweep's plan file: the full grid it chose from, what each round sent, and why it stopped.
+
+Results files hold only what was measured: a cell the sweep did not send has no row, anywhere. This file is how a
+reader (the heatmaps here, a live page, a person) tells 'not tested' from 'not in the grid'. Written beside the
+results as ``<name>_sweep_plan.json`` (``outputs.OutputFiles.sweep_plan``)::
+
+    {"format": 1, "sweep": "adaptive",
+     "settings": {"threshold": 0.85, "mode": "absolute", "confidence": 0.95, "budget_prompts": null,
+                  "budget_tokens": null, "seed": 0},
+     "subsets": {"<subset>": {
+         "context_lengths": [...], "depth_percents": [...],          # the full grid's axes
+         "grid_prompts": 300, "grid_tokens": 16500000,                # what the full grid would send
+         "sent_prompts": 40, "sent_tokens": 1800000,                  # what the sweep sent (cached ones included)
+         "stop": "pinned" | "budget" | "exhausted",
+         "rounds": [[[length, depth, samples], ...], ...],            # cells of each round, in round order
+         "cells": [{"context_length": ..., "depth_percent": ..., "planned": 3, "sent": 1}, ...]}}}
+
+``sent`` 0 marks a cell not tested. The file is rewritten after every round, so a run cut short leaves the rounds it
+finished.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..atomic import atomic_write_text
+
+__all__ = ['PLAN_FORMAT', 'planned_axes', 'subset_plan', 'untested_cells', 'write_sweep_plan']
+
+PLAN_FORMAT = 1
+
+Cell = tuple[int, float]  # (context_length, depth_percent)
+
+
+def subset_plan(planned: Sequence[Cell], rounds: Sequence[Sequence[Cell]], *, stop: str | None) -> dict[str, Any]:
+    """One subset's entry: ``planned`` has one (length, depth) per sample of the full grid, ``rounds`` one per sample
+    sent, round by round."""
+    planned_count = Counter(planned)
+    sent_count = Counter(cell for sent in rounds for cell in sent)
+    return {
+        'context_lengths': sorted({length for length, _ in planned}),
+        'depth_percents': sorted({depth for _, depth in planned}),
+        'grid_prompts': len(planned),
+        'grid_tokens': sum(length for length, _ in planned),
+        'sent_prompts': sum(sent_count.values()),
+        'sent_tokens': sum(length * count for (length, _), count in sent_count.items()),
+        'stop': stop,
+        'rounds': [
+            [[length, depth, count] for (length, depth), count in sorted(Counter(sent).items())] for sent in rounds
+        ],
+        'cells': [
+            {
+                'context_length': length,
+                'depth_percent': depth,
+                'planned': count,
+                'sent': sent_count.get((length, depth), 0),
+            }
+            for (length, depth), count in sorted(planned_count.items())
+        ],
+    }
+
+
+def write_sweep_plan(
+    path: str | os.PathLike[str], subsets: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str, Any]
+) -> Path:
+    payload = {'format': PLAN_FORMAT, 'sweep': 'adaptive', 'settings': dict(settings), 'subsets': dict(subsets)}
+    return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
+
+
+def untested_cells(entry: Mapping[str, Any]) -> list[Cell]:
+    """The (length, depth) cells of a subset's entry that no round sent."""
+    return [(cell['context_length'], cell['depth_percent']) for cell in entry['cells'] if not cell['sent']]
+
+
+def planned_axes(entry: Mapping[str, Any]) -> tuple[list[int], list[float]]:
+    return list(entry['context_lengths']), list(entry['depth_percents'])
