@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import format_table, machine, verdict, write_json_report
+from _common import format_table, machine, verdict, write_json_report, write_record
 
 from evalscope_niah.serving.ordering import PrefixInfo, prefix_friendly_order
 from evalscope_niah.serving.routing import routing_key
@@ -377,19 +377,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             for groups, (mean, worst) in balance.items()
         )
     )
+    report = {
+        'replicas': args.replicas,
+        'in_flight': args.in_flight,
+        'prefill_rate': args.prefill_rate,
+        'ring_seeds': args.ring_seeds,
+        'rows': [asdict(row) for row in rows],
+        'verdicts': lines,
+        'hash_balance': {str(groups): list(pair) for groups, pair in balance.items()},
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'replicas': args.replicas,
-                'in_flight': args.in_flight,
-                'prefill_rate': args.prefill_rate,
-                'ring_seeds': args.ring_seeds,
-                'rows': [asdict(row) for row in rows],
-                'verdicts': lines,
-                'hash_balance': {str(groups): list(pair) for groups, pair in balance.items()},
-            },
-        )
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('replicas', report, report=report)
     return 0
 
 
