@@ -54,7 +54,13 @@ def totals(rows: list) -> dict:
         'answers': sum(row.answers for row in rows),
         'max_disagreement_share': max(row.disagreement_share for row in rows),
         'max_judge_share': max(row.judge_share for row in rows),
+        'max_pass_rate_gap': max(_gap(row) for row in rows),
     }
+
+
+def _gap(row) -> float:
+    """The rule-only pass rate's difference from the graders', relative to theirs."""
+    return abs(row.rule_pass_rate - row.grader_pass_rate) / row.grader_pass_rate
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -70,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     verdicts = []
     for row in rows:
-        gap = abs(row.rule_pass_rate - row.grader_pass_rate) / row.grader_pass_rate
+        gap = _gap(row)
         ok = row.disagreement_share <= MAX_DISAGREEMENT and row.judge_share <= MAX_JUDGE_SHARE
         ok = ok and gap <= MAX_PASS_RATE_GAP
         verdicts.append(ok)
@@ -106,6 +112,9 @@ def main(argv: list[str] | None = None) -> int:
             'left_to_judge': row.left_to_judge,
             'rule_pass_rate': row.rule_pass_rate,
             'grader_pass_rate': row.grader_pass_rate,
+            'disagreement_share': row.disagreement_share,
+            'judge_share': row.judge_share,
+            'pass_rate_gap': _gap(row),
         }
         for row in rows
     }

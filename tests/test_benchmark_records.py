@@ -13,6 +13,7 @@ import pytest
 from tests.support.records import RESULTS, ROOT, check_references, unreferenced
 
 PAGES = sorted([ROOT / 'README.md', ROOT / 'README_zh.md', *ROOT.glob('docs/*/*.md')])
+PAGED = ('performance', 'index', 'scoring', 'many-gpus')
 FENCE = re.compile(r'^```.*?^```', flags=re.MULTILINE | re.DOTALL)
 
 
@@ -35,8 +36,9 @@ def _lines_before(text: str, needle: str, *, count: int = 3) -> str:
 
 
 def _quoting_parts() -> dict[str, str]:
-    """The parts of the docs that quote measurements: performance pages whole, the README's reasons to switch, the
-    scoring page's paste-check cost and the many-GPUs page's summary of round robin's cost."""
+    """The parts of the docs that quote measurements: performance pages whole, the README's and the home page's
+    reasons to switch, the scoring page's agreement table and paste-check cost, and the many-GPUs page's summary of
+    round robin's cost."""
     read = {page: page.read_text(encoding='utf-8') for page in PAGES}
     parts = {}
     for language, heading in (('', 'Why switch from the built-in'), ('_zh', '为什么换掉内置基准')):
@@ -44,7 +46,12 @@ def _quoting_parts() -> dict[str, str]:
     for language in ('en', 'zh'):
         docs = ROOT / 'docs' / language
         parts[f'docs/{language}/performance.md'] = FENCE.sub('', read[docs / 'performance.md'])
-        parts[f'docs/{language}/scoring.md'] = _paragraphs_naming(read[docs / 'scoring.md'], 'bench_real_answers.py')
+        scoring = read[docs / 'scoring.md']
+        # The agreement table, the paragraph introducing it, the one after it and the paste check's cost.
+        parts[f'docs/{language}/scoring.md'] = '\n\n'.join(
+            _paragraphs_naming(scoring, needle) for needle in ('bench_real_answers.py', 'real_answers-')
+        )
+        parts[f'docs/{language}/index.md'] = _paragraphs_naming(read[docs / 'index.md'], '- **')
         # The sentences around round robin's cost (the page's tables are transcribed in router_grids-*.json).
         parts[f'docs/{language}/many-gpus.md'] = _lines_before(read[docs / 'many-gpus.md'], 'round_robin_over_one_max')
     return parts
@@ -67,7 +74,7 @@ def test_the_measuring_parts_quote_no_figure_without_a_record() -> None:
 
 def test_the_pages_quote_records() -> None:
     """The check is not vacuous: the performance pages and the README reference records."""
-    for name in ('README.md', 'README_zh.md', 'docs/en/performance.md', 'docs/zh/performance.md'):
+    for name in ('README.md', 'README_zh.md', *(f'docs/{lang}/{page}.md' for lang in ('en', 'zh') for page in PAGED)):
         assert '<!-- record: ' in (ROOT / name).read_text(encoding='utf-8'), name
 
 
