@@ -38,7 +38,7 @@ def _lines_before(text: str, needle: str, *, count: int = 3) -> str:
 def _quoting_parts() -> dict[str, str]:
     """The parts of the docs that quote measurements: performance pages whole, the README's and the home page's
     reasons to switch, the scoring page's agreement table and paste-check cost, and the many-GPUs page's summary of
-    round robin's cost."""
+    round robin's cost and its simulation at scale."""
     read = {page: page.read_text(encoding='utf-8') for page in PAGES}
     parts = {}
     for language, heading in (('', 'Why switch from the built-in'), ('_zh', '为什么换掉内置基准')):
@@ -52,8 +52,13 @@ def _quoting_parts() -> dict[str, str]:
             _paragraphs_naming(scoring, needle) for needle in ('bench_real_answers.py', 'real_answers-')
         )
         parts[f'docs/{language}/index.md'] = _paragraphs_naming(read[docs / 'index.md'], '- **')
-        # The sentences around round robin's cost (the page's tables are transcribed in router_grids-*.json).
-        parts[f'docs/{language}/many-gpus.md'] = _lines_before(read[docs / 'many-gpus.md'], 'round_robin_over_one_max')
+        # The sentences around round robin's cost, the simulation's table and what it says (the measured router
+        # tables are transcribed in router_grids-*.json, not referenced cell by cell).
+        gpus = read[docs / 'many-gpus.md']
+        parts[f'docs/{language}/many-gpus.md'] = '\n\n'.join(
+            [_lines_before(gpus, 'round_robin_over_one_max'), _lines_before(gpus, 'hash_balance/128', count=2)]
+            + [_paragraphs_naming(gpus, needle) for needle in ('rows/1m 8 ', 'key_saving/1m 8/')]
+        )
     return parts
 
 
