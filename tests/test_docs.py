@@ -73,6 +73,11 @@ def test_generated_text_is_committed_as_the_code_makes_it() -> None:
     assert not stale, f'generated docs text is stale; run `{HOOK["COMMAND"]}` and commit:\n{diffs[:6000]}'
 
 
+def test_another_generators_section_is_left_alone() -> None:
+    page = '<!-- generated: cli-reference -->\nwhatever it wrote\n<!-- /generated -->\n'
+    assert HOOK['render'](page, 'en') == page and HOOK['block_names'](page) == []
+
+
 def test_a_stale_table_is_caught(vault_registered: None) -> None:
     """A newly registered task's parameter makes the committed table stale, named with the command that fixes it."""
     stale = HOOK['stale_pages']()

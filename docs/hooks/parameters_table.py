@@ -25,7 +25,7 @@ DOCS = HERE.parent
 COMMAND = 'python docs/hooks/parameters_table.py'
 # A generated block: its markers on lines of their own (a page may name a marker in prose or code), its text between.
 BLOCK = re.compile(
-    r'^(?P<open><!-- generated: (?P<name>[a-z]+) -->)\n(?P<body>.*?)^(?P<close><!-- /generated -->)$',
+    r'^(?P<open><!-- generated: (?P<name>[a-z-]+) -->)\n(?P<body>.*?)^(?P<close><!-- /generated -->)$',
     flags=re.MULTILINE | re.DOTALL,
 )
 LANGUAGES = ('en', 'zh')
@@ -110,15 +110,16 @@ def parameters_table(language: str) -> str:
     return '\n'.join(rows)
 
 
+# The sections this module generates; a section of another name is another generator's.
+MAKERS = {'parameters': parameters_table, 'tasks': tasks_list}
+
+
 def page_language(src_uri: str) -> str:
     return 'zh' if src_uri.startswith('zh/') else 'en'
 
 
 def generated(name: str, language: str) -> str:
-    makers = {'parameters': parameters_table, 'tasks': tasks_list}
-    if name not in makers:
-        raise ValueError(f'no generated block named {name!r}: known are {", ".join(makers)}')
-    return makers[name](language)
+    return MAKERS[name](language)
 
 
 def render(markdown: str, language: str, *, empty: bool = False) -> str:
@@ -126,6 +127,8 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
     nothing between its markers, i.e. only what the page itself says)."""
 
     def fill(match: re.Match) -> str:
+        if match['name'] not in MAKERS:
+            return match[0]  # another generator's section (docs/hooks/generated_pages.py): left to it
         # Blank lines around the text: Python-Markdown would otherwise read a table as part of the comment's block.
         body = '' if empty else generated(match['name'], language) + '\n\n'
         return f'{match["open"]}\n\n{body}{match["close"]}'
@@ -134,7 +137,8 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
 
 
 def block_names(markdown: str) -> list[str]:
-    return [match['name'] for match in BLOCK.finditer(markdown)]
+    """The generated blocks of ``markdown`` this module makes."""
+    return [match['name'] for match in BLOCK.finditer(markdown) if match['name'] in MAKERS]
 
 
 def stale_pages() -> dict[Path, str]:
