@@ -160,6 +160,56 @@ GRIDS: dict[str, dict[str, int]] = {
 }
 
 
+RESULTS = REPO_ROOT / 'benchmarks' / 'results'
+
+
+def write_record(name: str, figures: dict, *, report: dict | None = None, argv: Sequence[str] | None = None) -> Path:
+    """The dated record ``benchmarks/results/<name>-<YYYY-MM-DD>.json`` the docs quote (tests/test_benchmark_records.py
+    checks each quoted figure against it): which benchmark, when, on what machine and under what load, the command,
+    the package versions, ``figures`` by name (nested dicts; the docs name one as ``a/b/c``) and the script's whole
+    ``report``. A second run the same day replaces that day's record."""
+    day = time.strftime('%Y-%m-%d', time.gmtime())
+    script = Path(sys.argv[0]).name if argv is None else f'bench_{name}.py'
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    record = {
+        'benchmark': name,
+        'date': day,
+        'machine': machine_facts(),
+        'command': ' '.join(['python', f'benchmarks/{script}', *arguments]),
+        'versions': versions(),
+        'figures': figures,
+        'report': report or {},
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f'{name}-{day}.json'
+    path.write_text(json.dumps(record, indent=2, ensure_ascii=False) + '\n', encoding='utf-8')
+    print(f'record: {path.relative_to(REPO_ROOT)}')
+    return path
+
+
+def machine_facts() -> dict:
+    """Cores, CPU model, Python, and the load while measuring: on a shared machine times are only as good as that."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                cpu = line.split(':', 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = [round(value, 2) for value in os.getloadavg()] if hasattr(os, 'getloadavg') else None
+    cores = os.cpu_count()
+    note = None
+    if load and cores and load[0] > cores:
+        note = f'shared and loaded: load average {load[0]} on {cores} cores at the end, so times are noisy'
+    return {'cores': cores, 'cpu': cpu, 'python': platform.python_version(), 'load_average': load, 'load_note': note}
+
+
+def by_name(rows: Sequence[dict], *keys: str) -> dict[str, dict]:
+    """Rows of a table as figures named by their key columns joined with a space (``'default ours cold cache'``)."""
+    return {' '.join(str(row[key]) for key in keys): dict(row) for row in rows}
+
+
 def write_json_report(path: Path, fields: dict) -> None:
     """FILE of --json: the machine and package versions, then the script's own figures."""
     report = {'machine': machine(), 'versions': versions(), **fields}

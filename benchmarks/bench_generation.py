@@ -31,6 +31,7 @@ from _common import (
     GRIDS,
     QUICK_HELP,
     builtin_runs,
+    by_name,
     check_corpus,
     child_env,
     machine,
@@ -38,6 +39,7 @@ from _common import (
     quick_corpus,
     shipped_tokenizer_dir,
     write_json_report,
+    write_record,
 )
 
 SUBSETS = ['english', 'chinese']
@@ -368,19 +370,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     print('\n'.join(lines))
     if not bench.builtin:
         print(BUILTIN_SKIPPED)
+    fields = {
+        'corpus': str(corpus),
+        'tokenizer_dir': str(tokenizer_dir),
+        'repeat': args.repeat,
+        'grids': {name: bench.grids[name] for name in grids},
+        'rows': [asdict(row) for row in bench.rows],
+        'recounts': recounts,
+        'verdicts': lines,
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'corpus': str(corpus),
-                'tokenizer_dir': str(tokenizer_dir),
-                'repeat': args.repeat,
-                'grids': {name: bench.grids[name] for name in grids},
-                'rows': [asdict(row) for row in bench.rows],
-                'recounts': recounts,
-                'verdicts': lines,
-            },
-        )
+        write_json_report(args.json, fields)
+    if not args.quick:
+        write_record('generation', by_name(fields['rows'], 'grid', 'measurement'), report=fields)
     return 0
 
 

@@ -28,7 +28,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import DEFAULT_CORPUS, DEMO_CORPUS, QUICK_HELP, REPO_ROOT, child_env, format_table, write_json_report
+from _common import (
+    DEFAULT_CORPUS,
+    DEMO_CORPUS,
+    QUICK_HELP,
+    REPO_ROOT,
+    child_env,
+    format_table,
+    write_json_report,
+    write_record,
+)
 
 TARGET_MB = 600
 CORPUS_FILE = 'PaulGraham_Essays.txt'
@@ -120,8 +129,11 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f'{args.lines}-line corpus, Qwen3 tokenizer, cold token cache, peak RSS from /usr/bin/time -f %M:')
     print(format_table(['corpus', 'length', 'prompt tokens', 'build s', 'peak MB', 'target'], rows))
+    report = {'lines': args.lines, 'target_mb': TARGET_MB, 'results': results}
     if args.json:
-        write_json_report(args.json, {'lines': args.lines, 'target_mb': TARGET_MB, 'results': results})
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('memory', report, report=report)
     return 0 if all(result['peak_mb'] < TARGET_MB for result in results) else 1
 
 

@@ -1,6 +1,6 @@
 """Prefix-cache reuse: the share of prompt tokens that a server with prefix caching could reuse, by request order.
 
-    python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both] [--in-flight W]
+    python benchmarks/bench_prefix.py [--corpus ../shared/corpus] [--grid default|128k|both|router] [--in-flight W]
                                       [--json FILE] [--quick]
 
 Builds every sample of the grid in full (``making.samples.iter_samples``, real corpus, real Qwen3 tokenizer)
@@ -16,6 +16,9 @@ With one request at a time the share does not depend on the order: prompts of on
 text up to their divergence token d, so the k-th prompt reuses min(d_k, max d before it), and summed over any
 order that is sum(d) - max(d) (every rise of the running maximum is paid once). Order matters when requests
 overlap: EvalScope sends ``eval_batch_size`` requests at once (8 for an API).
+
+``--grid router`` is the grid of docs/en/many-gpus.md (English, 1k/2k tokens, depths 10/50/90 %, 4 haystack
+starts), where the prefix gate matters most; the docs quote it with ``--in-flight 4``.
 
 ``--quick`` builds a 3 x 3 grid of 1-2k tokens per subset from the shipped demo corpus (seconds): it checks that the
 script still runs, its figures mean nothing.
@@ -39,12 +42,14 @@ from _common import (
     DEFAULT_CORPUS,
     GRIDS,
     QUICK_HELP,
+    by_name,
     check_corpus,
     format_table,
     machine,
     quick_corpus,
     verdict,
     write_json_report,
+    write_record,
 )
 
 SUBSETS = ['english', 'chinese']
@@ -136,7 +141,10 @@ QUICK_GRID = {
     'context_lengths_num_intervals': 3,
     'document_depth_percent_intervals': 3,
 }
-ALL_GRIDS = {**GRIDS, 'quick': QUICK_GRID}
+# The grid the router measurement of docs/en/many-gpus.md runs: English only, four prefix groups.
+ROUTER_GRID = {'context_lengths': [1000, 2000], 'document_depth_percents': [10, 50, 90], 'num_repeats': 4}
+ALL_GRIDS = {**GRIDS, 'quick': QUICK_GRID, 'router': ROUTER_GRID}
+GRID_SUBSETS = {'router': ['english']}
 
 
 def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[str, Any]]:
@@ -144,7 +152,9 @@ def measure_grid(name: str, corpus: Path, window: int) -> tuple[list[Row], dict[
     from evalscope_niah.tasks.compose import parse_params
 
     start = time.perf_counter()
-    samples = list(iter_samples(parse_params(ALL_GRIDS[name]), corpus_dir=corpus, subsets=SUBSETS))
+    samples = list(
+        iter_samples(parse_params(ALL_GRIDS[name]), corpus_dir=corpus, subsets=GRID_SUBSETS.get(name, SUBSETS))
+    )
     seconds = time.perf_counter() - start
     ordering = Ordering()
     orders = {'grid order (built-in)': samples}
@@ -189,7 +199,7 @@ def _pct(value: float | None) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--corpus', type=Path, default=DEFAULT_CORPUS, help=f'default: {DEFAULT_CORPUS}')
-    parser.add_argument('--grid', choices=['default', '128k', 'both'], default='default')
+    parser.add_argument('--grid', choices=['default', '128k', 'both', 'router'], default='default')
     parser.add_argument('--in-flight', type=int, default=8, help='requests sent at once (eval_batch_size)')
     parser.add_argument('--json', type=Path, help='also write the figures as JSON to this file')
     parser.add_argument('--quick', action='store_true', help=QUICK_HELP + ' (--grid is ignored)')
@@ -223,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for row in rows
     ]
-    print(f'Prefix-cache reuse share by request order, subsets {" + ".join(SUBSETS)}, {machine()}')
+    subsets = sorted({subset for name in grids for subset in GRID_SUBSETS.get(name, SUBSETS)})
+    print(f'Prefix-cache reuse share by request order, subsets {" + ".join(subsets)}, {machine()}')
     print(format_table(header, body, left=2))
     print(
         'prefix_reuse_share: serving.ordering (tokens, cache evicting nothing), one request at a time and '
@@ -263,18 +274,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     print('\n'.join(lines))
+    fields = {
+        'corpus': str(corpus),
+        'grids': {name: ALL_GRIDS[name] for name in grids},
+        'in_flight': args.in_flight,
+        'rows': [asdict(row) for row in rows],
+        'details': details,
+        'verdicts': lines,
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'corpus': str(corpus),
-                'grids': {name: ALL_GRIDS[name] for name in grids},
-                'in_flight': args.in_flight,
-                'rows': [asdict(row) for row in rows],
-                'details': details,
-                'verdicts': lines,
-            },
-        )
+        write_json_report(args.json, fields)
+    if not args.quick:
+        # One record per grid asked (the docs quote the default grid and the router grid, each with its own W).
+        write_record(f'prefix_{args.grid}', by_name(fields['rows'], 'grid', 'order'), report=fields)
     return 0
 
 

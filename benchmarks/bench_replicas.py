@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import format_table, machine, verdict, write_json_report
+from _common import by_name, format_table, machine, verdict, write_json_report, write_record
 
 from evalscope_niah.serving.ordering import PrefixInfo, prefix_friendly_order
 from evalscope_niah.serving.routing import routing_key
@@ -65,6 +65,7 @@ GRIDS: dict[str, dict[str, Any]] = {
 }
 GRID_SUBSETS = {'default': SUBSETS, '1m': ('english',)}
 BALANCE_GROUPS = (8, 16, 32, 64, 128, 256)
+KEY_POLICY = 'consistent_hash (our key)'
 POLICIES = (
     'one replica',
     'random',
@@ -319,7 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             rows += grid_rows
             by = {row.policy: row for row in grid_rows}
-            ours, rr, anywhere = by['consistent_hash (our key)'], by['round_robin'], by['random']
+            ours, rr, anywhere = by[KEY_POLICY], by['round_robin'], by['random']
             sticky = by['sglang manual, min_group (our key), replicas order']
             ok = ours.vs_one <= 1.05 and ours.vs_round_robin <= 0.85
             lines.append(
@@ -377,20 +378,46 @@ def main(argv: Sequence[str] | None = None) -> int:
             for groups, (mean, worst) in balance.items()
         )
     )
+    report = {
+        'replicas': args.replicas,
+        'in_flight': args.in_flight,
+        'prefill_rate': args.prefill_rate,
+        'ring_seeds': args.ring_seeds,
+        'rows': [asdict(row) for row in rows],
+        'verdicts': lines,
+        'hash_balance': {str(groups): list(pair) for groups, pair in balance.items()},
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'replicas': args.replicas,
-                'in_flight': args.in_flight,
-                'prefill_rate': args.prefill_rate,
-                'ring_seeds': args.ring_seeds,
-                'rows': [asdict(row) for row in rows],
-                'verdicts': lines,
-                'hash_balance': {str(groups): list(pair) for groups, pair in balance.items()},
-            },
-        )
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('replicas', figures(report), report=report)
     return 0
+
+
+def figures(report: dict) -> dict:
+    """The record's figures: each row by grid, groups and policy; our key's saving against round robin per grid and
+    group count (tokens, share, GPU-hours) and its range; the hash balance by group count."""
+    rows = by_name(report['rows'], 'grid', 'groups', 'policy')
+    savings = {}
+    for row in report['rows']:
+        if row['policy'] != KEY_POLICY:
+            continue
+        rr = rows[f'{row["grid"]} {row["groups"]} round_robin']
+        savings[f'{row["grid"]} {row["groups"]}'] = {
+            'tokens': rr['computed'] - row['computed'],
+            'share': 1 - row['computed'] / rr['computed'],
+            'gpu_hours': rr['gpu_hours'] - row['gpu_hours'],
+        }
+    shares = [saving['share'] for saving in savings.values()]
+    return {
+        'rows': rows,
+        'key_saving': savings,
+        'key_saving_share_min': min(shares),
+        'key_saving_share_max': max(shares),
+        'hash_balance': {
+            groups: {'mean': mean, 'worst': worst} for groups, (mean, worst) in report['hash_balance'].items()
+        },
+    }
 
 
 if __name__ == '__main__':

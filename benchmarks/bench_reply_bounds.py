@@ -18,7 +18,6 @@ cut where it is stored): what the cap saves. Without --quick the figures go to a
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import sys
 import tempfile
@@ -26,10 +25,19 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import QUICK_HELP, REPO_ROOT, child_env, dir_bytes, format_table, measure, quick_corpus, write_json_report
+from _common import (
+    QUICK_HELP,
+    by_name,
+    child_env,
+    dir_bytes,
+    format_table,
+    measure,
+    quick_corpus,
+    write_json_report,
+    write_record,
+)
 
 MODEL = 'huge-replies'
-RESULTS_DIR = REPO_ROOT / 'benchmarks' / 'results'
 GENERATION = {'timeout': 30, 'retries': 1, 'retry_interval': 0}
 # Goals (issue 37, item 3): each try reads at most the cap, so a hostile reply costs about what an honest one does.
 PEAK_GOAL_MB = 800
@@ -147,10 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         write_json_report(args.json, record)
     if not args.quick:
-        RESULTS_DIR.mkdir(exist_ok=True)
-        dated = RESULTS_DIR / f'reply_bounds-{datetime.date.today().isoformat()}.json'
-        write_json_report(dated, {'command': ' '.join(['python', *sys.argv]), **record})
-        print(f'record: {dated.relative_to(REPO_ROOT)}')
+        write_record('reply_bounds', by_name(results, 'case'), report=record)
     return 0 if ok else 1
 
 

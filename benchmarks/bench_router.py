@@ -41,12 +41,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import (
     DEFAULT_CORPUS,
     QUICK_HELP,
+    by_name,
     check_corpus,
     format_table,
     machine,
     quick_corpus,
     verdict,
     write_json_report,
+    write_record,
 )
 
 ONE_REPLICA = 'one replica'
@@ -243,16 +245,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             f'cache_aware: {aware.total / one:.3f}x one replica, {aware.total / round_robin.total:.3f}x round robin'
         )
     print('\n'.join(lines))
+    report = {
+        'corpus': str(corpus),
+        'settings': {key: value for key, value in vars(args).items() if key not in ('corpus', 'json')},
+        'rows': [{**asdict(row), 'total': row.total, 'used': row.used} for row in rows],
+        'verdicts': lines,
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'corpus': str(corpus),
-                'settings': {key: value for key, value in vars(args).items() if key not in ('corpus', 'json')},
-                'rows': [{**asdict(row), 'total': row.total, 'used': row.used} for row in rows],
-                'verdicts': lines,
-            },
-        )
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('router', by_name(report['rows'], 'policy'), report=report)
     return 0
 
 

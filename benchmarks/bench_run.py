@@ -46,6 +46,7 @@ from _common import (
     OURS_MODULE,
     QUICK_HELP,
     builtin_runs,
+    by_name,
     check_corpus,
     child_env,
     dir_bytes,
@@ -56,6 +57,7 @@ from _common import (
     shipped_tokenizer_dir,
     verdict,
     write_json_report,
+    write_record,
 )
 
 MODEL = 'needle-finder'
@@ -461,25 +463,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f'{sum(row.ok for row in goals)} of {len(goals)} goals met')
     for line in explain(rows):
         print(line)
+    report = {
+        'corpus': str(corpus),
+        'tokenizer_dir': str(tokenizer_dir),
+        'repeat': args.repeat,
+        'quick': args.quick,
+        'judge_grid': grid,
+        'rows': [asdict(row) for row in rows],
+        'smoke_runs': {
+            'ours_cold': [asdict(side) for side in cold],
+            'ours_warm': [asdict(side) for side in warm],
+            'builtin': [asdict(side) for side in builtin],
+            'import_evalscope_seconds': floors,
+        },
+        'grid_runs': {side: asdict(result) for side, result in grid_runs.items()},
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'corpus': str(corpus),
-                'tokenizer_dir': str(tokenizer_dir),
-                'repeat': args.repeat,
-                'quick': args.quick,
-                'judge_grid': grid,
-                'rows': [asdict(row) for row in rows],
-                'smoke_runs': {
-                    'ours_cold': [asdict(side) for side in cold],
-                    'ours_warm': [asdict(side) for side in warm],
-                    'builtin': [asdict(side) for side in builtin],
-                    'import_evalscope_seconds': floors,
-                },
-                'grid_runs': {side: asdict(result) for side, result in grid_runs.items()},
-            },
-        )
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('run', by_name(report['rows'], 'measurement', 'unit'), report=report)
     return 0
 
 

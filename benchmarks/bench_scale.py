@@ -42,6 +42,7 @@ from _common import (
     OURS_MODULE,
     QUICK_HELP,
     builtin_runs,
+    by_name,
     check_corpus,
     child_env,
     dir_bytes,
@@ -53,6 +54,7 @@ from _common import (
     shipped_tokenizer_dir,
     verdict,
     write_json_report,
+    write_record,
 )
 
 SUBSET = 'english'
@@ -393,21 +395,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     print('\n'.join(lines))
     if skipped:
         print(BUILTIN_SKIPPED)
+    report = {
+        'corpus': str(corpus),
+        'tokenizer_dir': str(tokenizer_dir),
+        'grid': grid,
+        'cap_seconds': args.cap,
+        'ram_mb': ram_mb,
+        'rows': [asdict(row) for row in rows],
+        'children': bench.details,
+        'memory_limits': limits,
+        'verdicts': lines,
+    }
     if args.json:
-        write_json_report(
-            args.json,
-            {
-                'corpus': str(corpus),
-                'tokenizer_dir': str(tokenizer_dir),
-                'grid': grid,
-                'cap_seconds': args.cap,
-                'ram_mb': ram_mb,
-                'rows': [asdict(row) for row in rows],
-                'children': bench.details,
-                'memory_limits': limits,
-                'verdicts': lines,
-            },
-        )
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('scale', by_name(report['rows'], 'kind'), report=report)
     return 0
 
 

@@ -49,6 +49,7 @@ from _common import (
     measure,
     quick_corpus,
     write_json_report,
+    write_record,
 )
 
 MIN_LENGTH = 1000
@@ -245,8 +246,11 @@ def main(argv: list[str] | None = None) -> int:
             f'  {recount["subset"]} {recount["cache"]}: built {recount["context_length"]:,}, server counts '
             f'{recount["server_count"]:,} -> {"equal" if same else "DIFFERENT"}'
         )
+    report = {'repo': str(REPO_ROOT), 'results': results, 'recounts': recounts}
     if args.json:
-        write_json_report(args.json, {'repo': str(REPO_ROOT), 'results': results, 'recounts': recounts})
+        write_json_report(args.json, report)
+    if not args.quick:
+        write_record('server_tokenizer', report, report=report)
     return 0 if all(r['server_count'] == r['context_length'] for r in recounts) else 1
 
 

@@ -1,6 +1,6 @@
 """The docs site (docs/en, docs/zh, mkdocs.yml): it builds strictly (a broken link, anchor or missing page fails),
-its parameter tables list every parameter in both languages, every Chinese description names a real parameter,
-and every command block marked runnable runs."""
+its parameter tables list every parameter in both languages and are committed as the code makes them, every Chinese
+description names a real parameter, and every command block marked runnable runs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+from mkdocs.utils.yaml import yaml_load  # reads mkdocs.yml's !ENV and !!python tags
 
 from evalscope_niah.tasks.compose import parameters
 
@@ -50,7 +52,7 @@ def test_a_task_brings_its_own_chinese(vault_registered: None) -> None:
 
     assert zh['vault_floor'] == VaultParams.model_fields['vault_floor'].json_schema_extra['description_zh']
     assert "'vault_code'" in zh['task']
-    assert '- `task: vault_code`:' in HOOK['render']('<!-- tasks-list -->', 'zh')
+    assert '- `task: vault_code`:' in HOOK['render']('<!-- generated: tasks -->\n<!-- /generated -->', 'zh')
 
 
 @pytest.mark.parametrize('language', LANGUAGES)
@@ -60,7 +62,29 @@ def test_parameters_table_lists_every_parameter(language: str) -> None:
     assert [row.split('|')[1].strip() for row in rows] == [f'`{name}`' for name in parameters()]
     assert all(row.count(' | ') == 3 for row in rows), 'a description broke a table row'
     page = (DOCS / language / 'parameters.md').read_text(encoding='utf-8')
-    assert HOOK['MARKER_LINE'].search(page)
+    assert HOOK['block_names'](page) == ['parameters']
+    assert HOOK['block_names']((DOCS / language / 'tasks.md').read_text(encoding='utf-8')) == ['tasks']
+
+
+def test_generated_text_is_committed_as_the_code_makes_it() -> None:
+    """GitHub shows the Markdown as committed: a parameter or task added without regenerating fails here."""
+    stale = HOOK['stale_pages']()
+    diffs = '\n\n'.join(f'{page.relative_to(ROOT)}:\n{diff}' for page, diff in stale.items())
+    assert not stale, f'generated docs text is stale; run `{HOOK["COMMAND"]}` and commit:\n{diffs[:6000]}'
+
+
+def test_another_generators_section_is_left_alone() -> None:
+    page = '<!-- generated: cli-reference -->\nwhatever it wrote\n<!-- /generated -->\n'
+    assert HOOK['render'](page, 'en') == page and HOOK['block_names'](page) == []
+
+
+def test_a_stale_table_is_caught(vault_registered: None) -> None:
+    """A newly registered task's parameter makes the committed table stale, named with the command that fixes it."""
+    stale = HOOK['stale_pages']()
+    assert {page.relative_to(DOCS).as_posix() for page in stale} == {
+        f'{language}/{page}.md' for language in LANGUAGES for page in ('parameters', 'tasks')
+    }
+    assert '+| `vault_floor` |' in stale[DOCS / 'en' / 'parameters.md']
 
 
 def test_site_builds_strictly(tmp_path: Path) -> None:
@@ -90,6 +114,11 @@ def test_site_builds_strictly(tmp_path: Path) -> None:
         html = (prefix / 'parameters' / 'index.html').read_text(encoding='utf-8')
         for name in parameters():
             assert f'<code>{name}</code>' in html, (language, name)
+    # The language switch links under site_url's path (a project page is served below /<project>/, not at /).
+    with (ROOT / 'mkdocs.yml').open(encoding='utf-8') as config:
+        base = urlsplit(yaml_load(config)['site_url']).path.rstrip('/')
+    home = (site / 'index.html').read_text(encoding='utf-8')
+    assert f'href="{base}/zh/"' in home and 'hreflang="zh"' in home
     # Each language's pages are its own: a Chinese page never falls back to the English text.
     for page in sorted((DOCS / 'en').glob('*.md')):
         assert (DOCS / 'zh' / page.name).is_file(), f'docs/zh/{page.name} is missing'

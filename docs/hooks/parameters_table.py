@@ -1,14 +1,15 @@
-"""MkDocs hook: replaces the marker ``<!-- parameters-table -->`` on a page with the table of every ``extra_params``
-name, generated from the params model (``evalscope_niah.tasks.compose.parameters()``: the run's model, then each
-registered task's), so the table can never drift from the code.
+"""The generated parts of the docs: the table of every ``extra_params`` name, generated from the params model
+(``evalscope_niah.tasks.compose.parameters()``: the run's model, then each registered task's), and the list of
+registered tasks. They are committed into the Markdown between ``<!-- generated: parameters -->`` (or ``tasks``)
+and ``<!-- /generated -->``, so GitHub shows the same text as the site; ``python docs/hooks/parameters_table.py``
+rewrites them, and tests/test_docs.py fails with a diff when the committed text drifts from the code. As an MkDocs
+hook this module fills nothing: it stops the build when a page's generated text is stale.
 
 English pages get each field's own description; Chinese pages (``zh/``) get names, defaults and owners from the
 model and descriptions from the field itself (``json_schema_extra={'description_zh': ...}``, where a task keeps the
 Chinese of its own parameters, so a new task needs no edit here), else from ``parameters_zh.py`` beside this file,
 keyed by parameter name; ``task`` lists the registered tasks, each with its ``description_zh``. A parameter without
-a Chinese description fails the build (and tests/test_docs.py names it).
-
-The marker ``<!-- tasks-list -->`` becomes the list of registered tasks, from the registry, in the page's language.
+a Chinese description fails (and tests/test_docs.py names it).
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-MARKER = '<!-- parameters-table -->'
-TASKS_MARKER = '<!-- tasks-list -->'
-# Only a marker on a line of its own: a page may name the marker in prose or code.
-MARKER_LINE = re.compile(r'^' + re.escape(MARKER) + r'$', flags=re.MULTILINE)
-TASKS_MARKER_LINE = re.compile(r'^' + re.escape(TASKS_MARKER) + r'$', flags=re.MULTILINE)
 HERE = Path(__file__).resolve().parent
+DOCS = HERE.parent
+COMMAND = 'python docs/hooks/parameters_table.py'
+# A generated block: its markers on lines of their own (a page may name a marker in prose or code), its text between.
+BLOCK = re.compile(
+    r'^(?P<open><!-- generated: (?P<name>[a-z-]+) -->)\n(?P<body>.*?)^(?P<close><!-- /generated -->)$',
+    flags=re.MULTILINE | re.DOTALL,
+)
+LANGUAGES = ('en', 'zh')
 
 HEADERS = {
     'en': ('parameter', 'default', 'declared by', 'meaning'),
@@ -106,20 +110,71 @@ def parameters_table(language: str) -> str:
     return '\n'.join(rows)
 
 
+# The sections this module generates; a section of another name is another generator's.
+MAKERS = {'parameters': parameters_table, 'tasks': tasks_list}
+
+
 def page_language(src_uri: str) -> str:
     return 'zh' if src_uri.startswith('zh/') else 'en'
 
 
+def generated(name: str, language: str) -> str:
+    return MAKERS[name](language)
+
+
+def render(markdown: str, language: str, *, empty: bool = False) -> str:
+    """A page with each generated block's text made again from the registry and the params model (``empty``: with
+    nothing between its markers, i.e. only what the page itself says)."""
+
+    def fill(match: re.Match) -> str:
+        if match['name'] not in MAKERS:
+            return match[0]  # another generator's section (docs/hooks/generated_pages.py): left to it
+        # Blank lines around the text: Python-Markdown would otherwise read a table as part of the comment's block.
+        body = '' if empty else generated(match['name'], language) + '\n\n'
+        return f'{match["open"]}\n\n{body}{match["close"]}'
+
+    return BLOCK.sub(fill, markdown)
+
+
+def block_names(markdown: str) -> list[str]:
+    """The generated blocks of ``markdown`` this module makes."""
+    return [match['name'] for match in BLOCK.finditer(markdown) if match['name'] in MAKERS]
+
+
+def stale_pages() -> dict[Path, str]:
+    """Each page whose committed generated text differs from what the code makes now, with a unified diff."""
+    import difflib
+
+    found = {}
+    for language in LANGUAGES:
+        for page in sorted((DOCS / language).glob('*.md')):
+            text = page.read_text(encoding='utf-8')
+            fresh = render(text, language)
+            if fresh != text:
+                lines = difflib.unified_diff(
+                    text.splitlines(), fresh.splitlines(), 'committed', 'generated', lineterm='', n=1
+                )
+                found[page] = '\n'.join(lines)
+    return found
+
+
+def write() -> list[Path]:
+    """Rewrites the generated blocks of every page that is stale; returns those pages."""
+    stale = stale_pages()
+    for page in stale:
+        language = page.parent.name
+        page.write_text(render(page.read_text(encoding='utf-8'), language), encoding='utf-8')
+    return list(stale)
+
+
 def on_page_markdown(markdown: str, page, config, files) -> str:  # MkDocs' hook signature
-    return render(markdown, page_language(page.file.src_uri))
+    if render(markdown, page_language(page.file.src_uri)) != markdown:
+        from mkdocs.exceptions import PluginError
 
-
-def render(markdown: str, language: str) -> str:
-    """A page with its markers replaced by what the registry and the params model say."""
-    if MARKER_LINE.search(markdown):
-        table = parameters_table(language)
-        markdown = MARKER_LINE.sub(lambda _: table, markdown)
-    if TASKS_MARKER_LINE.search(markdown):
-        tasks = tasks_list(language)
-        markdown = TASKS_MARKER_LINE.sub(lambda _: tasks, markdown)
+        raise PluginError(f'{page.file.src_uri}: its generated text is stale; run {COMMAND} and commit the result')
     return markdown
+
+
+if __name__ == '__main__':
+    for written in write():
+        print(f'rewrote {written.relative_to(DOCS.parent)}')

@@ -13,15 +13,13 @@ DOCS = Path(__file__).resolve().parents[2] / 'docs'
 
 
 def tasks_page(language: str, *, generated: bool = True) -> str:
-    """The tasks page as the site shows it (its markers replaced by the docs hook); ``generated=False``: without the
-    list the hook generates from the registry, only what the page itself says."""
+    """The tasks page with its generated list made again from the registry now; ``generated=False``: without that
+    list, only what the page itself says."""
     import runpy
 
     hook = runpy.run_path(str(DOCS / 'hooks' / 'parameters_table.py'))
     text = (DOCS / language / 'tasks.md').read_text(encoding='utf-8')
-    if not generated:
-        text = text.replace(hook['TASKS_MARKER'], '')
-    return hook['render'](text, language)
+    return hook['render'](text, language, empty=not generated)
 
 
 def unnamed_tasks(text: str) -> list[str]:
