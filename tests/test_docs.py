@@ -17,6 +17,7 @@ import pytest
 from mkdocs.utils.yaml import yaml_load  # reads mkdocs.yml's !ENV and !!python tags
 
 from evalscope_niah.tasks.compose import parameters
+from tests.support.docs import where_paths
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / 'docs'
@@ -53,6 +54,13 @@ def test_a_task_brings_its_own_chinese(vault_registered: None) -> None:
     assert zh['vault_floor'] == VaultParams.model_fields['vault_floor'].json_schema_extra['description_zh']
     assert "'vault_code'" in zh['task']
     assert '- `task: vault_code`:' in HOOK['render']('<!-- generated: tasks -->\n<!-- /generated -->', 'zh')
+
+
+@pytest.mark.parametrize('language', LANGUAGES)
+def test_where_does_x_live_points_at_real_files(language: str) -> None:
+    paths = where_paths(language)
+    assert len(paths) >= 13, paths  # insertion, window, resume, judge prompt, a rule, heatmap, live pages, ...
+    assert not [path for path in paths if not (ROOT / path).exists()]
 
 
 @pytest.mark.parametrize('language', LANGUAGES)

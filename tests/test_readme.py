@@ -4,7 +4,6 @@ the docs name every registered task and parameter; the docs' example task runs a
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -65,38 +64,26 @@ def _parameters_table(language: str) -> str:
     return runpy.run_path(str(ROOT / 'docs' / 'hooks' / 'parameters_table.py'))['parameters_table'](language)
 
 
-def _python_blocks(text: str) -> list[str]:
-    return [block for block in re.findall(r'```python\n(.*?)```', text, flags=re.DOTALL)]
-
-
-def test_the_development_example_task_registers_and_scores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The VaultCode block of the docs' Development page, run as written: a folder's task.py beside its vault.json."""
-    import importlib.util
-    import shutil
-
+def test_the_development_example_task_registers_and_scores(tmp_path: Path) -> None:
+    """The Counting-Stars block of the docs' Development page, run as written (its own file, imported): it registers
+    its task, which scores its counts in order (tests/tasks/test_kit.py runs the conformance table on it)."""
     from evalscope_niah.metadata import SampleMeta
-    from evalscope_niah.tasks import ReportedValue, get_task, score_answer, unregister_task
+    from evalscope_niah.tasks import get_task, score_answer, unregister_task
+    from tests.support.docs import load_kit_example
 
-    development = ROOT.joinpath('docs', 'en', 'development.md').read_text(encoding='utf-8')
-    (block,) = [block for block in _python_blocks(development) if 'class VaultCode' in block]
-    folder = tmp_path / 'readme_vault'
-    folder.mkdir()
-    folder.joinpath('task.py').write_text(block, encoding='utf-8')
-    shutil.copy(ROOT / 'tests' / 'support' / 'vault_code' / 'vault.json', folder / 'vault.json')
-    spec = importlib.util.spec_from_file_location('readme_vault_task', folder / 'task.py')
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, spec.name, module)  # dataclasses read their module's namespace
     try:
-        spec.loader.exec_module(module)
-        task = get_task('vault_code')
-        assert type(task) is module.VaultCode
-        assert task.reported_values == (ReportedValue('code_found', 'Code found'),)
+        module = load_kit_example(tmp_path)
+        task = get_task('counting_stars')
+        assert type(task) is module.CountingStars
+        assert (task.ordered_answer, task.partial_credit) == (True, True)
         meta = SampleMeta(
-            subset='s', language='en', task='vault_code', context_length=1, depth_percent=0.0, repeat=0, draw=0,
-            needles=('N.',), question='Q?', reference_answer='N.', answer_keys=('482913',), start_token=0,
-            divergence_token=0, task_data={'floor': 7},
+            subset='s', language='en', task='counting_stars', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+            needles=tuple(f'The little penguin counted {count} stars.' for count in ('12', '34', '56', '78')),
+            question='How many?', reference_answer='12, 34, 56, 78', answer_keys=('12', '34', '56', '78'),
+            start_token=0, divergence_token=0,
         )  # fmt: skip
-        assert score_answer('It is 482913.', meta).values == {'acc': 1.0, 'code_found': 1.0}
-        assert '7' in task.judge_reference(meta)
+        assert score_answer('12, 34, 56, 78', meta).accuracy == 1.0
+        assert score_answer('78, 56, 34, 12', meta).accuracy == 0.0
+        assert score_answer('12, 34', meta).accuracy == 0.5
     finally:
-        unregister_task('vault_code')
+        unregister_task('counting_stars')

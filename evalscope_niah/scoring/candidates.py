@@ -89,7 +89,7 @@ def _listed_neighbour(
     return None
 
 
-def one_candidate_score(  # long because the verdict is one ordered ladder of checks, each with its reason
+def one_candidate_score(
     answer: str,
     *,
     keyword: str,
@@ -137,13 +137,29 @@ def one_candidate_score(  # long because the verdict is one ordered ladder of ch
             f'{paste.describe(language)}: pasted text, not an answer',
             ('paste',) if paste.pasted else ('long',),
         )
+    return _asserted_verdict(
+        text, spans, keyword=keyword, candidates=candidates, language=language, reference=reference, original=final
+    )
+
+
+def _asserted_verdict(
+    text: str,
+    spans: Sequence[tuple[int, int]],
+    *,
+    keyword: str,
+    candidates: Sequence[str],
+    language: str,
+    reference: str,
+    original: str,
+) -> RuleScore:
+    """The keyword is named and nothing is pasted: a pass unless a cue is near it or it is listed among names."""
     hits = cue_near(text, spans, language=language, excluded=excluded_cue_text(reference, *candidates))
     if hits:
         return cue_verdict(hits, 'names the keyword')
     if is_list_item(text, spans, language=language):
         return RuleScore.verdict(LISTED_NAME_SCORE, True, 'the keyword is one item of a list of names', ('list',))
     neighbour = _listed_neighbour(
-        text, spans, keyword=keyword, candidates=candidates, language=language, original=final
+        text, spans, keyword=keyword, candidates=candidates, language=language, original=original
     )
     if neighbour:
         return RuleScore.verdict(

@@ -19,6 +19,9 @@ from .single.task import SingleNeedle
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative, RulerNiah):
     register_task(_builtin)
 set_task_loader(load_entry_point_tasks)
+# A task folder in this tree whose task.py ends with register_task(MyTask) is one import line here, below the
+# built-ins so that every list of choices keeps their order (docs/en/development.md, 'Adding a task'):
+# 'from .my_task import task as _my_task', with ruff's noqa for E402 and F401 (imported late, for its effect).
 
 __all__ = [
     'ABSENT_CONTROL',

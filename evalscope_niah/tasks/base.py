@@ -1,8 +1,8 @@
 """What a task is: a type that plans its needles, names what it checks in the corpus, and scores answers by rule.
 
 A task never sees EvalScope or a haystack. Sample planning hands it a ``PlanContext`` (the subset, the parameters and
-the task's own draws for the subset) and a cell; scoring hands it the final answer (reasoning stripped) and the
-sample's metadata.
+the task's own draws for the subset) and a cell; scoring hands its ``check`` the final answer (reasoning stripped) and
+a ``RuleTarget`` (what the sample asked, read from its metadata once, here, for every task).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ __all__ = [
     'PlanContext',
     'ReportedValue',
     'RuleScore',
+    'RuleTarget',
     'SampleData',
     'Task',
     'with_levenshtein',
@@ -99,7 +100,9 @@ class NeedleChoice:
     question: str  # as asked, before the answer-format guide is appended
     reference_answer: str
     answer_keys: tuple[str, ...]
-    needle_depths: tuple[float, ...] | None = None  # one depth per needle; None spreads them from the cell depth
+    # One depth (percent of the haystack) per needle, in the needles' order: how a task spreads its needles (a chain
+    # 'diff' points apart, RULER's drawn depths). None: the cell's depth for all, placed one after another.
+    needle_depths: tuple[float, ...] | None = None
     guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead
     distractor_depths: tuple[float, ...] | None = None  # one per distractor; None spreads them over the haystack
@@ -129,7 +132,8 @@ class ReportedValue:
 
 
 class Task(ABC):
-    """One kind of needle-in-a-haystack sample. A new task is one subclass registered with ``register_task``."""
+    """One kind of needle-in-a-haystack sample. A new task is one subclass defining ``choose`` (its needles and
+    question) and ``check`` (its rule), registered with ``register_task``."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ''
@@ -203,10 +207,18 @@ class Task(ABC):
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         """The needles and question of one cell; ``seed`` is stable across runs and the same at every length."""
 
-    @abstractmethod
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
+        """The task's rule, as inspect's ``check(value, target)``: score a final answer (reasoning already stripped)
+        against what the sample asked. A task defines this (or, as older plugins do, overrides ``rule_score``)."""
+        raise NotImplementedError(f'task {self.name!r} defines neither check nor rule_score')
+
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        """Score a final answer (reasoning already stripped) against the sample's answer keys. ``prompt`` is what
-        the model was shown, the evidence that an answer pastes it (None: unknown, only a last-resort length bound)."""
+        """The rule score of a final answer, as a run records it: ``check`` on the sample's ``RuleTarget``, with
+        CDME's Levenshtein similarity to the reference reported beside it (a needle-absent cell has no needle to be
+        like). ``prompt`` is what the model was shown, the evidence that an answer pastes it (None: unknown, only a
+        last-resort length bound). Override ``check``; a task overriding this instead keeps working as it is."""
+        rule = self.check(answer, RuleTarget.of(meta, prompt=prompt))
+        return rule if meta.control else with_levenshtein(rule, answer, meta)
 
     def is_judged(self, meta: SampleMeta) -> bool:
         return self.judged and not meta.control
@@ -222,7 +234,46 @@ class Task(ABC):
         return f'{meta.reference_answer} ({hint})' if hint else meta.reference_answer
 
 
+@dataclass(frozen=True)
+class RuleTarget:
+    """What a rule checks an answer against, read once from the sample's metadata: the needles and question as asked,
+    the language they are written in, the reference answer, the answer keys, the prompt the model was shown (None:
+    unknown) and the task's own data (``data``)."""
+
+    needles: tuple[str, ...]
+    question: str
+    language: str
+    reference: str
+    answer_keys: tuple[str, ...]
+    prompt: PromptText | None
+    meta: SampleMeta
+
+    @classmethod
+    def of(cls, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleTarget:
+        return cls(
+            needles=meta.needles,
+            question=meta.question,
+            language=meta.language,
+            reference=meta.reference_answer,
+            answer_keys=meta.answer_keys,
+            prompt=prompt,
+            meta=meta,
+        )
+
+    @property
+    def key(self) -> str:
+        """The first answer key (the one a single-answer task asks for); a sample without one is refused."""
+        if not self.answer_keys:
+            raise ValueError(f'sample of task {self.meta.task!r} has no answer key')
+        return self.answer_keys[0]
+
+    def data(self, kind: type[D]) -> D:
+        """The task's own data about the sample (its ``SampleData`` subclass), typed."""
+        return kind.of(self.meta)
+
+
 def with_levenshtein(rule: RuleScore, answer: str, meta: SampleMeta, **reported: float) -> RuleScore:
     """A ladder's rule score as the task reports it: the values in ``reported`` and CDME's Levenshtein similarity to
-    the reference beside the accuracy."""
+    the reference beside the accuracy (``Task.rule_score`` adds it after ``check``; a task that overrides
+    ``rule_score`` itself calls this)."""
     return rule.reporting(**reported, levenshtein=levenshtein_score(answer, meta.reference_answer))

@@ -78,10 +78,13 @@ def _check_shape(cls: Any) -> None:
         raise TypeError(f'register_task got an instance of {type(cls).__qualname__}; pass the class: {_USAGE}')
     if not (inspect.isclass(cls) and issubclass(cls, Task)):
         raise TypeError(f'register_task got {cls!r}; {_USAGE}')
-    if inspect.isabstract(cls):
-        missing = ', '.join(sorted(cls.__abstractmethods__))
+    # check is the rule a task defines; a task overriding rule_score itself (older plugins) needs none.
+    rule_missing = cls.check is Task.check and cls.rule_score is Task.rule_score
+    if inspect.isabstract(cls) or rule_missing:
+        missing = ', '.join(sorted({*cls.__abstractmethods__, *(['check'] if rule_missing else [])}))
         raise TypeError(
-            f'task class {cls.__qualname__} does not define {missing}; a task defines choose and rule_score'
+            f'task class {cls.__qualname__} does not define {missing}; a task defines choose (its needles and '
+            'question) and check (its rule: check(answer, target) -> RuleScore)'
         )
     name = getattr(cls, 'name', None)
     if not isinstance(name, str) or not name.isidentifier() or not name.islower():

@@ -28,7 +28,7 @@ class _Unchecked(VaultCode):
     params_model = _PlainModel  # type: ignore[assignment]
 
 
-class _Abstract(Task):  # choose and rule_score left undefined
+class _Abstract(Task):  # choose and check left undefined
     name = 'abstract'
 
 
@@ -41,7 +41,7 @@ class _Abstract(Task):  # choose and rule_score left undefined
                      "'score', 'recall', 'precision' or 'error_rate'"]),
         (_Nameless, ["needs a name", "name = 'my_task'", "'Not A Name'"]),
         (_Unchecked, ['params_model must be a TaskParams subclass', '_PlainModel']),
-        (_Abstract, ['does not define choose, rule_score']),
+        (_Abstract, ['does not define check, choose', 'check(answer, target)']),
     ],
     ids=['string', 'instance', 'string-values', 'bad-name', 'plain-model', 'abstract'],
 )  # fmt: skip

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 from ...inert import inert_logger
 from ...metadata import GridCell, SampleMeta
-from ...scoring import RULE_PASS_THRESHOLD, PromptText, RuleScore, one_candidate_score
-from ..base import NeedleChoice, PlanContext, SampleData, Task, with_levenshtein
+from ...scoring import RULE_PASS_THRESHOLD, RuleScore, one_candidate_score
+from ..base import NeedleChoice, PlanContext, RuleTarget, SampleData, Task
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
 
@@ -75,20 +75,20 @@ class Associative(Task):
             ),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
         # The drawn name asserted once, not negated, and no other character name beside it.
         rule = one_candidate_score(
             answer,
-            keyword=meta.answer_keys[0],
-            candidates=AssociativeData.of(meta).candidates,
-            language=meta.language,
+            keyword=target.answer_keys[0],
+            candidates=target.data(AssociativeData).candidates,
+            language=target.language,
             # The needle as reference: an answer that restates it (cue words such as 'actually' included) is fine.
-            reference=' '.join(meta.needles) or meta.reference_answer,
-            needles=meta.needles,
-            question=meta.question,
-            prompt=prompt,
+            reference=' '.join(target.needles) or target.reference,
+            needles=target.needles,
+            question=target.question,
+            prompt=target.prompt,
         )
-        return with_levenshtein(rule, answer, meta, rule_recall=1.0 if rule.accuracy >= RULE_PASS_THRESHOLD else 0.0)
+        return rule.reporting(rule_recall=1.0 if rule.accuracy >= RULE_PASS_THRESHOLD else 0.0)
 
     def judge_hint(self, meta: SampleMeta) -> str | None:
         return AssociativeData.of(meta).judge_hint or None

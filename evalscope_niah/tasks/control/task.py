@@ -3,10 +3,10 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 
 from __future__ import annotations
 
-from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, RuleScore
+from ...metadata import GridCell
+from ...scoring import RuleScore
 from ...vocabulary import GUESSED
-from ..base import NeedleChoice, PlanContext, ReportedValue, Task
+from ..base import NeedleChoice, PlanContext, ReportedValue, RuleTarget, Task
 from .rules import absent_control_score
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}
@@ -23,8 +23,8 @@ class AbsentControl(Task):
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         raise NotImplementedError('a control cell is planned by its task, then stripped of its needles')
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        return absent_control_score(answer, language=meta.language, needle_answers=meta.answer_keys)
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
+        return absent_control_score(answer, language=target.language, needle_answers=target.answer_keys)
 
 
 ABSENT_CONTROL = AbsentControl()

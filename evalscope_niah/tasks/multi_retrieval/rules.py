@@ -8,7 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from ...scoring.bounds import MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
-from ...scoring.cues import NUMBER_WORDS, PromptText, cue_near, excluded_cue_text, paste_evidence
+from ...scoring.cues import NUMBER_WORDS, Paste, PromptText, cue_near, excluded_cue_text, paste_evidence
 from ...scoring.result import RuleScore
 from ...scoring.text import check_language
 
@@ -78,7 +78,7 @@ def _negations(final: str, found: Sequence[str], *, needles: Sequence[str], ques
     return [cue for kind, cue in hits if kind == 'negation']
 
 
-def multi_retrieval_score(  # long because one pass yields every value reported, each with its reason
+def multi_retrieval_score(
     answer: str,
     *,
     values: Sequence[str],
@@ -111,46 +111,73 @@ def multi_retrieval_score(  # long because one pass yields every value reported,
         raise ValueError('values must not be empty')
     distractors = frozenset(_digit_values(distractor_values, 'distractor_values')) - set(wanted)
     reference = ', '.join(wanted) if reference is None else reference
-
     final = unicodedata.normalize('NFKC', answer)
-    lengths = frozenset(len(v) for v in (*wanted, *distractors))
-    candidates = _number_candidates(final, lengths)
-    found = tuple(v for v in wanted if v in candidates)
-    wrong = tuple(sorted(candidates - set(wanted)))
-    named = tuple(v for v in wrong if v in distractors)
+    candidates, found, wrong, named = _stated_numbers(final, wanted, distractors)
     paste = paste_evidence(
         final, allowed=(*needles, question, reference, *wanted), prompt=prompt, language=language, reference=reference
     )
-    factor = paste.factor
     recall = len(found) / len(wanted)
-    precision = len(found) / len(candidates) * factor if candidates else 0.0
+    precision = len(found) / len(candidates) * paste.factor if candidates else 0.0
     f1 = 2 * precision * recall / (precision + recall) if found else 0.0
-    parts = [f'{len(found)} of {len(wanted)} values stated']
-    if wrong:
-        parts.append(f'{len(wrong)} wrong number(s) ({len(named)} distractor value(s) of other keys)')
-    if factor < 1.0:
-        parts.append(f'{paste.describe(language)} (precision x {factor:.2f})')
-    if not candidates:
-        parts.append("no number of the values' length in the answer")
-    explanation = '; '.join(parts)
-    evidence = {'found': found, 'wrong': wrong, 'distractors_named': named, 'f1': f1, 'length_factor': factor}
-    score = recall * precision
-    certain = True
-    negations = _negations(final, found, needles=needles, question=question, language=language)
-    if negations:
-        # A value stated only to be denied is not given: capped as the single-needle rule caps it; a judge may read it.
-        score = min(score, UNCERTAIN_SCORE_CAP)
-        certain, explanation, flags = False, f'{explanation}; negated ({negations[0]!r})', ('negation',)
-    elif not found and not wrong and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]):
-        certain, explanation, flags = False, explanation + '; numbers spelt out: a judge decides', ('number_words',)
-    else:
-        flags = ('exact',) if score == 1.0 else ('distractor',) if named else ()
-        if factor < 1.0:
-            flags += ('paste',) if prompt is not None else ('long',)
+    explanation = _explanation(found, wanted, wrong, named, paste=paste, language=language, stated=bool(candidates))
+    score, certain, explanation, flags = _verdict(
+        recall * precision,
+        explanation,
+        negations=_negations(final, found, needles=needles, question=question, language=language),
+        spelt_out=not found and not wrong and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]) is not None,
+        named=bool(named),
+        paste_flag=('paste' if prompt is not None else 'long') if paste.factor < 1.0 else None,
+    )
     return RuleScore(
         values={'acc': score, 'rule_recall': recall, 'precision': precision},
         certain=certain,
         explanation=explanation,
         flags=flags,
-        evidence=evidence,
+        evidence={'found': found, 'wrong': wrong, 'distractors_named': named, 'f1': f1, 'length_factor': paste.factor},
     )
+
+
+def _verdict(
+    score: float, explanation: str, *, negations: Sequence[str], spelt_out: bool, named: bool, paste_flag: str | None
+) -> tuple[float, bool, str, tuple[str, ...]]:
+    """Score, certainty, explanation and flags: a negated value is capped and uncertain, numbers spelt out are for a
+    judge, anything else is certain."""
+    if negations:
+        # A value stated only to be denied is not given: capped as the single-needle rule caps it; a judge may read it.
+        return min(score, UNCERTAIN_SCORE_CAP), False, f'{explanation}; negated ({negations[0]!r})', ('negation',)
+    if spelt_out:
+        return score, False, explanation + '; numbers spelt out: a judge decides', ('number_words',)
+    flags = ('exact',) if score == 1.0 else ('distractor',) if named else ()
+    return score, True, explanation, flags + ((paste_flag,) if paste_flag else ())
+
+
+def _stated_numbers(
+    final: str, wanted: Sequence[str], distractors: frozenset[str]
+) -> tuple[set[str], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The numbers an answer states of the values' lengths: all of them, the values found (needle order), the wrong
+    ones (sorted) and which of those are distractor values."""
+    candidates = _number_candidates(final, frozenset(len(v) for v in (*wanted, *distractors)))
+    found = tuple(v for v in wanted if v in candidates)
+    wrong = tuple(sorted(candidates - set(wanted)))
+    return candidates, found, wrong, tuple(v for v in wrong if v in distractors)
+
+
+def _explanation(
+    found: Sequence[str],
+    wanted: Sequence[str],
+    wrong: Sequence[str],
+    named: Sequence[str],
+    *,
+    paste: Paste,
+    language: str,
+    stated: bool,
+) -> str:
+    """What the answer stated, in one line: values found, wrong numbers, the paste's scaling, no number at all."""
+    parts = [f'{len(found)} of {len(wanted)} values stated']
+    if wrong:
+        parts.append(f'{len(wrong)} wrong number(s) ({len(named)} distractor value(s) of other keys)')
+    if paste.factor < 1.0:
+        parts.append(f'{paste.describe(language)} (precision x {paste.factor:.2f})')
+    if not stated:
+        parts.append("no number of the values' length in the answer")
+    return '; '.join(parts)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, RuleScore
-from ..base import NeedleChoice, PlanContext, ReportedValue, SampleData, Task, with_levenshtein
+from ...metadata import GridCell
+from ...scoring import RuleScore
+from ..base import NeedleChoice, PlanContext, ReportedValue, RuleTarget, SampleData, Task
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
 from .rules import multi_retrieval_score
@@ -52,15 +52,14 @@ class MultiRetrieval(Task):
             data=MultiRetrievalData(distractor_values=tuple(item.value for item in distractors)),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        rule = multi_retrieval_score(
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
+        return multi_retrieval_score(
             answer,
-            values=meta.answer_keys,
-            distractor_values=MultiRetrievalData.of(meta).distractor_values,
-            reference=meta.reference_answer,
-            needles=meta.needles,
-            question=meta.question,
-            language=meta.language,
-            prompt=prompt,
+            values=target.answer_keys,
+            distractor_values=target.data(MultiRetrievalData).distractor_values,
+            reference=target.reference,
+            needles=target.needles,
+            question=target.question,
+            language=target.language,
+            prompt=target.prompt,
         )
-        return with_levenshtein(rule, answer, meta)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import random
 
-from ...metadata import GridCell, SampleMeta
-from ...scoring import PromptText, RuleScore, keyword_score
-from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
+from ...metadata import GridCell
+from ...scoring import RuleScore, keyword_score
+from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
 from .chains import Chain, pick_chain, reasoning_chains
 from .params import ReasoningParams
@@ -46,20 +46,20 @@ class ReasoningChain(Task):
             guide=answer_format_guide(needle=chain.needles[-1], answer=chain.answer, language=context.language),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        if not meta.answer_keys:
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
+        if not target.answer_keys:
             raise ValueError('answer_keys must hold the chain keyword')
         rule = chain_answer_score(
             answer,
-            needles=meta.needles,
-            keyword=meta.answer_keys[0],
-            reference=meta.reference_answer,
-            language=meta.language,
-            question=meta.question,
-            prompt=prompt,
+            needles=target.needles,
+            keyword=target.key,
+            reference=target.reference,
+            language=target.language,
+            question=target.question,
+            prompt=target.prompt,
         )
-        keyword = keyword_score(answer, keyword=meta.answer_keys[0], reference=meta.reference_answer)
-        return with_levenshtein(rule, answer, meta, rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)
+        keyword = keyword_score(answer, keyword=target.key, reference=target.reference)
+        return rule.reporting(rule_recall=1.0 if keyword == 1.0 else 0.0, keyword=keyword)
 
 
 def _user_chain(context: PlanContext) -> Chain | None:

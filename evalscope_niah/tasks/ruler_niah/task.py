@@ -7,11 +7,11 @@ import random
 import zlib
 from dataclasses import dataclass
 
-from ...metadata import GridCell, SampleMeta
+from ...metadata import GridCell
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
-from ...scoring import PromptText, RuleScore
-from ..base import GeneratedHaystack, NeedleChoice, PlanContext, ReportedValue, SampleData, Task, with_levenshtein
+from ...scoring import RuleScore
+from ..base import GeneratedHaystack, NeedleChoice, PlanContext, ReportedValue, RuleTarget, SampleData, Task
 from .draws import RULER_DEPTHS, draw_distinct, needle, needle_haystack, noise_haystack, question
 from .params import RulerNiahParams, RulerSpec
 from .rules import ruler_niah_score
@@ -84,19 +84,18 @@ class RulerNiah(Task):
             data=RulerNiahData(value_type=spec.type_needle_v, keys=tuple(keys[i] for i in asked)),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        data = RulerNiahData.of(meta)
-        rule = ruler_niah_score(
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
+        data = target.data(RulerNiahData)
+        return ruler_niah_score(
             answer,
-            values=meta.answer_keys,
+            values=target.answer_keys,
             value_type=data.value_type,
             keys=data.keys,
-            reference=meta.reference_answer,
-            needles=meta.needles,
-            question=meta.question,
-            prompt=prompt,
+            reference=target.reference,
+            needles=target.needles,
+            question=target.question,
+            prompt=target.prompt,
         )
-        return with_levenshtein(rule, answer, meta)
 
 
 def _depths(spec: RulerSpec, rng: random.Random, *, first: float) -> tuple[float, ...]:

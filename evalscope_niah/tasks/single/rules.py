@@ -15,6 +15,7 @@ from ...scoring.bounds import (
 )
 from ...scoring.cues import (
     NUMBER_WORDS,
+    Paste,
     PromptText,
     cue_hits,
     cue_near,
@@ -34,7 +35,7 @@ __all__ = ['single_needle_score']
 _DIGIT_RUN = re.compile(r'[0-9]+')
 
 
-def single_needle_score(  # long because the verdict is one ordered ladder of checks, each with its reason
+def single_needle_score(
     answer: str,
     *,
     needles: Sequence[str],
@@ -77,49 +78,67 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
     paste = paste_evidence(
         final, allowed=(*needles, question, reference, *keys), prompt=prompt, language=language, reference=reference
     )
-    factor = paste.factor
-
     if not keys:
-        recall = needle_recall(final, needles=needles, question=question, language=language, penalise_length=False)
-        recall *= factor
-        if recall > UNCERTAIN_LOW:
-            hits = cue_hits(text, excluded) if answer_size(final, language) <= KEYLESS_CUE_UNITS else []
-            if hits:
-                return cue_verdict(hits, f'needle recall {recall:.2f}')
-        certain = rule_is_certain(recall)
-        return RuleScore.verdict(
-            recall if certain else min(recall, UNCERTAIN_SCORE_CAP),
-            certain,
-            f'no short answer known; needle recall {recall:.2f}' + ('' if certain else ': a judge decides'),
-            ('recall',),
-        )
-
+        return _keyless_verdict(final, text, needles=needles, question=question, language=language, paste=paste)
     spans = [span for key in keys for span in key_spans(text, normalise(key))]
     if spans:
-        hits = cue_near(text, spans, language=language, excluded=excluded)
-        if hits:
-            return cue_verdict(hits, 'states the key')
-        abstention = find_abstention(final)
-        if abstention is not None and abstention.start() < min(start for start, _ in spans):
-            # "The document does not say ... the only sentence about it is <needle>. However ...": whether that
-            # quotes the answer or doubts it is for a judge (published graders split on exactly these).
-            return RuleScore.verdict(
-                UNCERTAIN_SCORE_CAP,
-                False,
-                f'states the key after saying the document does not answer ({abstention.group()!r}): a judge decides',
-                ('abstains',),
-            )
-        if is_list_item(text, spans, language=language):
-            return RuleScore.verdict(LIST_ITEM_SCORE, False, 'the key is one item of a list of candidates', ('list',))
-        if paste.pasted or paste.too_long:
-            return RuleScore.verdict(
-                UNCERTAIN_SCORE_CAP * factor,
-                False,
-                f'states the key, but {paste.describe(language)}: pasted text, not an answer',
-                ('paste',) if paste.pasted else ('long',),
-            )
-        return RuleScore.verdict(1.0, True, 'states the key plainly', ('exact',))
+        return _stated_verdict(final, text, spans, language=language, excluded=excluded, paste=paste)
+    return _unstated_verdict(final, keys, language=language, paste=paste)
 
+
+def _keyless_verdict(
+    final: str, text: str, *, needles: Sequence[str], question: str, language: str, paste: Paste
+) -> RuleScore:
+    """No short answer known (a custom needle): the needle recall decides, certain outside (0.1, 0.9), uncertain
+    when a cue is near."""
+    recall = needle_recall(final, needles=needles, question=question, language=language, penalise_length=False)
+    recall *= paste.factor
+    if recall > UNCERTAIN_LOW:
+        excluded = excluded_cue_text(*needles, question)
+        hits = cue_hits(text, excluded) if answer_size(final, language) <= KEYLESS_CUE_UNITS else []
+        if hits:
+            return cue_verdict(hits, f'needle recall {recall:.2f}')
+    certain = rule_is_certain(recall)
+    return RuleScore.verdict(
+        recall if certain else min(recall, UNCERTAIN_SCORE_CAP),
+        certain,
+        f'no short answer known; needle recall {recall:.2f}' + ('' if certain else ': a judge decides'),
+        ('recall',),
+    )
+
+
+def _stated_verdict(
+    final: str, text: str, spans: list[tuple[int, int]], *, language: str, excluded: str, paste: Paste
+) -> RuleScore:
+    """A key is in the answer: a pass unless a cue is near it, an abstention precedes it, it is one item of a list,
+    or the answer pastes the prompt."""
+    hits = cue_near(text, spans, language=language, excluded=excluded)
+    if hits:
+        return cue_verdict(hits, 'states the key')
+    abstention = find_abstention(final)
+    if abstention is not None and abstention.start() < min(start for start, _ in spans):
+        # "The document does not say ... the only sentence about it is <needle>. However ...": whether that
+        # quotes the answer or doubts it is for a judge (published graders split on exactly these).
+        return RuleScore.verdict(
+            UNCERTAIN_SCORE_CAP,
+            False,
+            f'states the key after saying the document does not answer ({abstention.group()!r}): a judge decides',
+            ('abstains',),
+        )
+    if is_list_item(text, spans, language=language):
+        return RuleScore.verdict(LIST_ITEM_SCORE, False, 'the key is one item of a list of candidates', ('list',))
+    if paste.pasted or paste.too_long:
+        return RuleScore.verdict(
+            UNCERTAIN_SCORE_CAP * paste.factor,
+            False,
+            f'states the key, but {paste.describe(language)}: pasted text, not an answer',
+            ('paste',) if paste.pasted else ('long',),
+        )
+    return RuleScore.verdict(1.0, True, 'states the key plainly', ('exact',))
+
+
+def _unstated_verdict(final: str, keys: Sequence[str], *, language: str, paste: Paste) -> RuleScore:
+    """No key in the answer: uncertain for the other language, a paraphrase or a number spelt out; else a certain 0."""
     if other_language(final, language=language):
         return RuleScore.verdict(
             0.0, False, f'key not found and the answer is not in {language!r}: a judge decides', ('other_language',)
@@ -127,7 +146,7 @@ def single_needle_score(  # long because the verdict is one ordered ladder of ch
     share = max(key_share(final, key) for key in keys)
     if share >= PARAPHRASE_SHARE:
         return RuleScore.verdict(
-            UNCERTAIN_SCORE_CAP * share * factor,
+            UNCERTAIN_SCORE_CAP * share * paste.factor,
             False,
             f'key not stated verbatim; {share:.0%} of its content present (paraphrase or partial): a judge decides',
             ('paraphrase',),

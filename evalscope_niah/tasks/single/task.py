@@ -9,9 +9,9 @@ from ...metadata import GridCell, SampleMeta
 from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
-from ...scoring import PromptText, RuleScore, needle_recall
+from ...scoring import RuleScore, needle_recall
 from ...scoring.text import text_language
-from ..base import NeedleChoice, PlanContext, Task, with_levenshtein
+from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
 from .params import SingleParams
@@ -133,25 +133,25 @@ class SingleNeedle(Task):
             guide=answer_format_guide(needle=subset.needles[0], answer=subset.answer, language=language),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
         rule = single_needle_score(
             answer,
-            needles=meta.needles,
-            question=meta.question,
-            language=meta.language,
-            answer_keys=meta.answer_keys,
-            reference=meta.reference_answer,
-            prompt=prompt,
+            needles=target.needles,
+            question=target.question,
+            language=target.language,
+            answer_keys=target.answer_keys,
+            reference=target.reference,
+            prompt=target.prompt,
         )
         # Fact recall stays beside the verdict: the share of the needle's content words the answer holds. Length is
         # no evidence of a paste (a verbose right answer has full recall); a pasted answer's recall is capped at its
         # rule score, so judge-rule agreement compares like with like.
         recall = needle_recall(
-            answer, needles=meta.needles, question=meta.question, language=meta.language, penalise_length=False
+            answer, needles=target.needles, question=target.question, language=target.language, penalise_length=False
         )
         if {'paste', 'long'} & set(rule.flags):
             recall = min(recall, rule.accuracy)
-        return with_levenshtein(rule, answer, meta, rule_recall=recall)
+        return rule.reporting(rule_recall=recall)
 
 
 def _spread_index(params: NiahParams, cell: GridCell) -> int:

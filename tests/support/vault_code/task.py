@@ -11,11 +11,19 @@ from pathlib import Path
 
 from pydantic import Field, field_validator
 
-from evalscope_niah.metadata import GridCell, SampleMeta
-from evalscope_niah.params.run_params import TaskParams
-from evalscope_niah.scoring import PromptText
-from evalscope_niah.tasks import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
-from evalscope_niah.tasks.single.rules import single_needle_score
+from evalscope_niah.tasks.kit import (
+    GridCell,
+    NeedleChoice,
+    PlanContext,
+    ReportedValue,
+    RuleScore,
+    RuleTarget,
+    SampleData,
+    SampleMeta,
+    Task,
+    TaskParams,
+    single_needle_score,
+)
 
 VAULT = json.loads(Path(__file__).with_name('vault.json').read_text(encoding='utf-8'))
 
@@ -61,18 +69,18 @@ class VaultCode(Task):
             data=VaultData(floor=floor),
         )
 
-    def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
+    def check(self, answer: str, target: RuleTarget) -> RuleScore:
         # The code stated plainly, by the single-needle ladder (a negated, hedged, listed or pasted code fails);
         # code_found reports its mere presence beside that verdict.
-        found = float(re.search(rf'(?<!\d){meta.answer_keys[0]}(?!\d)', answer) is not None)
+        found = float(re.search(rf'(?<!\d){target.key}(?!\d)', answer) is not None)
         rule = single_needle_score(
             answer,
-            needles=meta.needles,
-            question=meta.question,
-            language=meta.language,
-            answer_keys=meta.answer_keys,
-            reference=meta.reference_answer,
-            prompt=prompt,
+            needles=target.needles,
+            question=target.question,
+            language=target.language,
+            answer_keys=target.answer_keys,
+            reference=target.reference,
+            prompt=target.prompt,
         )
         return rule.reporting(code_found=found)
 
