@@ -30,8 +30,11 @@ def test_table_covers_every_task_language_and_the_wrong_categories() -> None:
     assert len(CASES) >= 200
     assert {case.expected for case in CASES} <= set(OUTCOMES)
     per_cell = collections.Counter((case.task, case.language) for case in CASES)
+    # Both languages for every task, but a task whose facts are English on both subsets (RULER's keys and values,
+    # as RULER writes them) has few Chinese cases: only where a Chinese subset makes its prompt Chinese.
+    english_only = {'ruler_niah'}
     assert {cell for cell, count in per_cell.items() if count >= 20} == {
-        (task, lang) for task in TASKS for lang in ('en', 'zh')
+        (task, lang) for task in TASKS for lang in ('en', 'zh') if not (task in english_only and lang == 'zh')
     }
     categories = {case.category for case in CASES}
     assert categories >= {

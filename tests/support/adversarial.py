@@ -28,11 +28,11 @@ from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_r
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
-from tests.support.conformance import Sample, answers, chosen_metas
+from tests.support.conformance import ONE_KEY, SHARE, Sample, answers, chosen_metas
 
 # Every registered task (the registry's, so a task is in the table the day it is registered), then the control.
 TASKS = (*task_names(), 'control')
-OUTCOMES = ('pass', 'fail', 'judge')
+OUTCOMES = ('pass', 'fail', 'judge', SHARE, ONE_KEY)  # the last two: a task's declared credit for parts
 WRONG = 'fail'
 
 
@@ -626,6 +626,11 @@ def meets(case: Case, verdict: RuleScore) -> bool:
         return verdict.accuracy >= CERTAIN_PASS and verdict.certain
     if case.expected == 'judge':
         return not verdict.certain and verdict.accuracy <= UNCERTAIN_SCORE_CAP
+    if case.expected == SHARE:  # part of the keys, where the task gives credit for parts: a share, never a pass
+        return 0 < verdict.accuracy < CERTAIN_PASS
+    if case.expected == ONE_KEY:  # one key said again and again: no more than that key alone
+        alone = score_case(dataclasses.replace(case, answer=case.answer_keys[0]))
+        return verdict.accuracy <= alone.accuracy and verdict.accuracy < CERTAIN_PASS
     return verdict.accuracy <= UNCERTAIN_SCORE_CAP
 
 
