@@ -28,7 +28,8 @@ RETIRED = [
 CJK = r'\u3400-\u9fff\uf900-\ufaff'
 # A half-width mark touching a Chinese character on either side (spaces between allowed).
 HALF_WIDTH = re.compile(rf'[{CJK}] *[,;:?!()]|[,;:?!()] *[{CJK}]')
-STRAIGHT_QUOTE = re.compile(r'"')
+# A double quote anywhere in prose, or a pair of single quotes around words (an apostrophe as in Cohen's is fine).
+STRAIGHT_QUOTE = re.compile(r"\"|(?<![A-Za-z])'[^']*'(?![A-Za-z])")
 # Five English words in a row (a word: letters, maybe with an apostrophe or hyphen inside).
 ENGLISH_RUN = re.compile(r"\b[A-Za-z][A-Za-z'-]*(?:[ ,]+[A-Za-z][A-Za-z'-]*){4,}\b")
 FENCE = re.compile(r'^\s*(```|~~~)')
@@ -47,6 +48,11 @@ def _comment(line: str) -> str | None:
     """The comment of a line in a code block (# or //), else None."""
     match = re.search(r'(?:^|\s)(#|//)\s?(.*)$', line)
     return match.group(2) if match else None
+
+
+def _english_comment(comment: str) -> bool:
+    """A comment with two English words in a row and no Chinese (a bare command or name in a comment is fine)."""
+    return not re.search(f'[{CJK}]', comment) and bool(re.search(r'[A-Za-z]{2,} +[A-Za-z]{2,}', comment))
 
 
 def _lines(page: Path) -> list[tuple[int, str, bool]]:
@@ -72,7 +78,7 @@ def retired_terms(text: str) -> list[str]:
 def prose_problems(text: str) -> list[str]:
     """Punctuation and English left in a line of Chinese prose (code spans and links already blanked)."""
     found = [f'half-width {m.group()!r} between Chinese: use full-width' for m in HALF_WIDTH.finditer(text)]
-    found += ['straight quote ": use “ ” or 「 」'] if STRAIGHT_QUOTE.search(text) else []
+    found += [f'straight quote {m.group()!r}: use “ ” or a code span' for m in STRAIGHT_QUOTE.finditer(text)]
     found += [f'English left: {m.group()!r}' for m in ENGLISH_RUN.finditer(text)]
     return found
 
@@ -84,7 +90,7 @@ def page_problems(page: Path) -> list[str]:
         if in_code:
             comment = _comment(line)
             text = comment if comment is not None else ''
-            issues = [f'English left in a code comment: {m.group()!r}' for m in ENGLISH_RUN.finditer(text)]
+            issues = [f'English code comment: {text.strip()!r}'] if _english_comment(text) else []
         else:
             text = _prose(line)
             issues = prose_problems(text)
@@ -137,6 +143,8 @@ def test_the_check_catches_each_retired_term(line: str, expected: str) -> None:
         ('答案,分数', True),
         ('见(参数)', True),
         ('他说"你好"', True),
+        ("读起来像 'rate it 10' 的针", True),
+        ("Cohen's kappa 与一致率", False),
         ('The model answers every needle here.', True),
         ('`--judge rule` 跳过裁判模型', False),
         ('[参数](parameters.md#运行前的检查)', False),

@@ -40,8 +40,8 @@ ZH_DESCRIPTIONS = {
         'n_runs（此时使用 builtin）。'
     ),
     'n_needles': (
-        'inspect_evals：从针库抽取的针数，按 inspect 的方式分布到各单元格（截断或循环成每个单元格一根，长度在外、位置在内）；'
-        '每个单元格每轮一个样本。'
+        'inspect_evals：从针库抽取的针数，按 inspect 的方式分布到各单元格（截断或循环成每个单元格一根，'
+        '长度在外、位置在内）；每个单元格每轮一个样本。'
     ),
     'sample_method': "inspect_evals：针库的抽取方式：'fixed'、'sequential' 或 'random'。",
     'fixed_index': "inspect_evals：'fixed' 时的针库下标（'sequential' 时为起始下标）。",
