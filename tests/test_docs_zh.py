@@ -107,13 +107,15 @@ def test_chinese_page_follows_the_glossary(page: Path) -> None:
 
 
 def test_generated_chinese_follows_the_glossary() -> None:
-    """The Chinese the parameter tables and the task list are built from."""
+    """The Chinese the parameter tables and the task list are built from (by docs/hooks/parameters_table.py)."""
     hook = runpy.run_path(str(ROOT / 'docs' / 'hooks' / 'parameters_table.py'))
     from evalscope_niah.tasks.registry import get_task, task_names
 
     texts = {f'parameter {name}': text for name, text in hook['zh_descriptions']().items()}
     texts |= {f'task {name}': get_task(name).description_zh for name in task_names()}
     problems = [f'{where}: {issue}' for where, text in texts.items() for issue in retired_terms(text)]
+    # Single quotes mark values here ('stop'), as in the English descriptions; double quotes are prose quotes.
+    problems += [f'{where}: straight quote: use “ ”' for where, text in texts.items() if '"' in text]
     assert not problems, '\n'.join(problems)
 
 

@@ -50,7 +50,7 @@ ZH_DESCRIPTIONS = {
     'start_buffer': '干草堆开头不放针的 token 数。',
     'end_buffer': '干草堆结尾不放针的 token 数。',
     'length_buffer': '每个上下文长度中留空的 token 数（CDME 的 length_buffer）：提示相应缩短。',
-    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的"先思考"提示。',
+    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的“先思考”提示。',
     'effective_length_threshold': '一个上下文长度被算作有效所需达到的分数（0.85，与 RULER 相同）。',
     'effective_length_mode': "'absolute'：平均分 >= 阈值；'relative'：>= 阈值 × 最短长度的分数（与 NoLiMa 相同）。",
     'request_order': (
