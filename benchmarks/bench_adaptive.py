@@ -23,7 +23,6 @@ Figures are printed; without --quick (or with --no-record) a dated JSON record g
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import random
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import QUICK_HELP, REPO_ROOT, format_table, machine, quick_corpus, verdict, versions
+from _common import QUICK_HELP, format_table, quick_corpus, verdict, write_record
 from adaptive_sim import (
     answer,
     estimate,
@@ -270,13 +269,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if not (args.quick or args.no_record):
-        record = {'machine': machine(), 'versions': versions(), 'study': studies, 'end_to_end': e2e}
-        if real is not None:
-            record['smollm2'] = real
-        path = REPO_ROOT / 'benchmarks' / 'results' / f'adaptive-{datetime.date.today().isoformat()}.json'
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(record, indent=2) + '\n')
-        print(f'\nrecord: {path.relative_to(REPO_ROOT)}')
+        figures = {'study': studies, 'end_to_end': e2e, **({'smollm2': real} if real is not None else {})}
+        write_record('adaptive', figures)
     return 0
 
 

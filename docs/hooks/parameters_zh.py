@@ -22,16 +22,16 @@ ZH_DESCRIPTIONS = {
         "计量长度所用的分词器：模型 id、本地目录、'tiktoken:<编码名>'，或 'server'（模型服务自己的分词器：vLLM 或 "
         'llama.cpp 的 /tokenize 及其对话模板，长度即模型自己的 token）。'
     ),
-    'show_score': '在热力图图片上写出每个格子的分数。',
+    'show_score': '在热力图图片上写出每个单元格的分数。',
     'judge_check': (
-        "模型运行前，评审先给由每个子集的针构造的校准答案打分。'stop'：评错的评审让运行停止；'fallback'："
+        "模型运行前，裁判模型先给由每个子集的针构造的校准答案打分。'stop'：评错的裁判模型让运行停止；'fallback'："
         "改用规则评分（并标明）；'off'：不检查。"
     ),
     'absent_control': (
-        '每个上下文长度增加一个无针对照格子：什么也不插入，正确答案是文档中没有说。与准确率分开报告（弃答率与猜测率）。'
+        '每个上下文长度增加一个无针对照单元格：什么也不插入，正确答案是文档中没有说。与准确率分开报告（弃答率与猜测率）。'
     ),
     'num_repeats': (
-        '每个格子的干草堆数，每个从语料的不同位置开始（CDME 的 num_repeats_per_file）；格子得分为其均值，附 '
+        '每个单元格的干草堆数，每个从语料的不同位置开始（CDME 的 num_repeats_per_file）；单元格得分为其均值，附 '
         'bootstrap 置信区间。'
     ),
     'needle_file_name': (
@@ -45,17 +45,17 @@ ZH_DESCRIPTIONS = {
         'n_runs（此时使用 builtin）。'
     ),
     'n_needles': (
-        'inspect_evals：从针库抽取的针数，按 inspect 的方式分布到各格子（截断或循环成每格一根，长度在外、位置在内）；'
-        '每个格子每轮一个样本。'
+        'inspect_evals：从针库抽取的针数，按 inspect 的方式分布到各单元格（截断或循环成每个单元格一根，'
+        '长度在外、位置在内）；每个单元格每轮一个样本。'
     ),
     'sample_method': "inspect_evals：针库的抽取方式：'fixed'、'sequential' 或 'random'。",
     'fixed_index': "inspect_evals：'fixed' 时的针库下标（'sequential' 时为起始下标）。",
-    'n_runs': 'inspect_evals：整个网格重复的次数；每一轮把上一轮各格子的针顺移一个格子。',
+    'n_runs': 'inspect_evals：整个网格重复的次数；每一轮把上一轮各单元格的针顺移一个单元格。',
     'sampling_seed': '所有随机选择的种子（随机抽针、魔法数字、推理链的打乱）。',
     'start_buffer': '干草堆开头不放针的 token 数。',
     'end_buffer': '干草堆结尾不放针的 token 数。',
     'length_buffer': '每个上下文长度中留空的 token 数（CDME 的 length_buffer）：提示相应缩短。',
-    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的"先思考"提示。',
+    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的“先思考”提示。',
     'effective_length_threshold': '一个上下文长度被算作有效所需达到的分数（0.85，与 RULER 相同）。',
     'effective_length_mode': "'absolute'：平均分 >= 阈值；'relative'：>= 阈值 × 最短长度的分数（与 NoLiMa 相同）。",
     'request_order': (
@@ -140,7 +140,7 @@ ZH_DESCRIPTIONS = {
         '单个回复（模型或裁判模型）最多读取的字节数；超过即不经解析拒收，视为服务端故障（重试，之后记为错误，'
         '从不计分）。流式长回答或需要 logprobs 时请调大。'
     ),
-    'allow_large_grid': '允许每次运行超过 10,000 个样本（网格格子 × 子集）；即便如此也最多 1,000,000 个。',
+    'allow_large_grid': '允许每次运行超过 10,000 个样本（网格单元格 × 子集）；即便如此也最多 1,000,000 个。',
     'subsets': (
         '按子集覆盖设置或新增子集：{名字: {corpus_file 或 file_list, text_field, language, needles, '
         'retrieval_question}}。内置：english（PaulGraham_Essays.txt）、chinese（Journey_to_the_West.txt）。'

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -56,6 +57,9 @@ logger = inert_logger(__name__)
 _PNG_DPI = 150
 # Above this many columns the length labels are rotated so they cannot overlap.
 _ROTATE_AFTER_COLUMNS = 8
+_TITLE_FONTSIZE = 11
+# The share of the figure's width a title line may take: the rest is margin, so no glyph touches the edge.
+_TITLE_WIDTH_SHARE = 0.96
 # The effective-length marker: dark and dashed so it reads on every colour of the red-green scale.
 _EFFECTIVE_COLOR = '#1A1A1A'
 
@@ -234,10 +238,52 @@ def _build_heatmap_figure(
         tokenizer=tokenizer,
     )
     # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
-    ax.set_title(text, fontsize=11, parse_math=False)
+    ax.set_title(_fit_title(fig, ax, text), fontsize=_TITLE_FONTSIZE, parse_math=False)
     if has_empty:
         _add_empty_note(fig)
     return fig
+
+
+def _fit_title(fig: Figure, ax: Axes, text: str) -> str:
+    """The title with each line that is wider than the room above the axes broken at its ' · ' separators (a long
+    subset, model or tokenizer name makes the subtitle outgrow a small grid's figure, and a title centred on the axes
+    that does is clipped at the edges), a piece still too wide broken at spaces or, failing those, anywhere. Widths
+    are measured, not guessed; the room is twice the distance from the axes' centre to the nearer figure edge (the
+    colorbar on the right moves the centre left), once the layout has placed the axes."""
+    layout = fig.get_layout_engine()
+    if layout is not None:
+        layout.execute(fig)
+    box = ax.get_position()
+    centre = (box.x0 + box.x1) / 2
+    renderer = fig.canvas.get_renderer()
+    limit = fig.bbox.width * 2 * min(centre, 1 - centre) * _TITLE_WIDTH_SHARE
+    probe = fig.text(0, 0, '', fontsize=_TITLE_FONTSIZE, parse_math=False)
+
+    def width(line: str) -> float:
+        probe.set_text(terminal_text(line))  # as png_bytes will draw it
+        return probe.get_window_extent(renderer).width
+
+    def pieces(line: str) -> list[str]:
+        if width(line) <= limit:
+            return [line]
+        for separator in (' · ', ' '):
+            parts = line.split(separator)
+            if len(parts) > 1:
+                lines = [parts[0]]
+                for part in parts[1:]:
+                    joined = lines[-1] + separator + part
+                    lines[-1:] = [joined] if width(joined) <= limit else [lines[-1], part]
+                return [piece for line in lines for piece in pieces(line)] if len(lines) > 1 else cut(line)
+        return cut(line)
+
+    def cut(line: str) -> list[str]:
+        chars = max(8, int(len(line) * limit / width(line)))
+        return textwrap.wrap(line, width=chars, break_long_words=True, break_on_hyphens=False) or [line]
+
+    try:
+        return '\n'.join(piece for line in text.split('\n') for piece in pieces(line))
+    finally:
+        probe.remove()
 
 
 def png_bytes(fig: Figure) -> bytes:

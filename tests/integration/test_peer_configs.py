@@ -127,15 +127,18 @@ def _readme_cdme_block() -> dict:
     code = page.split('A CDME multi-needle dict as written', 1)[1].split('```python\n', 1)[1].split('```', 1)[0]
     namespace: dict = {}
     exec(code, namespace)  # the page's own text, nothing else
-    return namespace['extra_params']
+    return namespace['dataset_args']['needle_haystack']
 
 
 def test_readme_cdme_example_runs(tmp_path: Path, fixture_corpus_dir: Path):
-    extra = _readme_cdme_block()
+    block = _readme_cdme_block()
+    extra = block['extra_params']
     config = PEER_CONFIGS[1]  # the chain: its right model answers when all three links are in the prompt
     assert extra['needles'] == config.extra_params['needles'] and extra['keyword'] == config.extra_params['keyword']
     corpus = _corpus(config, tmp_path, fixture_corpus_dir)
     with OpenAICompatServer({MODEL: _right_model(config)}) as server:
-        report = run_task(task_config(server, corpus, tmp_path / 'work', model=MODEL, extra=extra, subsets=['chinese']))
+        report = run_task(
+            task_config(server, corpus, tmp_path / 'work', model=MODEL, extra=extra, subsets=block['subset_list'])
+        )
         assert len(server.requests) == extra['num_repeats_per_file']
     assert overall_scores(report['needle_haystack'])['accuracy'] >= 0.9

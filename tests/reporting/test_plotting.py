@@ -708,3 +708,32 @@ def test_html_shows_replies_with_no_final_answer() -> None:
     assert 'no final answer: only reasoning (see reasoning below) (not scored)' in page
     assert 'no final answer: only a tool call (not scored)' in page
     assert 'It is Dolores Park.' in page
+
+
+@pytest.mark.parametrize(
+    ('subset', 'tokenizer'),
+    [
+        ('english', 'server:smollm2-135m'),  # the demo's own subtitle, clipped at both edges before
+        ('a-very-long-subset-name-' * 8, 'Qwen/Qwen3-0.6B'),  # one unbreakable word wider than the figure
+    ],
+)
+def test_a_long_subtitle_wraps_inside_the_figure(subset: str, tokenizer: str) -> None:
+    grid = [
+        dataclasses.replace(cell(length, depth, 1.0, subset=subset), tokenizer=tokenizer)
+        for length in (500, 1000, 2000)
+        for depth in (0.0, 50.0, 100.0)
+    ]
+    note = 'scored by rule: the judge failed qualification'
+    fig = _build_heatmap_figure(grid, subset=subset, effective_length=2000, scoring_note=note)
+    try:
+        fig.canvas.draw()
+        title = fig.axes[0].title
+        box = title.get_window_extent(fig.canvas.get_renderer())
+        assert box.x0 >= 0 and box.x1 <= fig.bbox.width, (box, fig.bbox)
+        text = title.get_text()
+        assert text.count('\n') > 2  # wrapped beyond heading, subtitle and note
+        flat = re.sub(r'\s+', '', text)
+        for piece in (subset, 'meanaccuracy1.00(n=27)', 'effective:2k', re.sub(r'\s+', '', note)):
+            assert piece in flat  # nothing dropped, only broken across lines
+    finally:
+        fig.clear()

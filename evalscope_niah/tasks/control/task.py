@@ -17,7 +17,7 @@ class AbsentControl(Task):
 
     name = 'absent_control'
     description = 'one needle-free cell per length; measures guessing'
-    description_zh = '每个长度一个不含针的格子；衡量猜测'
+    description_zh = '每个长度一个不含针的单元格；衡量猜测'
     reported_values = (ReportedValue(GUESSED, 'Guessed', measure='error_rate'),)  # stated a fact that is not there
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:

@@ -24,7 +24,7 @@ _USER_TEXTS = ('needles', 'retrieval_question', 'answer')
 class SingleNeedle(Task):
     name = 'single'
     description = "the needle(s) and question of each subset (or a needle bank's draws), graded by the LLM judge"
-    description_zh = '每个子集的针与问题（或针库抽出的针），由 LLM 评审打分'
+    description_zh = '每个子集的针与问题（或针库抽出的针），由 LLM 裁判模型打分'
     judged = True
     params_model = SingleParams
 
