@@ -170,19 +170,7 @@ def _model_cells(path: str | os.PathLike[str], parsed: Sequence[_CdmeRow], colum
                 f'context_length={row.context_length}, depth_percent={row.depth_percent:g}; dataset lengths '
                 f'present: {present} (pick one with dataset_length)'
             )
-        cells[key] = CellSummary(
-            subset=row.subset,
-            context_length=row.context_length,
-            depth_percent=row.depth_percent,
-            n=1,
-            accuracy=score,
-            rule_recall=None,
-            levenshtein=None,
-            judge_failures=0,
-            errors=0,
-            ci_low=None,
-            ci_high=None,
-        )
+        cells[key] = CellSummary.accuracy_only(row.subset, row.context_length, row.depth_percent, n=1, accuracy=score)
     return [cells[key] for key in sorted(cells)]
 
 

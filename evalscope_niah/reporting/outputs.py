@@ -300,19 +300,7 @@ def draw_heatmaps(
 
 def _not_tested(subset: str, length: int, depth: float) -> CellSummary:
     # Drawn only (never written to the cells CSV or summary): no sample, no score, as an empty cell of a grid run.
-    return CellSummary(
-        subset=subset,
-        context_length=length,
-        depth_percent=depth,
-        n=0,
-        accuracy=None,
-        rule_recall=None,
-        levenshtein=None,
-        judge_failures=0,
-        errors=0,
-        ci_low=None,
-        ci_high=None,
-    )
+    return CellSummary.accuracy_only(subset, length, depth)
 
 
 def sweep_summary(sweep_plan: Mapping[str, Mapping[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -80,6 +80,13 @@ class CellSummary:
     # The tokenizer that counted context_length (SampleResult.tokenizer); None in files from before it was recorded.
     tokenizer: str | None = None
 
+    @classmethod
+    def accuracy_only(
+        cls, subset: str, context_length: int, depth_percent: float, *, n: int = 0, accuracy: float | None = None
+    ) -> CellSummary:
+        """A cell known only by its accuracy (a summary CSV's), or by none (a cell an adaptive sweep left out)."""
+        return cls(subset, context_length, depth_percent, n, accuracy, None, None, 0, 0, None, None)
+
 
 @dataclass(frozen=True)
 class ControlSummary:

@@ -17,6 +17,7 @@ from evalscope_niah.making.tokenization import load_tokenizer
 from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import overall_scores
+from tests.support.ruler import SYNTHETIC_YAML
 from tests.support.tasks import task_config
 
 pytest.importorskip('evalscope')
@@ -26,17 +27,6 @@ from evalscope import run_task
 MODEL = 'mock-model'
 TOKENIZER = 'Qwen/Qwen3-0.6B'
 GRID = {'context_lengths': [900], 'document_depth_percents': [0, 50, 100], 'tokenizer_path': TOKENIZER}
-# RULER's scripts/synthetic.yaml niah entries (facts): haystack, key type, value type, num_needle_k, _v, _q.
-SYNTHETIC_YAML = {
-    'niah_single_1': ('noise', 'words', 'numbers', 1, 1, 1),
-    'niah_single_2': ('essay', 'words', 'numbers', 1, 1, 1),
-    'niah_single_3': ('essay', 'words', 'uuids', 1, 1, 1),
-    'niah_multikey_1': ('essay', 'words', 'numbers', 4, 1, 1),
-    'niah_multikey_2': ('needle', 'words', 'numbers', 1, 1, 1),
-    'niah_multikey_3': ('needle', 'uuids', 'uuids', 1, 1, 1),
-    'niah_multivalue': ('essay', 'words', 'numbers', 1, 4, 1),
-    'niah_multiquery': ('essay', 'words', 'numbers', 1, 1, 4),
-}
 NEEDLE = re.compile(r'One of the special magic (\w+) for (\S+) is: (\S+)\.')
 QUESTION = re.compile(r'What (?:is|are all) the special magic (\w+) for (.+?) mentioned in the provided text\?')
 

@@ -17,18 +17,8 @@ from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
 from evalscope_niah.tasks.ruler_niah.rules import ruler_niah_score, string_match_all
 from evalscope_niah.tasks.ruler_niah.task import RulerNiahData
+from tests.support.ruler import SYNTHETIC_YAML
 
-# RULER's scripts/synthetic.yaml niah entries (facts: haystack, key type, value type, k, v, q).
-SYNTHETIC_YAML = {
-    'niah_single_1': ('noise', 'words', 'numbers', 1, 1, 1),
-    'niah_single_2': ('essay', 'words', 'numbers', 1, 1, 1),
-    'niah_single_3': ('essay', 'words', 'uuids', 1, 1, 1),
-    'niah_multikey_1': ('essay', 'words', 'numbers', 4, 1, 1),
-    'niah_multikey_2': ('needle', 'words', 'numbers', 1, 1, 1),
-    'niah_multikey_3': ('needle', 'uuids', 'uuids', 1, 1, 1),
-    'niah_multivalue': ('essay', 'words', 'numbers', 1, 4, 1),
-    'niah_multiquery': ('essay', 'words', 'numbers', 1, 1, 4),
-}
 UUID = re.compile(r'^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$')
 VALUE = {'numbers': re.compile(r'^[1-9][0-9]{6}$'), 'uuids': UUID, 'words': re.compile(r'^[a-z]+-[a-z]+$')}
 
