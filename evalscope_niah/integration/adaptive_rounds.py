@@ -12,7 +12,6 @@ run in the same work dir) are left out: they would make the choice depend on wha
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 from collections import defaultdict
 from collections.abc import Callable, Hashable
@@ -20,6 +19,7 @@ from typing import Any
 
 from evalscope.api.dataset import MemoryDataset
 
+from ..inert import inert_logger
 from ..making.adaptive_plan import AdaptiveSettings, PlanUnit, next_round
 from ..metadata import SampleMeta
 from ..reporting.outputs import OutputFiles
@@ -29,7 +29,7 @@ from .sample_results import sample_result
 
 __all__ = ['AdaptiveRounds', 'sweep_settings']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 RunRound = Callable[[Any, list[Any]], dict[str, list[tuple[Any, Any]]]]
 

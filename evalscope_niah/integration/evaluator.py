@@ -6,7 +6,6 @@ the adaptive sweep's rounds (adaptive_rounds.py)."""
 from __future__ import annotations
 
 import dataclasses
-import logging
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,6 +15,7 @@ from evalscope.evaluator import DefaultEvaluator
 
 from ..disk_space import DiskFull, disk_full_error, disk_full_message
 from ..errors import NiahConfigError
+from ..inert import inert_logger
 from ..metadata import SampleMeta
 from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
@@ -29,7 +29,7 @@ from .safe_paths import claim_safe_model_id
 
 __all__ = ['NiahEvaluator']
 
-logger = logging.getLogger(__name__)
+logger = inert_logger(__name__)
 
 
 class NiahEvaluator(DefaultEvaluator):

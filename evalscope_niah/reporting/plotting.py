@@ -252,6 +252,7 @@ def _fit_title(fig: Figure, ax: Axes, text: str) -> str:
     colorbar on the right moves the centre left), once the layout has placed the axes."""
     layout = fig.get_layout_engine()
     if layout is not None:
+        _literal_texts(fig)  # the layout measures every text: a '$' in a name must not be parsed as mathtext there
         layout.execute(fig)
     box = ax.get_position()
     centre = (box.x0 + box.x1) / 2
@@ -286,13 +287,18 @@ def _fit_title(fig: Figure, ax: Axes, text: str) -> str:
         probe.remove()
 
 
+def _literal_texts(fig: Figure) -> None:
+    """Every text of the figure drawn as written: no mathtext, controls and bidi characters shown as escapes."""
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        text.set_text(terminal_text(text.get_text()))
+
+
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG: the one place a figure's text leaves us, so every text is drawn literally (a '$' is not
     mathtext, which could fail the draw) and its control and bidi characters are shown as escapes (a font has no
     glyph for them, and matplotlib's warning would print them raw)."""
-    for text in fig.findobj(Text):
-        text.set_parse_math(False)
-        text.set_text(terminal_text(text.get_text()))
+    _literal_texts(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format='png', dpi=_PNG_DPI)
     return buffer.getvalue()
