@@ -36,6 +36,8 @@ SCORING_SOURCES: tuple[str, ...] = get_args(ScoringSource)
 
 # 'replicas': the prefix order with the prefix groups taking turns (ordering.prefix_friendly_order, interleave).
 RequestOrder = Literal['prefix', 'grid', 'replicas']
+# How the grid is swept: every sample, or rounds chosen from the scores so far (params/sweep.py).
+SweepMode = Literal['grid', 'adaptive']
 
 # The needle-absent control's reported value: 1.0 when the reply stated the needle's fact anyway. The control task
 # writes it and every run's summaries (the guess rate) read it, so the name lives here, below both.

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-SweepMode = Literal['grid', 'adaptive']
+from ..vocabulary import SweepMode
 
 
 class SweepParams(BaseModel):

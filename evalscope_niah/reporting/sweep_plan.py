@@ -21,7 +21,6 @@ finished.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -29,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write_text
+from ..inert import json_text
 
 __all__ = ['PLAN_FORMAT', 'planned_axes', 'subset_plan', 'untested_cells', 'write_sweep_plan']
 
@@ -69,7 +69,7 @@ def write_sweep_plan(
     path: str | os.PathLike[str], subsets: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str, Any]
 ) -> Path:
     payload = {'format': PLAN_FORMAT, 'sweep': 'adaptive', 'settings': dict(settings), 'subsets': dict(subsets)}
-    return atomic_write_text(path, json.dumps(payload, ensure_ascii=False, allow_nan=False, indent=2) + '\n')
+    return atomic_write_text(path, json_text(payload, indent=2) + '\n')
 
 
 def untested_cells(entry: Mapping[str, Any]) -> list[Cell]:
