@@ -24,7 +24,7 @@ from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
 from ..inert import inert_logger, json_text
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
-from .labels import file_name_part, format_tokens
+from .labels import file_name_part, format_tokens, tokenizer_display_name
 from .outputs import OUTPUT_PREFIXES, OutputFiles
 from .records import SampleResult
 from .stats import CellSummary, samples_by_cell, summarize_cells
@@ -61,6 +61,7 @@ class PlannedSample:
     context_length: int  # its cell's length, in the run's tokenizer's tokens
     depth_percent: float | None  # its cell's needle depth, 0-100; None for a control sample
     tokens: int  # its prompt's length in tokens, for the 'prompt tokens sent' count
+    tokenizer: str | None = None  # the tokenizer that counted both lengths; empty in progress files from before
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,6 +69,7 @@ class PlannedSample:
             'context_length': self.context_length,
             'depth_percent': self.depth_percent,
             'tokens': self.tokens,
+            'tokenizer': self.tokenizer,
         }
 
     @classmethod
@@ -78,6 +80,7 @@ class PlannedSample:
             context_length=int(data['context_length']),
             depth_percent=None if depth is None else float(depth),
             tokens=int(data['tokens']),
+            tokenizer=None if data.get('tokenizer') is None else str(data['tokenizer']),
         )
 
 
@@ -90,7 +93,8 @@ class RunProgress:
     status: RunStatus
 
     def line(self, *, name: str = 'needle_haystack') -> str:
-        """'needle_haystack: 12/40 cells done · 30/100 samples · 1.2M/4M prompt tokens sent · 2 errors'."""
+        """'needle_haystack: 12/40 cells done · 30/100 samples · 1.2M/4M prompt tokens sent (Qwen3) · 2 errors': the
+        tokenizer that counted the tokens named, as every length we show names it."""
         cells, cells_done = self.cell_counts()
         finished = Counter(_cell_of(result) for result in self.results)
         tokens_planned = sum(sample.tokens for sample in self.planned)
@@ -99,11 +103,15 @@ class RunProgress:
         parts = [
             f'{cells_done}/{len(cells)} cells done',
             f'{len(self.results)}/{len(self.planned)} samples',
-            f'{format_tokens(tokens_sent)}/{format_tokens(tokens_planned)} prompt tokens sent',
+            f'{format_tokens(tokens_sent)}/{format_tokens(tokens_planned)} prompt tokens sent{self._counted_by()}',
             *([f'{errors} error(s)'] if errors else []),
         ]
         state = {'running': 'running', 'complete': 'run complete', 'stopped': 'run stopped'}[self.status]
         return f'{name} ({state}): ' + ' · '.join(parts)
+
+    def _counted_by(self) -> str:
+        names = dict.fromkeys(tokenizer_display_name(sample.tokenizer) for sample in self.planned)
+        return f' ({"/".join(names)})' if names and None not in names else ''
 
     def cell_counts(self) -> tuple[Counter, int]:
         """Samples planned per needle cell (subset, length, depth), and how many cells have all theirs finished."""

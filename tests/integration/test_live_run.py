@@ -60,8 +60,11 @@ def test_a_run_logs_progress_and_plot_draws_it_mid_run(
         run_task(config)
 
     lines = [record.getMessage() for record in caplog.records if record.name == live.__name__]
-    assert lines[0] == 'needle_haystack (running): 0/6 cells done · 0/6 samples · 0/4.5k prompt tokens sent'
-    assert lines[-1] == 'needle_haystack (run complete): 6/6 cells done · 6/6 samples · 4.5k/4.5k prompt tokens sent'
+    assert lines[0] == 'needle_haystack (running): 0/6 cells done · 0/6 samples · 0/4.5k prompt tokens sent (Qwen3)'
+    assert (
+        lines[-1]
+        == 'needle_haystack (run complete): 6/6 cells done · 6/6 samples · 4.5k/4.5k prompt tokens sent (Qwen3)'
+    )
 
     # Mid-run: two samples finished, four pending, and plot drew exactly that.
     assert model.plot_rc == 0

@@ -3,6 +3,7 @@ live page draws, and `evalscope-niah plot` on a work dir whose run has not finis
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -48,6 +49,13 @@ def test_the_progress_line_counts_cells_samples_tokens_and_errors() -> None:
         'needle_haystack (running): 2/4 cells done · 2/4 samples · 3k/6k prompt tokens sent · 1 error(s)'
     )
     assert RunProgress(PLAN, (), 'stopped').line(name='niah').startswith('niah (run stopped): 0/4 cells done')
+
+
+def test_the_progress_line_names_the_tokenizer_that_counted_and_the_file_keeps_it() -> None:
+    plan = tuple(dataclasses.replace(sample, tokenizer='Qwen/Qwen3-0.6B') for sample in PLAN)
+    assert RunProgress(plan, (), 'running').line().endswith('0/6k prompt tokens sent (Qwen3)')
+    assert [PlannedSample.from_dict(sample.to_dict()) for sample in plan] == list(plan)
+    assert PlannedSample.from_dict({k: v for k, v in plan[0].to_dict().items() if k != 'tokenizer'}) == PLAN[0]
 
 
 def test_a_cell_of_several_samples_is_done_when_all_have_finished() -> None:
