@@ -126,6 +126,8 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
     """A page with each generated block's text made again from the registry and the params model (``empty``: with
     nothing between its markers, i.e. only what the page itself says)."""
 
+    from evalscope_niah.tasks import without_plugins
+
     def fill(match: re.Match) -> str:
         if match['name'] not in MAKERS:
             return match[0]  # another generator's section (docs/hooks/generated_pages.py): left to it
@@ -133,7 +135,9 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
         body = '' if empty else generated(match['name'], language) + '\n\n'
         return f'{match["open"]}\n\n{body}{match["close"]}'
 
-    return BLOCK.sub(fill, markdown)
+    # The docs list what this package ships: a task plugin installed here is no part of them.
+    with without_plugins():
+        return BLOCK.sub(fill, markdown)
 
 
 def block_names(markdown: str) -> list[str]:
