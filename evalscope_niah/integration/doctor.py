@@ -133,7 +133,7 @@ def _plugins() -> list[Check]:
         return [Check('task plugins', False, str(exc), 'change the value named above')]
     loaded = [record for record in records if record.task is not None]
     refused = [record for record in records if record.problem is not None]
-    names = ', '.join(f'{record.task} ({record.label})' for record in loaded)
+    names = ', '.join(f'{record.task} ({record.distribution or record.entry_point})' for record in loaded)
     checks = [Check('task plugins', True, f'{names or "none"} loaded')] if loaded or not refused else []
     for record in refused:
         checks.append(
