@@ -317,7 +317,8 @@ def test_doctor_names_each_hostile_plugin_with_its_reason(hostile_site: Path) ->
     lines = _doctor_lines(done.stdout)
     assert done.returncode == 1, done.stdout + done.stderr
     state, loaded = lines['task plugins']
-    assert state == 'ok' and {'loud (loud-task)', 'heavy (heavy-task)'} <= set(loaded.removesuffix(' loaded').split(', '))
+    assert state == 'ok'
+    assert {'loud (loud-task)', 'heavy (heavy-task)'} <= set(loaded.removesuffix(' loaded').split(', '))
     for name, reason in REASONS.items():
         state, detail = lines[f'task plugin {name} ({name}-task)']
         assert state == 'problem' and reason in detail, (name, detail)
@@ -359,9 +360,7 @@ print(json.dumps(refused))
 """
 
 
-def test_a_run_asking_for_a_hostile_plugins_task_is_refused_with_its_reason(
-    hostile_site: Path, tmp_path: Path
-) -> None:
+def test_a_run_asking_for_a_hostile_plugins_task_is_refused_with_its_reason(hostile_site: Path, tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, '-c', ASK_BROKEN, str(tmp_path), *REASONS, *WORKING],
         capture_output=True,
@@ -373,7 +372,7 @@ def test_a_run_asking_for_a_hostile_plugins_task_is_refused_with_its_reason(
     refused = json.loads(done.stdout.strip().splitlines()[-1])
     assert refused['run'].startswith('NiahConfigError: task: ') and REASONS['exits'] in refused['run'], refused['run']
     for name, reason in REASONS.items():
-        assert refused[name].startswith(f"task: task {name!r} is not available: entry point {name!r}"), refused[name]
+        assert refused[name].startswith(f'task: task {name!r} is not available: entry point {name!r}'), refused[name]
         assert reason in refused[name]
     assert all(refused[name] == 'accepted' for name in WORKING)
 
