@@ -14,9 +14,11 @@ a Chinese description fails (and tests/test_docs.py names it).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import re
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,21 @@ def zh_descriptions() -> dict[str, str]:
     return found
 
 
+def _shipped_only(make: Callable[[str], str]) -> Callable[[str], str]:
+    """The docs list what this package ships (and what a test registers): a task plugin installed where they are
+    generated is no part of them."""
+
+    @functools.wraps(make)
+    def made(language: str) -> str:
+        from evalscope_niah.tasks import without_plugins
+
+        with without_plugins():
+            return make(language)
+
+    return made
+
+
+@_shipped_only
 def tasks_list(language: str) -> str:
     """The registered tasks (the control cells are no task a user picks), each with its description."""
     from evalscope_niah.tasks import task_names
@@ -94,6 +111,7 @@ def _cell(text: str, *, html_escape: bool = False) -> str:
     return text.replace('<', '&lt;') if html_escape else text
 
 
+@_shipped_only
 def parameters_table(language: str) -> str:
     from evalscope_niah.tasks.compose import parameters
 
@@ -126,8 +144,6 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
     """A page with each generated block's text made again from the registry and the params model (``empty``: with
     nothing between its markers, i.e. only what the page itself says)."""
 
-    from evalscope_niah.tasks import without_plugins
-
     def fill(match: re.Match) -> str:
         if match['name'] not in MAKERS:
             return match[0]  # another generator's section (docs/hooks/generated_pages.py): left to it
@@ -135,9 +151,7 @@ def render(markdown: str, language: str, *, empty: bool = False) -> str:
         body = '' if empty else generated(match['name'], language) + '\n\n'
         return f'{match["open"]}\n\n{body}{match["close"]}'
 
-    # The docs list what this package ships: a task plugin installed here is no part of them.
-    with without_plugins():
-        return BLOCK.sub(fill, markdown)
+    return BLOCK.sub(fill, markdown)
 
 
 def block_names(markdown: str) -> list[str]:

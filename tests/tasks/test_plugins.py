@@ -28,13 +28,21 @@ ROOT = Path(__file__).resolve().parents[2]
 IMPORT_TIMEOUT_S = '5'
 
 TASK_MODULE = """
+from pydantic import Field
+
 from evalscope_niah.scoring import RuleScore
 from evalscope_niah.tasks import NeedleChoice, ReportedValue, Task, register_task
+from evalscope_niah.tasks.kit import TaskParams
+
+
+class {cls}Params(TaskParams):
+    {name}_colour: str = Field('teal', description='the colour', json_schema_extra={{'description_zh': '颜色'}})
 
 
 class {cls}(Task):
     name = {name!r}
     description = 'the colour of the {name}'
+    params_model = {cls}Params  # a parameter of its own: the docs' tables must list only what ships
     reported_values = (ReportedValue('{name}_named', 'Named'),)
 
     def choose(self, context, cell, *, seed):
@@ -435,6 +443,9 @@ def test_our_suites_hold_with_a_third_party_task_installed(site: Path) -> None:
         'tests/test_docs.py::test_generated_text_is_committed_as_the_code_makes_it',
         'tests/test_docs.py::test_parameters_table_lists_every_parameter',
         'tests/test_docs.py::test_every_parameter_has_a_chinese_description',
+        'tests/test_readme.py::test_the_docs_name_every_registered_task_and_parameter',
+        'tests/test_readme.py::test_the_docs_check_catches_a_missing_task_and_parameter',
+        'tests/testing/test_conformance_checks.py::test_check_task_passes_a_conforming_task_and_leaves_the_registry_as_it_was',
         'tests/tasks/test_plugins.py::test_an_installed_task_is_found_without_an_import',
     ]
     done = subprocess.run(
