@@ -158,14 +158,11 @@ def _contained_import(entry: EntryPoint, timeout: float) -> tuple[object, str | 
         sys.stdout, sys.stderr = saved
     printed = (captured_out.getvalue() + captured_err.getvalue()).strip()
     if thread.is_alive():
-        return (
-            None,
-            (
-                f'its import did not finish within {timeout:g} s (it may hang; {IMPORT_TIMEOUT_SWITCH} sets the seconds '
-                'allowed); it goes on in a background thread this process cannot stop'
-            ),
-            printed,
+        why = (
+            f'its import did not finish within {timeout:g} s (it may hang; {IMPORT_TIMEOUT_SWITCH} sets the seconds '
+            'allowed); it goes on in a background thread this process cannot stop'
         )
+        return None, why, printed
     error = outcome.get('error')
     if error is not None:
         kind = type(error).__name__
