@@ -25,7 +25,7 @@ from evalscope_niah.tasks import task_names, without_plugins
 
 ROOT = Path(__file__).resolve().parents[2]
 # A hanging plugin's import is given this long: enough for the others on a busy machine, short for the suite.
-IMPORT_TIMEOUT_S = '5'
+IMPORT_TIMEOUT_S = '3'
 
 TASK_MODULE = """
 from pydantic import Field
@@ -64,7 +64,12 @@ HOSTILE = {
     'interrupts': 'raise KeyboardInterrupt\n',
     'hangs': 'import threading\nthreading.Event().wait()  # never set: the import never ends\n',
     'loud': "import sys\nprint('loud plugin says hello')\nprint('loud plugin on stderr', file=sys.stderr)\n",
-    'heavy': 'import heavy_dependency  # stands for a framework that takes seconds to import\n',
+    # It also looks tasks up while it is being loaded: the loader must neither deadlock nor load it twice.
+    'heavy': (
+        'import heavy_dependency  # stands for a framework that takes seconds to import\n'
+        'from evalscope_niah.tasks import get_task, task_names\n'
+        "assert 'single' in task_names() and get_task('single').name == 'single'\n"
+    ),
 }
 # The reason doctor and a run give for each broken one.
 REASONS = {
@@ -364,6 +369,10 @@ for name in sys.argv[2:]:
         refused[name] = 'accepted'
     except NiahConfigError as error:
         refused[name] = str(error)
+try:  # with the broken plugin's own parameter too: its reason, not 'unknown parameter'
+    parse_params({'task': 'hangs', 'hangs_colour': 'red'})
+except NiahConfigError as error:
+    refused['with its parameter'] = str(error)
 print(json.dumps(refused))
 """
 
@@ -383,6 +392,17 @@ def test_a_run_asking_for_a_hostile_plugins_task_is_refused_with_its_reason(host
         assert refused[name].startswith(f'task: task {name!r} is not available: entry point {name!r}'), refused[name]
         assert reason in refused[name]
     assert all(refused[name] == 'accepted' for name in WORKING)
+    assert refused['with its parameter'] == refused['hangs']
+
+
+def test_a_wrong_import_timeout_is_refused_naming_the_switch(site: Path) -> None:
+    env = {**_env(site), 'EVALSCOPE_NIAH_PLUGIN_TIMEOUT': 'soon'}
+    done = subprocess.run([sys.executable, '-c', PROBE], capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode != 0
+    assert (
+        'EVALSCOPE_NIAH_PLUGIN_TIMEOUT: must be the seconds a task plugin may take to import, more than 0 and at most '
+        "3600 (got 'soon')"
+    ) in done.stderr
 
 
 # --- one read of the entry points per run ---------------------------------------------------------------------------
