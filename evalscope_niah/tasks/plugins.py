@@ -38,7 +38,14 @@ from importlib.metadata import EntryPoint
 from ..errors import NiahConfigError
 from ..inert import inert_logger
 from .base import Task
-from .registry import deferring_registration, get_task, mark_unavailable, register_plugin_task, unregister_task
+from .registry import (
+    deferring_registration,
+    get_task,
+    mark_unavailable,
+    register_plugin_task,
+    unregister_task,
+    without_plugins,
+)
 
 __all__ = [
     'ENTRY_POINT_GROUP',
@@ -243,7 +250,18 @@ def _clashes(imported: list[tuple[EntryPoint, object, str]]) -> dict[str, Callab
             if key in _records:  # registered before this load: it no longer stands
                 unregister_task(name)
                 _refuse(entry, why(entry), _records[key].printed, task=name)
+        if _registered_class(name) in {value for _, value in claimants.values()}:
+            unregister_task(name)  # by a claimant's own module, imported first (its tests) and registering itself
     return clashing
+
+
+def _registered_class(name: str) -> type | None:
+    """The class registered under ``name`` now, looked up without loading plugins (we are loading them)."""
+    with without_plugins():
+        try:
+            return type(get_task(name))
+        except NiahConfigError:
+            return None
 
 
 def load_entry_point_tasks(*, rescan: bool = False) -> tuple[str, ...]:

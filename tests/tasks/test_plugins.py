@@ -238,8 +238,9 @@ def clashing_site(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_two_plugins_claiming_one_name_are_both_refused(clashing_site: Path) -> None:
-    done = _python(PROBE, clashing_site, clashing_site / 'other')
+@pytest.mark.parametrize('first', ['', 'import beacon_task  # its own module first: it registers itself\n'])
+def test_two_plugins_claiming_one_name_are_both_refused(clashing_site: Path, first: str) -> None:
+    done = _python(first + PROBE, clashing_site, clashing_site / 'other')
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert 'beacon' not in found['tasks']
