@@ -20,7 +20,7 @@ from packaging.specifiers import SpecifierSet
 
 from ..errors import NiahConfigError
 from ..params.corpus_format import DATASET_ID
-from ..tasks import failed_plugins, plugin_tasks
+from ..tasks import plugin_report
 from ..tasks.compose import check_dataset_args, dataset_entry, parse_params
 from ..tasks.plugins import LOAD_SWITCH
 from .evalscope_surface import missing_hooks, tested_evalscope_range
@@ -124,12 +124,26 @@ def _name(name: str) -> Check:
 
 
 def _plugins() -> list[Check]:
-    """Tasks from other installed packages: each one loaded, and each one skipped with why (a broken plugin never
-    stops a run of another task, but a run that asks for its task is refused)."""
-    loaded, failed = plugin_tasks(), failed_plugins()
-    checks = [Check('task plugins', True, f'{", ".join(loaded) or "none"} loaded')] if loaded or not failed else []
-    for name, why in failed.items():
-        checks.append(Check(f'task plugin {name}', False, why, f'fix or uninstall the package; or set {LOAD_SWITCH}'))
+    """Tasks from other installed packages, read afresh: the ones loaded on one line, and each one refused on its own
+    line with why (a broken plugin never stops a run of another task, but a run that asks for its task is refused).
+    A plugin is on one line only: refused ones (two claiming one name among them) are never counted as loaded."""
+    try:
+        records = plugin_report(rescan=True)
+    except NiahConfigError as exc:  # the timeout switch itself is wrong
+        return [Check('task plugins', False, str(exc), 'change the value named above')]
+    loaded = [record for record in records if record.task is not None]
+    refused = [record for record in records if record.problem is not None]
+    names = ', '.join(f'{record.task} ({record.distribution or record.entry_point})' for record in loaded)
+    checks = [Check('task plugins', True, f'{names or "none"} loaded')] if loaded or not refused else []
+    for record in refused:
+        checks.append(
+            Check(
+                f'task plugin {record.label}',
+                False,
+                record.problem or '',
+                f'fix or uninstall the package; or set {LOAD_SWITCH}',
+            )
+        )
     return checks
 
 

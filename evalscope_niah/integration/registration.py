@@ -31,6 +31,7 @@ from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
 from ..tasks.compose import check_dataset_args
+from ..tasks.registry import without_plugins
 from ..vocabulary import BENCHMARK_NAMES
 from .adapter import NiahAdapter
 from .entry import refusal_ends_cli_run
@@ -111,13 +112,18 @@ def build_meta(name: str = PUBLIC_NAME) -> BenchmarkMeta:
 
 
 def register(*, override: bool | None = None) -> None:
-    """Register ``niah`` (public API) and, unless disabled, take over ``needle_haystack``; idempotent."""
-    register_public()
-    declare_metric_semantics((PUBLIC_NAME, OVERRIDDEN_NAME))
-    if override is None:
-        override = os.environ.get(OVERRIDE_VARIABLE, '1').strip().lower() not in ('0', 'false', 'no', 'off')
-    if override:
-        _override_builtin()
+    """Register ``niah`` (public API) and, unless disabled, take over ``needle_haystack``; idempotent.
+
+    It runs inside ``import evalscope`` (``_autoload.py``), so it loads no task plugin: the spec and the metric
+    declarations are those of the tasks registered now (the built-in ones), and a run's own ``_update`` brings a
+    plugin's parameters when the run's lookups load it (``tasks/plugins.py``)."""
+    with without_plugins():
+        register_public()
+        declare_metric_semantics((PUBLIC_NAME, OVERRIDDEN_NAME))
+        if override is None:
+            override = os.environ.get(OVERRIDE_VARIABLE, '1').strip().lower() not in ('0', 'false', 'no', 'off')
+        if override:
+            _override_builtin()
 
 
 def register_public() -> None:

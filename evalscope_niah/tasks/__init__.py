@@ -8,14 +8,15 @@ from .associative.task import Associative
 from .base import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
-from .plugins import failed_plugins, load_entry_point_tasks, plugin_tasks
+from .plugins import failed_plugins, load_entry_point_tasks, plugin_report, plugin_tasks
 from .reasoning.task import ReasoningChain
-from .registry import get_task, register_task, set_task_loader, task_names, unregister_task
+from .registry import get_task, register_task, set_task_loader, task_names, unregister_task, without_plugins
 from .ruler_niah.task import RulerNiah
 from .single.task import SingleNeedle
 
 # In this order in every list of choices; a task added elsewhere is one more register_task call, or an entry point
-# of another installed package (plugins.py, loaded at the first lookup, never at import).
+# of another installed package (plugins.py: loaded when a lookup needs more than the registered tasks, never at
+# import).
 for _builtin in (SingleNeedle, MultiRetrieval, ReasoningChain, Associative, RulerNiah):
     register_task(_builtin)
 set_task_loader(load_entry_point_tasks)
@@ -42,6 +43,7 @@ __all__ = [
     'get_task',
     'judge_reference',
     'load_entry_point_tasks',
+    'plugin_report',
     'plugin_tasks',
     'register_task',
     'reported_value_declarations',
@@ -50,6 +52,7 @@ __all__ = [
     'task_for',
     'task_names',
     'unregister_task',
+    'without_plugins',
 ]
 
 

@@ -38,7 +38,7 @@ from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
 from ..vocabulary import BENCHMARK_NAMES
 from .base import Task
-from .registry import get_task, task_names
+from .registry import get_task, task_names, unavailable_reason
 from .ruler_niah.names import RULER_ONLY, ruler_task_hint
 
 __all__ = [
@@ -143,6 +143,9 @@ def _check_names(values: Mapping[str, Any], known: Mapping[str, Parameter]) -> N
     unknown = sorted(str(name) for name in values if name not in known)
     if not unknown:
         return
+    task = values.get('task')
+    if isinstance(task, str) and unavailable_reason(task):  # its parameters are unknown because its plugin failed
+        raise NiahConfigError('task', _unknown_task(task, task_names()))
     foreign = [name for name in unknown if name in FOREIGN_ONLY]
     if foreign:
         raise NiahConfigError(foreign[0], FOREIGN_ONLY[foreign[0]])
@@ -261,6 +264,9 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
 
 
 def _unknown_task(task: str, names: Sequence[str]) -> str:
+    why = unavailable_reason(task)  # a plugin meant it: its reason, not only the list of tasks
+    if why is not None:
+        return f'task {task!r} is not available: {why}'
     hint = ruler_task_hint(task)  # a RULER task name says what to write for it
     return f'must be {_choices(names)} (got {task!r})' + (f'; {hint}' if hint else '')
 

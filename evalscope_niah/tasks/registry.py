@@ -3,27 +3,52 @@ tasks exist is visible; registering is idempotent for the same class and refuses
 
 One way to register: the call ``register_task(MyTask)`` (not a decorator), once the class is defined; a task in
 another installed package is found through the ``evalscope_niah.tasks`` entry-point group (``tasks/plugins.py``).
-What it is given is checked first, and each refusal names the call to use and what is allowed."""
+What it is given is checked first, and each refusal names the call to use and what is allowed.
+
+Lookups of a task registered here are a dict access. The plugin loader runs only when a lookup needs a task that
+is not registered, or the list of every task (and it reads the installed entry points once per process). Inside
+``without_plugins()`` lookups see no plugin's task and load none: EvalScope's registration, which runs inside
+``import evalscope``, and the docs generator (the docs list the tasks this package ships)."""
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any
 
 from ..errors import NiahConfigError
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from .base import ReportedValue, Task
 
-__all__ = ['get_task', 'mark_unavailable', 'register_task', 'set_task_loader', 'task_names', 'unregister_task']
+__all__ = [
+    'deferring_registration',
+    'get_task',
+    'mark_unavailable',
+    'register_plugin_task',
+    'register_task',
+    'set_task_loader',
+    'task_names',
+    'unavailable_reason',
+    'unregister_task',
+    'without_plugins',
+]
 
 _TASKS: dict[str, Task] = {}
 _UNAVAILABLE: dict[str, str] = {}  # a task name that could not be registered (a broken plugin) -> why
+_FROM_PLUGINS: set[str] = set()  # the names in _TASKS that an entry point brought
 _LOCK = threading.Lock()
-# Called before every lookup, outside the lock: the plugin loader (tasks/plugins.py), installed by the package's
-# __init__ so that this module imports nothing that imports it back.
+# Called, outside the lock, before a lookup the registered tasks cannot answer (an unknown name, the list of every
+# task): the plugin loader (tasks/plugins.py), installed by the package's __init__ so that this module imports
+# nothing that imports it back.
 _loader: Callable[[], object] | None = None
+# True inside without_plugins(): lookups see no plugin's task and never load one.
+_NO_PLUGINS: ContextVar[bool] = ContextVar('evalscope_niah_without_plugins', default=False)
+# Set in the thread importing a plugin: its own register_task calls are left to the loader, which registers what
+# the entry point names, so two plugins claiming one name are both refused instead of the first import winning.
+_DEFERRING = threading.local()
 
 # The call a refusal points at: what a correct registration looks like.
 _USAGE = (
@@ -38,6 +63,8 @@ def register_task(cls: type[Task]) -> None:
     _check_shape(cls)
     # Every parameter needs a default: a run of another task never gives it.
     cls.params_model()
+    if getattr(_DEFERRING, 'active', False):
+        return  # a plugin's module registering itself at import: the loader registers its entry point's class
     with _LOCK:
         current = _TASKS.get(cls.name)
         if current is not None and type(current) is not cls:
@@ -108,13 +135,15 @@ def _check_shape(cls: Any) -> None:
 
 
 def unregister_task(name: str) -> None:
-    """Remove a task (tests register temporary ones)."""
+    """Remove a task (tests register temporary ones; the loader removes a plugin's task another plugin claims too)."""
     with _LOCK:
         _TASKS.pop(name, None)
+        _FROM_PLUGINS.discard(name)
 
 
 def set_task_loader(loader: Callable[[], object]) -> None:
-    """What brings tasks registered elsewhere (entry points) before a lookup; it must be idempotent and cheap."""
+    """What brings tasks registered elsewhere (entry points) before a lookup the registered tasks cannot answer; it
+    must be idempotent and cheap once done."""
     global _loader
     _loader = loader
 
@@ -125,22 +154,71 @@ def mark_unavailable(name: str, why: str) -> None:
         _UNAVAILABLE[name] = why
 
 
+def register_plugin_task(cls: type[Task]) -> None:
+    """``register_task`` for the plugin loader: the task is marked as an entry point's (``without_plugins`` hides
+    it)."""
+    register_task(cls)
+    with _LOCK:
+        _FROM_PLUGINS.add(cls.name)
+
+
+def unavailable_reason(name: str) -> str | None:
+    """Why ``name`` is not a task although a plugin meant it to be (it failed to load, or two claim it); None when
+    nothing says so. Loads the plugins first, as a lookup of an unknown name does."""
+    _load()
+    with _LOCK:
+        return _UNAVAILABLE.get(name)
+
+
+@contextlib.contextmanager
+def without_plugins() -> Iterator[None]:
+    """Lookups inside see the tasks registered in this process by ``register_task`` (the built-in ones, a test's)
+    and no plugin's, and load none: EvalScope's registration runs inside ``import evalscope``, where a plugin's
+    import must never run, and the docs list the tasks this package ships whatever else is installed."""
+    token = _NO_PLUGINS.set(True)
+    try:
+        yield
+    finally:
+        _NO_PLUGINS.reset(token)
+
+
+@contextlib.contextmanager
+def deferring_registration() -> Iterator[None]:
+    """In the thread importing a plugin: ``register_task`` checks what it is given but registers nothing (the
+    loader registers the class the entry point names, once it knows no other plugin claims its name)."""
+    _DEFERRING.active = True
+    try:
+        yield
+    finally:
+        _DEFERRING.active = False
+
+
 def _load() -> None:
-    if _loader is not None:
+    if _loader is not None and not _NO_PLUGINS.get():
         _loader()
 
 
+def _visible(name: str) -> bool:
+    return not (_NO_PLUGINS.get() and name in _FROM_PLUGINS)
+
+
 def task_names() -> tuple[str, ...]:
+    """Every selectable task, built-in ones first in registration order (loads the plugins: a list is complete)."""
     _load()
     with _LOCK:
-        return tuple(_TASKS)
+        return tuple(name for name in _TASKS if _visible(name))
 
 
 def get_task(name: str) -> Task:
+    """The task named ``name``; a registered one is a dict access, an unknown name loads the plugins first."""
+    with _LOCK:
+        task = _TASKS.get(name) if _visible(name) else None
+    if task is not None:
+        return task
     _load()
     with _LOCK:
-        task = _TASKS.get(name)
-        why = _UNAVAILABLE.get(name)
+        task = _TASKS.get(name) if _visible(name) else None
+        why = _UNAVAILABLE.get(name) if _visible(name) else None
     if task is not None:
         return task
     if why is not None:

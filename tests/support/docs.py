@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-from evalscope_niah.tasks import task_names
+from evalscope_niah.tasks import task_names, without_plugins
 from evalscope_niah.tasks.compose import parameters
 
 DOCS = Path(__file__).resolve().parents[2] / 'docs'
@@ -27,14 +27,16 @@ def tasks_page(language: str, *, generated: bool = True) -> str:
 
 def unnamed_tasks(text: str) -> list[str]:
     """The registered tasks ``text`` never names as ``task: <name>`` (how the pages show a task's switch)."""
-    return [name for name in task_names() if not re.search(rf'`task: {re.escape(name)}`', text)]
+    with without_plugins():  # the pages name what ships, whatever plugin is installed here
+        return [name for name in task_names() if not re.search(rf'`task: {re.escape(name)}`', text)]
 
 
 def missing_parameters(table: str) -> list[str]:
     """The parameters of ``tasks.compose.parameters()`` with no row in a Markdown ``table`` (first column
     `` `name` ``)."""
     rows = {match.group(1) for match in re.finditer(r'^\| `([^`]+)` \|', table, flags=re.MULTILINE)}
-    return [name for name in parameters() if name not in rows]
+    with without_plugins():  # the tables list what ships, whatever plugin is installed here
+        return [name for name in parameters() if name not in rows]
 
 
 # The line before the development page's example task (the kit's Counting-Stars), in each language.

@@ -1,8 +1,9 @@
 """One conformance suite over every registered task, the built-in ones and any a test registers (here the
-vault_code folder task): its real samples (preview) have exactly their lengths; the reference and a verbose right
-answer pass, the empty answer, another entity, a negation, a paste of the prompt, a dump and a name list do not
-(tests/support/conformance.py derives them from each sample); a run answering every sample right carries the task's
-declared values into the results file, the cells CSV and the report. A task is covered the day it is registered."""
+vault_code folder task): its real samples (as preview plans them) have exactly their lengths; the reference and a
+verbose right answer pass, the empty answer, another entity, a negation, a paste of the prompt, a dump and a name
+list do not (evalscope_niah/testing/conformance.py derives them from each sample: the checks a plugin runs with
+check_task); a run answering every sample right carries the task's declared values into the results file, the
+cells CSV and the report. A task is covered the day it is registered."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.tasks import get_task, plugin_tasks, register_task, task_names, unregister_task
-from tests.support.conformance import CATEGORIES, Sample, answers, describe, meets, planned_samples, score
+from tests.support.conformance import CATEGORIES, Sample, answers, conformance_misses, meets, planned_samples, score
 from tests.support.vault_code.task import VaultCode
 
 # Registered by this module's fixture; every other task comes from the registry as it stands, less the tasks of
@@ -37,9 +38,8 @@ def registered() -> Iterator[None]:
 
 
 @pytest.fixture(scope='module')
-def samples(fixture_corpus_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Sample]]:
-    folder = tmp_path_factory.mktemp('conformance')
-    return {task: planned_samples(task, fixture_corpus_dir, folder / f'{task}.jsonl') for task in TASKS}
+def samples(fixture_corpus_dir: Path) -> dict[str, list[Sample]]:
+    return {task: planned_samples(task, fixture_corpus_dir) for task in TASKS}
 
 
 def test_every_registered_task_is_in_the_suite() -> None:
@@ -56,13 +56,8 @@ def test_preview_lengths_are_exact(task: str, samples: dict[str, list[Sample]]) 
 
 @pytest.mark.parametrize('task', TASKS)
 def test_right_answers_pass_and_wrong_ones_fail(task: str, samples: dict[str, list[Sample]]) -> None:
-    table = answers(task, samples[task])
-    assert {answer.category for answer in table} >= ALWAYS
-    missed = [
-        f'{answer.label} expected {answer.expected}: {answer.answer[:80]!r} -> {describe(verdict)}'
-        for answer in table
-        if not meets(answer, verdict := score(answer))
-    ]
+    assert {answer.category for answer in answers(task, samples[task])} >= ALWAYS
+    missed = conformance_misses(task, samples[task])
     assert not missed, '\n'.join(missed)
 
 
@@ -86,7 +81,7 @@ def test_declared_values_reach_results_cells_and_report(task: str, fixture_corpu
 
     grid = {'context_lengths': [600], 'document_depth_percents': [0, 100]}
     # The run plans the same samples as preview on the same grid: the reader answers each from them.
-    planned = planned_samples(task, fixture_corpus_dir, tmp_path / 'planned.jsonl', grid=grid, subsets=['english'])
+    planned = planned_samples(task, fixture_corpus_dir, grid=grid, subsets=['english'])
     references = [(sample.meta.question, sample.meta.needles, sample.meta.reference_answer) for sample in planned]
 
     def reader(messages: list[dict]) -> str:

@@ -124,11 +124,9 @@ def test_the_examples_chinese_description_reaches_the_docs(counting_stars: Modul
     assert f'- `task: counting_stars`: {counting_stars.CountingStars.description_zh}' in listed
 
 
-def test_the_example_passes_the_conformance_table(
-    counting_stars: ModuleType, fixture_corpus_dir: Path, tmp_path: Path
-) -> None:
+def test_the_example_passes_the_conformance_table(counting_stars: ModuleType, fixture_corpus_dir: Path) -> None:
     assert 'counting_stars' in task_names()
-    samples = planned_samples('counting_stars', fixture_corpus_dir, tmp_path / 'preview.jsonl')
+    samples = planned_samples('counting_stars', fixture_corpus_dir)
     assert [sample.prompt_tokens for sample in samples] == [sample.meta.context_length for sample in samples]
     # needle_depths spread the four needles: each prompt holds them in the order of the answer keys
     for sample in samples:
