@@ -262,9 +262,8 @@ def cli_reference(language: str) -> str:
     header = CLI_HEADERS[language]
     lines = []
     for name, (summary, sub) in subcommands().items():
-        lines += [f'### `evalscope-niah {name}`', '', _cell(summary) + ('.' if summary else '')]
-        if sub.description:
-            lines[-1] += ' ' + _cell(sub.description)
+        # The subcommand's description opens with its summary (cli_args._add_command): its --help's first lines.
+        lines += [f'### `evalscope-niah {name}`', '', _cell(sub.description or summary)]
         actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
         if name == 'eval':
             lines += ['', EVAL_NOTE[language]]
