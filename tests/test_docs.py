@@ -167,3 +167,9 @@ def test_readmes_list_every_page_of_the_site(readme: str, language: str) -> None
     text = (ROOT / readme).read_text(encoding='utf-8')
     listed = set(re.findall(rf'\]\(docs/{language}/([^)#]+)', text))
     assert set(nav) - {'index.md'} <= listed, sorted(set(nav) - {'index.md'} - listed)
+
+
+def test_the_site_loads_no_web_fonts() -> None:
+    """Material fetches fonts from Google unless told not to: a host many readers in China cannot reach."""
+    with (ROOT / 'mkdocs.yml').open(encoding='utf-8') as config:
+        assert yaml_load(config)['theme']['font'] is False
