@@ -138,10 +138,10 @@ class RunProgress:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            'format': _PROGRESS_FORMAT,
-            'status': self.status,
-            'planned': [sample.to_dict() for sample in self.planned],
-            'results': [result.to_dict() for result in self.results],
+            'format': _PROGRESS_FORMAT,  # the layout's version: a reader refuses another
+            'status': self.status,  # 'running', 'complete' or 'stopped'
+            'planned': [sample.to_dict() for sample in self.planned],  # one object per planned sample
+            'results': [result.to_dict() for result in self.results],  # the samples finished so far, as results rows
         }
 
 
