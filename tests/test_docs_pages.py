@@ -159,3 +159,20 @@ def test_the_changelog_names_the_versions_of_the_code(language: str) -> None:
     assert f'{evaluation} (2026-' in changelog or f'{evaluation}（2026-' in changelog, evaluation
     # The parameter notes' 'before v4' leads here.
     assert '](changelog.md' in (DOCS / language / 'parameters.md').read_text(encoding='utf-8')
+
+
+def test_every_help_says_what_the_command_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--help` opens with plain text (no reStructuredText quotes), and each subcommand's with what it does."""
+    from evalscope_niah.cli import main
+
+    with pytest.raises(SystemExit):
+        main(['--help'])
+    top = capsys.readouterr().out
+    assert '``' not in top and 'evalscope-niah: preview samples' in top
+    for name, (summary, _) in GENERATOR['subcommands']().items():
+        if name == 'eval':  # its --help is EvalScope's own
+            continue
+        with pytest.raises(SystemExit):
+            main([name, '--help'])
+        opening = summary[0].upper() + summary[1:]
+        assert opening[:40] in ' '.join(capsys.readouterr().out.split()), name

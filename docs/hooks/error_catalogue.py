@@ -126,6 +126,42 @@ def _constants(tree: ast.Module) -> dict[str, ast.expr]:
     }
 
 
+def _text_tables(trees: Iterable[ast.Module]) -> dict[str, dict[str, str]]:
+    """Module-level dicts of texts (``REFUSED = {'evaluator': '...'}``) defined once in the package: a message that
+    looks one up says one of its texts."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for tree in trees:
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, 'target', None)
+            if isinstance(value, ast.Dict) and isinstance(target, ast.Name) and value.keys:
+                texts = {
+                    key.value: _template(text, {}, _constants(tree))[0]
+                    for key, text in zip(value.keys, value.values, strict=True)
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    if isinstance(text, ast.Constant | ast.JoinedStr | ast.BinOp)
+                }
+                if len(texts) == len(value.keys):
+                    found.setdefault(target.id, []).append(texts)
+    return {name: tables[0] for name, tables in found.items() if len(tables) == 1}
+
+
+def _table_entries(error: RaisedError, tables: dict[str, dict[str, str]]) -> list[RaisedError]:
+    """``error`` once per text of a table its message looks up (``REFUSED[name]``), the parameter named by the key
+    where the message is looked up by the parameter's own name; else ``error`` as it is."""
+    for match in PLACEHOLDER.finditer(error.message):
+        name, _, index = match.group(1).partition('[')
+        if name in tables and index.endswith(']'):
+            keyed = error.param in (OPEN + index[:-1] + CLOSE, OPEN + index[:-1] + '!r' + CLOSE)
+            return [
+                RaisedError(
+                    error.module, error.kind, key if keyed else error.param, error.message.replace(match.group(0), text)
+                )
+                for key, text in tables[name].items()
+            ]
+    return [error]
+
+
 def _locals(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> dict[str, ast.expr]:
     """The text a function's local names hold where the code says it once: ``message = f'...'`` assigned a single
     time (not built from itself), and a parameter's default (``ways_out: str = _WAYS_OUT``)."""
@@ -297,9 +333,11 @@ def raised_errors() -> list[RaisedError]:
             defined.setdefault(name, []).append(value)
     imported = {name: values[0] for name, values in defined.items() if len(values) == 1}
     checked = _checked_for(trees.values())
+    tables = _text_tables(trees.values())
     found: list[RaisedError] = []
     for path, tree in trees.items():
-        found.extend(error for error in _module_errors(path, tree, shared, imported, checked) if reachable(error))
+        for error in _module_errors(path, tree, shared, imported, checked):
+            found.extend(expanded for expanded in _table_entries(error, tables) if reachable(expanded))
     found += [*judge_failure_errors(), *pydantic_errors()]
     raised = {error.message for error in found if error.kind != 'message'}
     # A message function whose text an error already carries is listed once, under the error.
