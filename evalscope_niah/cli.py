@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
             'demo': _demo,
             'doctor': _doctor,
         },
-        description=__doc__.splitlines()[0],
+        # The docstring's first line, without its reStructuredText quotes (--help shows text as it is).
+        description=__doc__.splitlines()[0].replace('``', ''),
     )
 
 
@@ -76,6 +77,7 @@ def _demo(args: argparse.Namespace) -> int:
         subsets=args.subset or ['english', 'chinese'],
         work_dir=args.work_dir,
         limit=args.limit,
+        use_cache=args.use_cache,
     )
     run_demo(options)
     return 0

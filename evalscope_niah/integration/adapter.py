@@ -184,7 +184,10 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def _corpus_dir(self, files: list[str]) -> str:
         local = os.path.isdir(self.dataset_id)
         if not local and not _HUB_ID.fullmatch(self.dataset_id):  # neither a folder nor an 'owner/name' dataset id
-            raise NiahConfigError('local_path', f'{self.dataset_id!r} is not a directory')
+            raise NiahConfigError(
+                'local_path',
+                f'{self.dataset_id!r} is not a directory; point local_path at the folder holding {", ".join(files)}',
+            )
         path = resolve_corpus_dir(
             local_path=self.dataset_id if local else None, files=files, dataset_id=self.dataset_id
         )

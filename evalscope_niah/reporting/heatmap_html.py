@@ -276,6 +276,8 @@ class PageParts:
     script: str
     note: str
     line: str
+    # The tokenizer that counted the plan's lengths: names the length axis before any cell of the subset is done.
+    tokenizer: str | None = None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -378,7 +380,7 @@ def _heatmap_html(
     lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
     column = effective_column(lengths, effective_length, subset=subset)
     labels = length_labels(lengths)
-    tokenizer = subset_tokenizer(cells, subset=subset)
+    tokenizer = subset_tokenizer(cells, subset=subset) or (live.tokenizer if live is not None else None)
     unit = length_unit(tokenizer)
     heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
     if column is not None:

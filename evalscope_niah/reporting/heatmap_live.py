@@ -80,6 +80,8 @@ class LivePage:
     status: RunStatus
     line: str
     data_src: str | None = None
+    # The tokenizer that counted the plan's lengths (its planned samples'): the axis names it before any cell is done.
+    tokenizer: str | None = None
 
 
 _LIVE_CSS = """\
@@ -245,7 +247,8 @@ def _page_parts(
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
-    unit = length_unit(subset_tokenizer(cells, subset=subset))
+    tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
+    unit = length_unit(tokenizer)
     live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit)
     parts = PageParts(
         lengths=lengths,
@@ -256,6 +259,7 @@ def _page_parts(
         script=_ANSWERS_JS + _live_script(live, live_cells),
         note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values())),
         line=live.line,
+        tokenizer=tokenizer,
     )
     return parts, _live_data(live, live_cells)
 

@@ -129,15 +129,19 @@ class RunProgress:
             if name == subset
         }
 
+    def tokenizer(self, subset: str) -> str | None:
+        """The tokenizer that counted `subset`'s planned lengths (None in progress files from before it was kept)."""
+        return next((sample.tokenizer for sample in self.planned if sample.subset == subset and sample.tokenizer), None)
+
     def subsets(self) -> list[str]:
         return sorted({sample.subset for sample in self.planned if sample.depth_percent is not None})
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            'format': _PROGRESS_FORMAT,
-            'status': self.status,
-            'planned': [sample.to_dict() for sample in self.planned],
-            'results': [result.to_dict() for result in self.results],
+            'format': _PROGRESS_FORMAT,  # the layout's version: a reader refuses another
+            'status': self.status,  # 'running', 'complete' or 'stopped'
+            'planned': [sample.to_dict() for sample in self.planned],  # one object per planned sample
+            'results': [result.to_dict() for result in self.results],  # the samples finished so far, as results rows
         }
 
 
@@ -196,6 +200,7 @@ def draw_progress(
             status=progress.status,
             line=line,
             data_src=live_data_file(name) if live else None,
+            tokenizer=progress.tokenizer(subset),
         )
         paths.append(
             write_live_heatmap(
@@ -208,7 +213,7 @@ def draw_progress(
 def _pending_cells(progress: RunProgress, subset: str) -> list[CellSummary]:
     """Empty cells (n=0) for the planned cells of `subset` with nothing finished: the PNG draws them grey."""
     return [
-        CellSummary(subset, length, depth, 0, None, None, None, 0, 0, None, None)
+        CellSummary(subset, length, depth, 0, None, None, None, 0, 0, None, None, tokenizer=progress.tokenizer(subset))
         for (length, depth), cell in progress.live_cells(subset).items()
         if cell.state == 'pending'
     ]

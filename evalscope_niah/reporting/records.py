@@ -129,7 +129,9 @@ class SampleResult:
     subset: str  # the subset the sample belongs to (a corpus and language: 'english', 'chinese', ...)
     context_length: int  # the prompt's planned length, in tokens of `tokenizer`
     depth_percent: float | None  # where the needle was placed, 0 (start) to 100 (end); None for a control sample
-    accuracy: float | None  # the final score, 0-1 (judge, or rule fallback); None when unscored (see the docstring)
+    # the final score, 0-1 (judge, or rule fallback); None when unscored: a server fault (error), a reply cut before
+    # its answer (budget_exhausted) or one with no final answer (no_answer), each counted apart, never as a 0
+    accuracy: float | None
     rule_recall: float | None  # the task's rule score, 0-1, always computed; None when there was no reply to score
     levenshtein: float | None  # similarity of the answer to the reference, 0-1 (a diagnostic, never the score)
     judge_accuracy: float | None  # the judge's verdict, 0-1; set exactly when judge_status is 'ok'

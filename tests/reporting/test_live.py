@@ -150,6 +150,21 @@ def test_plot_draws_a_running_work_dir_over_an_older_runs_results(tmp_path: Path
     assert page.count('class="p"') == 3 and '"src":null' in page and 'old run' not in page
 
 
+def test_a_subset_with_nothing_finished_names_its_tokenizer_on_the_axis(tmp_path: Path, capsys) -> None:
+    """Before any of its samples is done, the page and the PNG of a subset still say whose tokens the lengths are:
+    the plan's tokenizer."""
+    import matplotlib.image
+
+    plan = tuple(dataclasses.replace(sample, tokenizer='Qwen/Qwen3-0.6B') for sample in PLAN)
+    report_dir = tmp_path / 'reports' / 'model'
+    LiveRun(report_dir, plan, files=FILES, clock=Clock()).update()
+    assert 'Context length (Qwen3 tokens)' in (report_dir / PAGE).read_text('utf-8')
+    assert main(['plot', str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert 'Context length (Qwen3 tokens)' in (report_dir / PAGE).read_text('utf-8')
+    assert matplotlib.image.imread(report_dir / PAGE.replace('.html', '.png')).shape[0] > 100
+
+
 def test_plot_names_a_progress_file_it_cannot_read(tmp_path: Path, capsys) -> None:
     progress = tmp_path / 'reports' / 'model' / FILES.progress
     progress.parent.mkdir(parents=True)
