@@ -12,11 +12,16 @@ to disk whole. So a reply is bounded twice:
 - **kept**: the text of a reply that was read is cut to :data:`MAX_KEPT_REPLY_CHARS` where it enters the run's
   records (:func:`kept_text`), head and tail kept (a reasoning model's answer comes last) with a marker saying what
   was cut.
+
+A reply's text is also made writable where it enters (:func:`whole_text`): JSON may carry a lone surrogate (half of a
+``\\ud83d\\ude00`` pair) that Python decodes into a ``str`` no UTF-8 file can hold; EvalScope's writer then failed
+after the reply was in, and the sample was lost without a row. Each is replaced by U+FFFD and counted.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 __all__ = [
@@ -27,6 +32,7 @@ __all__ = [
     'check_max_reply_bytes',
     'extra_choices',
     'kept_text',
+    'whole_text',
 ]
 
 # An honest non-streamed reply of 128k tokens is under 1 MB of JSON; streamed (stream: true), each token comes in an
@@ -37,6 +43,8 @@ MIN_MAX_REPLY_BYTES = 64 * 1024
 # Characters of one reply's text (answer, reasoning) kept in predictions, reviews and results: half from its start,
 # half from its end. Far above a needle answer, or a reasoning model's answer after 30k tokens of thought.
 MAX_KEPT_REPLY_CHARS = 131_072
+# A str code point that is a surrogate is always a lone one: JSON's escaped pairs decode to one character.
+_SURROGATE = re.compile('[\ud800-\udfff]')
 _CUT_MARKER = '\n…[cut: {total:,} chars, kept {kept:,}]…\n'
 
 
@@ -76,3 +84,11 @@ def kept_text(text: str, *, limit: int = MAX_KEPT_REPLY_CHARS) -> str:
         return text
     half = limit // 2
     return text[:half] + _CUT_MARKER.format(total=len(text), kept=2 * half) + text[-half:]
+
+
+def whole_text(text: str) -> tuple[str, int]:
+    """``text`` with each lone surrogate replaced by U+FFFD (REPLACEMENT CHARACTER), and how many were replaced: the
+    text any UTF-8 file can hold. Text without one is returned as it is."""
+    if text.isascii():  # the common case, checked at C speed
+        return text, 0
+    return _SURROGATE.subn('\ufffd', text)
