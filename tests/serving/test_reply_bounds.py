@@ -22,6 +22,7 @@ from evalscope_niah.serving.reply_bounds import (
     MIN_MAX_REPLY_BYTES,
     ReplyTooLarge,
     kept_text,
+    whole_text,
 )
 from evalscope_niah.testing.openai_server import FaultPlan, OpenAICompatServer, needle_finder
 
@@ -137,3 +138,11 @@ def test_a_streamed_reply_is_counted_as_it_arrives() -> None:
                 else:
                     body = client.post('/chat/completions', json=streamed).text
                     assert body.count('data: ') >= 3 and 'fox' in body and body.rstrip().endswith('[DONE]')
+
+
+def test_whole_text_replaces_each_lone_surrogate_and_counts_them() -> None:
+    assert whole_text('plain') == ('plain', 0)
+    assert whole_text('🙂 中文') == ('🙂 中文', 0)  # JSON's escaped pairs decode to one character: nothing to replace
+    assert whole_text('a\ud83db\udc00\udfff') == ('a\ufffdb\ufffd\ufffd', 3)
+    repaired, _ = whole_text('x\ud800' * 1000)
+    repaired.encode('utf-8')  # what any UTF-8 file needs
