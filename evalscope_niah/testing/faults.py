@@ -51,7 +51,8 @@ class FaultPlan:
     ``huge_reply`` answers a 200 of ``huge_bytes`` bytes sent in 1 MiB chunks (chunked transfer, no Content-Length,
     so only counting what arrives bounds it; ``huge_declared`` also declares its length): ``huge_shape`` 'content' is
     the right answer followed by that many bytes of text in one choice, 'choices' that many bytes of copies of the
-    right choice (10**6 choices are 188 MB). The server never holds the body whole.
+    right choice (10**6 choices are 188 MB); ``huge_content_type`` is the type it is labelled with (a JSON body
+    labelled ``text/event-stream`` is still parsed as JSON by the SDK). The server never holds the body whole.
 
     ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
     message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
@@ -78,6 +79,7 @@ class FaultPlan:
     huge_bytes: int = 200_000_000
     huge_shape: str = 'content'
     huge_declared: bool = False
+    huge_content_type: str = 'application/json'
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
