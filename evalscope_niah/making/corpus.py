@@ -135,30 +135,58 @@ def generated_corpus(subset: ResolvedSubset, *, text: str, needle_separator: str
 
 
 def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:
-    # Only the folder the user pointed at may be read: a config (or a downloaded dataset) must not reach
-    # ~/.ssh or /etc through an absolute path, '..' or a symlink.
-    where = f'corpus file {name!r} of subset {subset.name!r}'
+    return contained_file(
+        directory, name, param=subset.corpus_param, where=f'corpus file {name!r} of subset {subset.name!r}'
+    )
+
+
+def contained_file(directory: Path, name: str, *, param: str, where: str) -> Path:
+    """``directory / name`` when ``name`` is a relative path with no ``..`` and it is a regular file inside
+    ``directory`` (symlinks followed); else NiahConfigError(``param``) saying which (``where`` names the file).
+
+    Only the folder the user pointed at may be read: a config (or a downloaded dataset) must not reach ~/.ssh or
+    /etc through an absolute path, '..' or a symlink. Every file read from a folder the user named (corpus files,
+    NeedleBench's needle file, a work dir's progress files) comes through here."""
     relative = Path(name)
     if relative.is_absolute() or relative.drive or '..' in relative.parts:
         raise NiahConfigError(
-            subset.corpus_param,
-            f'{where} must be a path inside the corpus directory (no absolute path, no ".."); got {name!r}',
+            param, f'{where} must be a path inside the directory {directory} (no absolute path, no ".."); got {name!r}'
         )
-    path = directory / relative
+    return regular_file(directory / relative, param=param, where=where, root=directory)
+
+
+def regular_file(path: Path, *, param: str, where: str, root: Path | None = None) -> Path:
+    """``path`` when it is a regular file (a FIFO would hang the read, a device never end it) and, with ``root``,
+    lies inside ``root`` once symlinks are followed; else NiahConfigError(``param``) saying what it is."""
     if not path.is_file():
         kind = _file_kind(path)
         if kind is not None:  # it is there: saying "not found" would send the user looking for the wrong fault
-            raise NiahConfigError(subset.corpus_param, f'{where} in {directory} is not a regular file ({kind})')
+            raise NiahConfigError(param, f'{where} in {path.parent} is not a regular file ({kind})')
+        directory = path.parent
         present = sorted(p.name for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
-        raise NiahConfigError(subset.corpus_param, f'{where} not found in {directory} (found: {present[:50]})')
-    root = directory.resolve()
-    if not path.resolve().is_relative_to(root):
-        raise NiahConfigError(
-            subset.corpus_param,
-            f'{where} resolves to {path.resolve()}, outside the corpus directory {root} (a symlink pointing out); '
-            'copy the file into the directory instead',
-        )
+        raise NiahConfigError(param, f'{where} not found in {directory} (found: {present[:50]})')
+    if root is not None:
+        inside = root.resolve()
+        if not path.resolve().is_relative_to(inside):
+            raise NiahConfigError(
+                param,
+                f'{where} resolves to {path.resolve()}, outside the directory {inside} (a symlink pointing out); '
+                'copy the file into the directory instead',
+            )
     return path
+
+
+def read_bounded(path: Path, *, limit: int, param: str, where: str) -> bytes:
+    """At most ``limit`` bytes of the regular file ``path``; NiahConfigError(``param``) when it holds more (checked
+    from its size first, and while reading: it may have grown since)."""
+    size = path.stat().st_size
+    if size > limit:
+        raise NiahConfigError(param, f'{where} is {size:,} bytes; at most {limit:,} are read')
+    with path.open('rb') as file:
+        raw = file.read(limit + 1)
+    if len(raw) > limit:
+        raise NiahConfigError(param, f'{where} is over {limit:,} bytes; at most {limit:,} are read')
+    return raw
 
 
 def _file_kind(path: Path) -> str | None:
@@ -193,11 +221,10 @@ def _too_large(subset: ResolvedSubset, size: int) -> str:
 
 def _read_bounded(path: Path, subset: ResolvedSubset) -> bytes:
     # Read no more than the cap allows even if the file grew since it was measured.
-    with path.open('rb') as file:
-        raw = file.read(MAX_CORPUS_BYTES + 1)
-    if len(raw) > MAX_CORPUS_BYTES:
-        raise NiahConfigError(subset.corpus_param, _too_large(subset, len(raw)))
-    return raw
+    try:
+        return read_bounded(path, limit=MAX_CORPUS_BYTES, param=subset.corpus_param, where=str(path))
+    except NiahConfigError:
+        raise NiahConfigError(subset.corpus_param, _too_large(subset, MAX_CORPUS_BYTES + 1)) from None
 
 
 def _decode(raw: bytes, *, where: str, param: str) -> str:
