@@ -13,6 +13,7 @@ import os
 import posixpath
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -264,3 +265,38 @@ def test_a_fifo_as_the_needle_bank_is_refused_not_read(tmp_path: Path) -> None:
     os.mkfifo(tmp_path / 'bank.jsonl')
     with pytest.raises(NiahConfigError, match=r'needle_bank: .* is not a regular file \(a FIFO\)'):
         load_needle_bank(tmp_path / 'bank.jsonl')
+
+
+# ---- model ids: one folder per id, whatever its Unicode spelling; a resume under another id says so ----------------
+
+CAFE_NFC = unicodedata.normalize('NFC', 'Café-Modèl')
+CAFE_NFD = unicodedata.normalize('NFD', CAFE_NFC)
+
+
+def test_nfc_and_nfd_spellings_of_an_id_name_one_folder() -> None:
+    assert CAFE_NFC != CAFE_NFD and safe_name(CAFE_NFC) == safe_name(CAFE_NFD)
+    assert safe_name('Café') != safe_name('Cafe')  # normalised, not folded
+
+
+def test_a_resume_under_either_spelling_of_an_id_finds_its_cache(tmp_path, fixture_corpus_dir):
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'])
+        run_task(TaskConfig(**settings, model_id=CAFE_NFC))
+        asked = len(server.requests_for(MODEL))
+        run_task(TaskConfig(**settings, model_id=CAFE_NFD, use_cache=str(tmp_path)))
+        assert len(server.requests_for(MODEL)) == asked  # nothing asked again
+    assert [path.name for path in (tmp_path / 'predictions').iterdir()] == [safe_name(CAFE_NFC)]
+
+
+def test_a_resume_under_another_id_says_why_in_one_line_before_any_request(tmp_path, fixture_corpus_dir):
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'])
+        run_task(TaskConfig(**settings, model_id=CAFE_NFC))
+        asked = len(server.requests)
+        with pytest.raises(NiahConfigError) as refused:
+            run_task(TaskConfig(**settings, model_id='another-model', use_cache=str(tmp_path)))
+        assert len(server.requests) == asked
+    message = refused.value.detail
+    assert refused.value.param == 'use_cache' and '\n' not in message
+    assert repr(CAFE_NFC) in message and "'another-model'" in message  # the id then (as given) and now
+    assert '--model-id' in message and 'new work dir' in message and 'sha256' not in message

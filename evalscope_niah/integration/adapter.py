@@ -45,7 +45,7 @@ from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .live_pages import LivePages
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
-from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, set_aside_torn_rows
+from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .safe_paths import claim_safe_model_id
 from .sample_results import SampleLedger, error_result, sample_result, score_meta
@@ -81,6 +81,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         with refusal_ends_cli_run():  # under `evalscope eval`: one line, not a traceback
             self.params = parse_params(self.extra_params, user_given=given)
             self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
+            refuse_other_model_id(self._task_config, self._model_id, self.name)  # before EvalScope's identity check
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
