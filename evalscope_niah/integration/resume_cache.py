@@ -80,7 +80,7 @@ def refuse_other_model_id(task_config: Any, model_id: str | None, benchmark: str
 
 def _snapshot_value(path: Path, key: str) -> Any:
     try:
-        data = yaml.safe_load(_small_file(path))
+        data = yaml.safe_load(_small_file(path) or b'')
     except (OSError, NiahConfigError, yaml.YAMLError, UnicodeDecodeError):
         return None  # EvalScope reads it next and says what is wrong with it
     return data.get(key) if isinstance(data, dict) else None
@@ -88,19 +88,19 @@ def _snapshot_value(path: Path, key: str) -> Any:
 
 def _json_value(path: Path, key: str) -> Any:
     try:
-        data = json.loads(_small_file(path))
+        data = json.loads(_small_file(path) or b'null')
     except (OSError, NiahConfigError, ValueError, RecursionError):
         return None
     return data.get(key) if isinstance(data, dict) else None
 
 
-def _small_file(path: Path) -> bytes:
+def _small_file(path: Path) -> bytes | None:
+    """The bytes of ``path`` read as corpus files are (a regular file, bounded), or None when there is none."""
     if not path.is_file():
-        raise FileNotFoundError(path)
+        return None
     where = str(path)
-    return read_bounded(
-        regular_file(path, param='use_cache', where=where), limit=_MAX_SNAPSHOT_BYTES, param='use_cache', where=where
-    )
+    checked = regular_file(path, param='use_cache', where=where)
+    return read_bounded(checked, limit=_MAX_SNAPSHOT_BYTES, param='use_cache', where=where)
 
 
 def set_aside_torn_rows(task_config: Any, benchmark: str, subsets: Iterable[str]) -> list[str]:
