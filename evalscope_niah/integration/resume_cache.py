@@ -14,7 +14,6 @@ from evalscope.api.evaluator import CacheManager
 from evalscope.utils.io_utils import OutputsStructure
 
 from ..errors import NiahConfigError, quoted
-from ..making.corpus import read_bounded, regular_file
 from ..making.prompts import PromptSpec
 from ..making.resume_match import (
     cached_input_changes,
@@ -24,6 +23,7 @@ from ..making.resume_match import (
     spot_checked_index,
 )
 from ..metadata import SampleMeta
+from ..safe_files import read_bounded, regular_file
 from ..torn_lines import set_aside_torn_line
 
 __all__ = ['refuse_mixed_inputs', 'refuse_old_folder_name', 'refuse_other_model_id', 'set_aside_torn_rows']

@@ -24,7 +24,7 @@ from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
 from ..errors import NiahConfigError
 from ..inert import inert_logger, json_text
-from ..making.corpus import read_bounded, regular_file
+from ..safe_files import read_bounded, regular_file
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens, tokenizer_display_name
 from .outputs import OUTPUT_PREFIXES, OutputFiles

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from ...errors import NiahConfigError
-from ...making.corpus import read_bounded, regular_file
 from ...params.needlebench_names import RECORD_KEYS, is_needlebench_record, needlebench_record
+from ...safe_files import read_bounded, regular_file
 from ...vocabulary import LANGUAGES, Language
 
 SampleMethod = Literal['fixed', 'sequential', 'random']

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import NiahConfigError
-from ...making.corpus import contained_file
 from ...metadata import GridCell, SampleMeta
 from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
+from ...safe_files import contained_file
 from ...scoring import RuleScore, needle_recall
 from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, RuleTarget, Task
