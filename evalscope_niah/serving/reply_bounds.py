@@ -105,16 +105,13 @@ class ReplyChoices:
         """The bytes to pass on now, and the choice count of an event over the limit (else None)."""
         if self._kind is None:
             self._held.append(chunk)
-            body = b''.join(self._held)
-            start = body.lstrip()
+            start = chunk.lstrip()  # the chunks before were all whitespace
             if not start:
                 return b'', None
             self._kind = 'json' if start[:1] == b'{' else 'events'
             if self._kind == 'json':
-                self._held = [body]
                 return b'', None
-            self._held = []
-            chunk = body
+            chunk, self._held = b''.join(self._held), []
         if self._kind == 'json':
             self._held.append(chunk)
             return b'', None
