@@ -178,7 +178,8 @@ def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -
                 file=sys.stderr,
             )
         try:
-            for path in draw_unfinished(progress_file, show_score=args.show_score):
+            root = next(Path(work_dir) for work_dir in args.work_dirs if progress_file.is_relative_to(work_dir))
+            for path in draw_unfinished(progress_file, show_score=args.show_score, root=root):
                 print(path)
         except (ValueError, OSError) as exc:
             print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
