@@ -26,16 +26,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from ..errors import NiahConfigError
-from ..serving.token_bytes import boundaries_from_byte_lengths
 from ..vocabulary import SERVER_TOKENIZER
 from .token_cache import TokenCounter, TokenIndex, cache_dir, clear_counters, shared_counter, token_index
 from .tokenizer_protocol import Message, Tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
+
+    import numpy as np
 
 __all__ = [
     'SERVER_TOKENIZER',
@@ -126,6 +125,8 @@ class HFTokenizer:
 
     def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``boundaries`` of several texts, encoded in parallel by the tokenizers library."""
+        import numpy as np  # boundaries are computed on a cold cache only; a warm run never imports numpy
+
         results = []
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         for text, encoding in zip(texts, encodings, strict=True):
@@ -161,6 +162,8 @@ class TiktokenTokenizer:
         return len(self._encoding.encode_ordinary(text))
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        from ..serving.token_bytes import boundaries_from_byte_lengths  # numpy: a cold cache only
+
         ids = self._encoding.encode_ordinary(text)
         return boundaries_from_byte_lengths(text, [len(self._encoding.decode_single_token_bytes(t)) for t in ids])
 
@@ -401,6 +404,8 @@ def _compile_template(template: str, *, where: str = 'the tokenizer') -> Any:
 
 def _clean_starts(starts: np.ndarray, ends: np.ndarray, text_length: int) -> tuple[np.ndarray, np.ndarray]:
     """Tokens whose start is not inside an earlier token (byte-level BPE splits a CJK character over two)."""
+    import numpy as np
+
     if len(starts) == 0:
         return np.array([0, text_length], dtype=np.int64), np.array([0, 0], dtype=np.int64)
     reach = np.maximum.accumulate(ends)
