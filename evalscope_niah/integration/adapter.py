@@ -482,6 +482,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             model=self._model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
             sweep_plan=self.sweep_plan,
+            languages=self.subset_languages(),
         )
 
 

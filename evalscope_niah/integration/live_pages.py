@@ -34,8 +34,12 @@ class LivePages:
             )
             for m in metas
         ]
-        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name))
+        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name), languages=self.subset_languages())
         self.sample_finished(*finished)
+
+    def subset_languages(self) -> dict[str, str]:
+        """Each loaded subset's language ('en', 'zh'): the language of its heatmaps' words."""
+        return {name: sampler.subset.language for name, sampler in self._samplers.items()}
 
     def sample_finished(self, *sample_scores: SampleScore | None) -> None:
         """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""

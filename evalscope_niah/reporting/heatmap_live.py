@@ -27,10 +27,11 @@ from .heatmap_html import (
     _hover_fields,
     _sample_meta,
     _score,
+    answer_heading,
     plot_heatmap_html,
 )
 from .heatmap_style import EMPTY_COLOR
-from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels, length_unit, subset_tokenizer
+from .labels import EMPTY_CELL, EN, PageText, cell_grid, length_labels, length_unit, page_text, subset_tokenizer
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -106,9 +107,9 @@ var p=document.getElementById('ans-'+k);
 if(!p){p=el('section','ans');p.id='ans-'+k;p.hidden=true;box.appendChild(p);}
 var kids=[el('h2',null,c.hd)];
 c.a.forEach(function(s){var d=el('div','smp');d.appendChild(el('p','meta',s[0]));d.appendChild(el('pre',null,s[1]));
-if(s[2]){var x=el('details');x.appendChild(el('summary',null,'reasoning'));x.appendChild(el('pre',null,s[2]));
+if(s[2]){var x=el('details');x.appendChild(el('summary',null,O.reasoning));x.appendChild(el('pre',null,s[2]));
 d.appendChild(x);}kids.push(d);});
-if(c.m)kids.push(el('p','meta',c.m+' more in the results file'));
+if(c.m)kids.push(el('p','meta',c.m));
 p.replaceChildren.apply(p,kids);
 }
 function apply(d){
@@ -133,12 +134,13 @@ def _cell_key(row: int, col: int) -> str:
     return f'{row}-{col}'
 
 
-def _live_hover(length: int, depth: float, cell: CellSummary | None, live: LiveCell) -> str:
-    fields = _hover_fields(length, depth, cell)
+def _live_hover(length: int, depth: float, cell: CellSummary | None, live: LiveCell, text: PageText = EN) -> str:
+    fields = _hover_fields(length, depth, cell, text)
     if live.state == 'untested':
-        fields[2] = 'not tested (left out by the sweep)'
+        fields[2] = text.not_tested
     elif live.finished < live.planned:
-        fields[2] = f'{fields[2] if live.finished else "pending"} ({live.finished}/{live.planned} samples finished)'
+        state = fields[2] if live.finished else text.pending
+        fields[2] = text.pending_hover.format(state=state, finished=live.finished, planned=live.planned)
     return _FIELD_SEP.join(fields)
 
 
@@ -164,6 +166,7 @@ def _live_cells(
     answers: Mapping[CellKey, Sequence[SampleResult]],
     *,
     unit: str,
+    text: PageText,
 ) -> dict[tuple[float, int], dict[str, Any]]:
     """The data of every cell of the table, keyed by (depth, length): what `_live_td` draws and the script applies."""
     labels = dict(zip(lengths, length_labels(lengths), strict=True))
@@ -171,27 +174,28 @@ def _live_cells(
     for row, depth in enumerate(depths):
         for col, length in enumerate(lengths):
             cell, state = grid.get((depth, length)), live.cells.get((length, depth), LiveCell(0, untested=True))
-            text, css_class, background = _live_look(cell, state)
+            cell_text, css_class, background = _live_look(cell, state)
             samples = list(answers.get((subset, length, depth), ()))
             shown = samples[:_MAX_SAMPLES_PER_CELL]
             data[(depth, length)] = {
                 'k': _cell_key(row, col),
-                't': text,
+                't': cell_text,
                 'c': css_class,
                 'bg': background,
-                'h': _live_hover(length, depth, cell, state),
-                'hd': f'{labels[length]} {unit} · depth {format_depth(depth)}% · {len(samples)} sample(s)',
-                'a': [_live_sample(sample) for sample in shown],
-                'm': len(samples) - len(shown),
+                'h': _live_hover(length, depth, cell, state, text),
+                'hd': answer_heading(labels[length], unit, depth, len(samples), text),
+                'a': [_live_sample(sample, text) for sample in shown],
+                # The line under the panel when it lists fewer than the cell's samples ('' when all are shown).
+                'm': text.more_in_results.format(n=len(samples) - len(shown)) if len(samples) > len(shown) else '',
             }
     return data
 
 
-def _live_sample(sample: SampleResult) -> list[str]:
+def _live_sample(sample: SampleResult, text: PageText) -> list[str]:
     """[meta line, answer, reasoning] of one sample in a cell's panel (as `_sample_html` shows them)."""
     return [
-        _sample_meta(sample),
-        '(no answer recorded)' if sample.answer is None else sample.answer,
+        _sample_meta(sample, text),
+        text.no_answer_recorded if sample.answer is None else sample.answer,
         sample.reasoning or '',
     ]
 
@@ -221,22 +225,22 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> str:
-    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': _live_data(live, cells)}
+def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]], text: PageText) -> str:
+    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': _live_data(live, cells), 'reasoning': text.reasoning}
     return _LIVE_JS % script_json(options)
 
 
-def _live_note(*, untested: bool) -> str:
+def _live_note(*, untested: bool, text: PageText = EN) -> str:
     """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end)."""
     swatches = (
-        (_PENDING_BACKGROUND, f'{PENDING_CELL} = pending (planned, not answered yet)'),
-        *([(_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)')] if untested else []),
-        (EMPTY_COLOR, f'{EMPTY_CELL} = no scored sample'),
+        (_PENDING_BACKGROUND, f'{PENDING_CELL} = {text.legend_pending}'),
+        *([(_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = {text.legend_not_tested}')] if untested else []),
+        (EMPTY_COLOR, f'{EMPTY_CELL} = {text.no_scored_sample}'),
     )
-    legend = ' &nbsp; '.join(f'<span class="sw" style="background:{bg}"></span> {_esc(text)}' for bg, text in swatches)
+    legend = ' &nbsp; '.join(f'<span class="sw" style="background:{bg}"></span> {_esc(say)}' for bg, say in swatches)
     return (
-        f'<p class="note">{legend}; a score in italics: some of its samples are still pending.</p>\n'
-        '<p class="note">Click a cell to show its answers below.</p>\n<div id="answers"></div>\n'
+        f'<p class="note">{legend}{_esc(text.italics_note)}</p>\n'
+        f'<p class="note">{_esc(text.click_hint)}</p>\n<div id="answers"></div>\n'
     )
 
 
@@ -256,21 +260,26 @@ def _page_grid(
 
 
 def _page_parts(
-    cells: Sequence[CellSummary], *, subset: str, live: LivePage, answers: Mapping[CellKey, Sequence[SampleResult]]
+    cells: Sequence[CellSummary],
+    *,
+    subset: str,
+    live: LivePage,
+    answers: Mapping[CellKey, Sequence[SampleResult]],
+    text: PageText,
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
     tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
-    unit = length_unit(tokenizer)
-    live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit)
+    unit = length_unit(tokenizer, text=text)
+    live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit, text=text)
     parts = PageParts(
         lengths=lengths,
         depths=depths,
         grid=grid,
         tds={key: _live_td(cell) for key, cell in live_cells.items()},
         css=_ANSWERS_CSS + _LIVE_CSS,
-        script=_ANSWERS_JS + _live_script(live, live_cells),
-        note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values())),
+        script=_ANSWERS_JS + _live_script(live, live_cells, text),
+        note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values()), text=text),
         line=live.line,
         tokenizer=tokenizer,
     )
@@ -286,13 +295,16 @@ def write_live_heatmap(
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     title: str | None = None,
     page: bool = True,
+    language: str = 'en',
 ) -> Path:
     """Write a live page's data file (`live.data_src`, beside `path`) and, with `page`, the page itself; both
     atomically, the data first.  A run that has ended rewrites only the data (`page=False`): the page then holds
-    the final heatmap, and the data tells a page still open on the live one that the run is over."""
-    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {})
+    the final heatmap, and the data tells a page still open on the live one that the run is over.  `language`
+    ('en', 'zh': the subset's) is the language of the page's words."""
+    text = page_text(language)
+    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {}, text=text)
     if live.data_src is not None:
         atomic_write_text(Path(path).parent / live.data_src, f'niahLive({script_json(data)});\n')
     if page:
-        plot_heatmap_html(cells, subset=subset, path=path, title=title, live=parts)
+        plot_heatmap_html(cells, subset=subset, path=path, title=title, live=parts, language=language)
     return Path(path)

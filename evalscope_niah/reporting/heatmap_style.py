@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
-from .labels import tokenizer_display_name
+from .labels import EN, PageText, length_unit, tokenizer_display_name
 from .stats import CellSummary
 
 __all__ = ['EMPTY_COLOR', 'accuracy_hex', 'effective_column', 'title_parts']  # and CMAP, built on first use
@@ -61,7 +61,6 @@ def accuracy_hex(value: float) -> str:
 
 # Empty cells (no scored sample) must not look like any score on the red-green scale.
 EMPTY_COLOR = '#D9D9D9'
-_DEFAULT_TITLE = 'Needle in a haystack'
 
 
 def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
@@ -74,15 +73,20 @@ def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
 
 
 def title_parts(
-    subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None, *, tokenizer: str | None = None
+    subset: str,
+    grid: dict[tuple[float, int], CellSummary],
+    title: str | None,
+    *,
+    tokenizer: str | None = None,
+    text: PageText = EN,
 ) -> tuple[str, str]:
     """(heading, 'subset: ... · mean accuracy ... (n=...) · lengths in Qwen3 tokens'), shared by the PNG and the
-    HTML heatmap; the last part only when the tokenizer that counted the lengths is known."""
+    HTML heatmap, in ``text``'s language; the last part only when the tokenizer that counted the lengths is known."""
     mean, total = _weighted_mean(grid.values())
-    mean_text = 'n/a' if mean is None else f'{mean:.2f}'
-    unit = tokenizer_display_name(tokenizer)
-    lengths = f' · lengths in {unit} tokens' if unit else ''
-    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total}){lengths}'
+    mean_text = text.not_available if mean is None else f'{mean:.2f}'
+    known = tokenizer_display_name(tokenizer) is not None
+    lengths = text.lengths_in.format(unit=length_unit(tokenizer, text=text)) if known else ''
+    return title or text.default_title, text.subtitle.format(subset=subset, mean=mean_text, n=total) + lengths
 
 
 def effective_column(lengths: Sequence[int], effective_length: int | None, *, subset: str) -> int | None:

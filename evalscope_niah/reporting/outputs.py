@@ -16,7 +16,7 @@ from ..inert import inert_logger, json_text
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
 from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
-from .labels import file_name_part
+from .labels import EN, file_name_part, page_text, subset_language
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
 from .results import write_cells_csv, write_results, write_summary_json
@@ -151,7 +151,7 @@ def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
     return sorted(path for path in root.rglob('*.jsonl') if path.name in names)
 
 
-RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
+RULE_FALLBACK_NOTE = EN.rule_fallback_note
 
 
 def _grid_order(result: SampleResult) -> tuple:
@@ -181,13 +181,14 @@ def write_run_outputs(
     model: str | None = None,
     files: OutputFiles = OutputFiles(),
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
+    languages: Mapping[str, str] | None = None,
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up; named by ``files`` (the benchmark name run). ``model`` is the model's
     name in the OpenCompass CSVs (default: the folder's, which may be its safe form: safe_names.py). Drawing may fail
     without losing the scores: it is logged, not raised. ``sweep_plan`` (an adaptive sweep's subset entries,
     sweep_plan.py): the summary lists the cells not tested and the heatmaps draw them grey, labelled so; no row is
-    made up for them."""
+    made up for them. ``languages`` (subset -> 'en' / 'zh', from the run's subsets): the heatmaps' words."""
     if not results:
         return
     results = sorted(results, key=_grid_order)
@@ -218,6 +219,7 @@ def write_run_outputs(
             show_score=show_score,
             prefix=files.heatmap_prefix,
             sweep_plan=sweep_plan,
+            languages=languages,
         )
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
     except Exception as exc:  # plotting must not lose the scores, but it must not be silent either
@@ -258,10 +260,14 @@ def in_served_tokens(
     return relabelled, effective
 
 
-def scoring_notes(results: Sequence[SampleResult]) -> dict[str, str | None]:
-    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules)."""
+def scoring_notes(results: Sequence[SampleResult], languages: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules), in the
+    subset's language (``languages``, as `plotting.plot_all` takes it)."""
     fallback = {result.subset for result in results if result.scoring == 'rule_fallback'}
-    return {subset: RULE_FALLBACK_NOTE if subset in fallback else None for subset in {r.subset for r in results}}
+    return {
+        subset: page_text(subset_language(subset, languages)).rule_fallback_note if subset in fallback else None
+        for subset in {r.subset for r in results}
+    }
 
 
 def draw_heatmaps(
@@ -273,19 +279,19 @@ def draw_heatmaps(
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
+    languages: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
-    ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note."""
-    from .plotting import plot_all  # matplotlib only when drawing
+    ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
+    ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words (`plotting.plot_all`)."""
+    from .plotting import plot_all, png_language  # matplotlib only when drawing
 
-    notes = scoring_notes(results)
     cells = summarize_cells(results)
     for subset, entry in (sweep_plan or {}).items():
-        untested = untested_cells(entry)
-        cells += [_not_tested(subset, length, depth) for length, depth in untested]
-        tested = len(entry['cells']) - len(untested)
-        sweep_note = f'adaptive sweep: {tested} of {len(entry["cells"])} cells tested; grey = not tested'
-        notes[subset] = '; '.join(note for note in (notes.get(subset), sweep_note) if note)
+        cells += [_not_tested(subset, length, depth) for length, depth in untested_cells(entry)]
+    subsets = {cell.subset for cell in cells}
+    page_languages = {subset: subset_language(subset, languages) for subset in subsets}
+    png_languages = {subset: png_language(language) for subset, language in page_languages.items()}
     return plot_all(
         cells,
         output_dir=output_dir,
@@ -293,9 +299,25 @@ def draw_heatmaps(
         effective_lengths=effective_lengths,
         prefix=prefix,
         title=title,
-        scoring_notes=notes,
+        scoring_notes=_notes(results, sweep_plan, page_languages),
+        png_scoring_notes=_notes(results, sweep_plan, png_languages),
         answers=samples_by_cell(results),
+        languages=page_languages,
     )
+
+
+def _notes(
+    results: Sequence[SampleResult], sweep_plan: Mapping[str, Mapping[str, Any]] | None, languages: Mapping[str, str]
+) -> dict[str, str | None]:
+    """The notes under each subset's title, in its language: the judge's fallback, and what an adaptive sweep left
+    untested."""
+    notes = scoring_notes(results, languages)
+    for subset, entry in (sweep_plan or {}).items():
+        tested = len(entry['cells']) - len(untested_cells(entry))
+        text = page_text(subset_language(subset, languages))
+        sweep_note = text.sweep_note.format(tested=tested, total=len(entry['cells']))
+        notes[subset] = '; '.join(note for note in (notes.get(subset), sweep_note) if note)
+    return notes
 
 
 def _not_tested(subset: str, length: int, depth: float) -> CellSummary:

@@ -12,10 +12,13 @@ import io
 import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import font_manager, rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
@@ -30,11 +33,15 @@ from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
 from .labels import (
     EMPTY_CELL,
+    EN,
+    PageText,
     cell_grid,
     file_name_part,
     format_depth,
     length_axis_label,
     length_labels,
+    page_text,
+    subset_language,
     subset_tokenizer,
 )
 from .stats import CellKey, CellSummary
@@ -62,6 +69,24 @@ _TITLE_FONTSIZE = 11
 _TITLE_WIDTH_SHARE = 0.96
 # The effective-length marker: dark and dashed so it reads on every colour of the red-green scale.
 _EFFECTIVE_COLOR = '#1A1A1A'
+# Fonts with the Chinese glyphs, Simplified-Chinese forms first (a Japanese face draws some characters in their
+# Japanese forms); matplotlib's own DejaVu Sans has none, and a missing glyph is drawn as an empty box.
+_CJK_FONTS = (
+    'Noto Sans CJK SC',
+    'Noto Sans SC',
+    'Source Han Sans SC',
+    'Source Han Sans CN',
+    'WenQuanYi Zen Hei',
+    'WenQuanYi Micro Hei',
+    'Microsoft YaHei',
+    'PingFang SC',
+    'Hiragino Sans GB',
+    'SimHei',
+    'Heiti SC',
+    'Droid Sans Fallback',
+    'Noto Sans CJK JP',
+    'Source Han Sans',
+)
 
 
 class HeatmapError(RuntimeError):
@@ -99,11 +124,12 @@ def _png_title(
     effective_label: str | None,
     scoring_note: str | None,
     tokenizer: str | None,
+    text: PageText = EN,
 ) -> str:
     # The effective length is stated here, above the grid, so no label can cover a cell's number.
-    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer, text=text)
     if effective_label is not None:
-        subheading = f'{subheading} · effective: {effective_label}'
+        subheading = f'{subheading} · {text.effective_png.format(label=effective_label)}'
     return '\n'.join([heading, subheading, *([scoring_note] if scoring_note else [])])
 
 
@@ -154,6 +180,7 @@ def draw_heatmap(
     show_score: bool = False,
     effective_length: int | None = None,
     colorbar: bool = True,
+    text: PageText = EN,
 ) -> bool:
     """Draw one subset's depth x length accuracy heatmap on `ax` (fixed 0-1 colour scale).
 
@@ -180,7 +207,7 @@ def draw_heatmap(
     if show_score:
         _annotate_scores(ax, matrix)
     if colorbar:
-        ax.figure.colorbar(mesh, ax=ax, label='accuracy')
+        ax.figure.colorbar(mesh, ax=ax, label=text.accuracy)
     rotate = len(lengths) > _ROTATE_AFTER_COLUMNS
     ax.tick_params(axis='x', labelrotation=45 if rotate else 0)
     if rotate:
@@ -193,14 +220,48 @@ def draw_heatmap(
     return bool(np.isnan(matrix).any())
 
 
-def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes]) -> Colorbar:
+def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes], *, text: PageText = EN) -> Colorbar:
     """One colorbar for several heatmaps drawn with `colorbar=False`: the same fixed 0-1 scale they all use."""
     mappable = ScalarMappable(norm=Normalize(vmin=0.0, vmax=1.0), cmap=CMAP)
-    return fig.colorbar(mappable, ax=list(axes), label='accuracy', shrink=0.9)
+    return fig.colorbar(mappable, ax=list(axes), label=text.accuracy, shrink=0.9)
 
 
-def _add_empty_note(fig: Figure) -> None:
-    fig.text(0.01, 0.005, 'grey = no scored sample', fontsize=7, color='#555555', ha='left', va='bottom')
+def _add_empty_note(fig: Figure, text: PageText) -> None:
+    fig.text(0.01, 0.005, text.empty_png, fontsize=7, color='#555555', ha='left', va='bottom')
+
+
+@cache
+def cjk_font() -> str | None:
+    """The first installed font of `_CJK_FONTS` (matplotlib's font list), None when there is none."""
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    return next((name for name in _CJK_FONTS if name in installed), None)
+
+
+def png_language(language: str) -> str:
+    """The language a PNG can be drawn in: ``language``, but English for Chinese without a font that has its glyphs
+    (said once in the log), rather than empty boxes."""
+    if page_text(language) is EN or cjk_font() is not None:
+        return language
+    _warn_no_cjk_font()
+    return 'en'
+
+
+def _png_words(language: str) -> tuple[PageText, AbstractContextManager[object]]:
+    """The words of a PNG in ``language`` (`png_language`) and the font settings that draw them, in force while the
+    figure is built (each text keeps the font family it was made with)."""
+    text = page_text(png_language(language))
+    if text is EN:
+        return EN, nullcontext()
+    return text, rc_context({'font.family': [cjk_font(), 'DejaVu Sans']})
+
+
+@cache
+def _warn_no_cjk_font() -> None:
+    logger.warning(
+        "no font with Chinese glyphs found (%s): the Chinese subset's PNG is labelled in English; its HTML page "
+        'is in Chinese. Install one (e.g. apt install fonts-noto-cjk) to draw the PNG in Chinese',
+        ', '.join(_CJK_FONTS[:3]),
+    )
 
 
 def _build_heatmap_figure(
@@ -211,8 +272,32 @@ def _build_heatmap_figure(
     title: str | None = None,
     effective_length: int | None = None,
     scoring_note: str | None = None,
+    language: str = 'en',
 ) -> Figure:
     """Draw the heatmap on a fresh Agg-backed Figure (not registered with pyplot); the caller owns and closes it."""
+    words, fonts = _png_words(language)
+    with fonts:
+        return _draw_heatmap_figure(
+            cells,
+            subset=subset,
+            show_score=show_score,
+            title=title,
+            effective_length=effective_length,
+            scoring_note=scoring_note,
+            text=words,
+        )
+
+
+def _draw_heatmap_figure(
+    cells: Sequence[CellSummary],
+    *,
+    subset: str,
+    show_score: bool,
+    title: str | None,
+    effective_length: int | None,
+    scoring_note: str | None,
+    text: PageText,
+) -> Figure:
     lengths, depths, grid = cell_grid(cells, subset=subset)
     column = effective_column(lengths, effective_length, subset=subset)
     effective_label = None if column is None else length_labels(lengths)[column]
@@ -221,26 +306,27 @@ def _build_heatmap_figure(
     ax = fig.add_subplot()
     try:
         has_empty = draw_heatmap(
-            ax, cells, subset=subset, show_score=show_score, effective_length=effective_length, colorbar=True
+            ax, cells, subset=subset, show_score=show_score, effective_length=effective_length, colorbar=True, text=text
         )
     except BaseException:
         fig.clear()
         raise
     tokenizer = subset_tokenizer(cells, subset=subset)
-    ax.set_xlabel(length_axis_label(tokenizer))
-    ax.set_ylabel('Needle depth (%)')
-    text = _png_title(
+    ax.set_xlabel(length_axis_label(tokenizer, text=text))
+    ax.set_ylabel(text.depth_axis)
+    heading = _png_title(
         subset,
         grid,
         title,
         effective_label=effective_label,
         scoring_note=scoring_note,
         tokenizer=tokenizer,
+        text=text,
     )
     # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
-    ax.set_title(_fit_title(fig, ax, text), fontsize=_TITLE_FONTSIZE, parse_math=False)
+    ax.set_title(_fit_title(fig, ax, heading), fontsize=_TITLE_FONTSIZE, parse_math=False)
     if has_empty:
-        _add_empty_note(fig)
+        _add_empty_note(fig, text)
     return fig
 
 
@@ -313,11 +399,13 @@ def plot_heatmap_png(
     title: str | None = None,
     effective_length: int | None = None,
     scoring_note: str | None = None,
+    language: str = 'en',
 ) -> Path:
     """Save the accuracy heatmap of one subset as PNG (atomically); ValueError when the subset has no cells.
 
     `effective_length`, a context length of the subset, is marked by a dashed line and stated in the title
     ('effective: 16k').  `scoring_note` (e.g. 'scored by rule (judge failed qualification)') is a last title line.
+    `language` ('en', 'zh': the subset's) is the language of its words (with a font that has its glyphs).
     Titles are drawn literally: a '$' in a subset name or title is not mathtext.
     """
     fig = _build_heatmap_figure(
@@ -327,6 +415,7 @@ def plot_heatmap_png(
         title=title,
         effective_length=effective_length,
         scoring_note=scoring_note,
+        language=language,
     )
     try:
         return atomic_write_bytes(path, png_bytes(fig))
@@ -350,13 +439,17 @@ def plot_all(
     title: str | None = None,
     scoring_notes: Mapping[str, str | None] | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
+    languages: Mapping[str, str] | None = None,
+    png_scoring_notes: Mapping[str, str | None] | None = None,
 ) -> list[Path]:
     """Write `{prefix}_{subset}.png` and `.html` for every subset, in subset order.
 
     `effective_lengths` maps subset -> effective context length to mark (a missing subset or None: no mark).
     `scoring_notes` maps subset -> a subtitle line such as 'scored by rule (judge failed qualification)'.
     `answers` ((subset, length, depth) -> samples, as `stats.samples_by_cell` gives it) lets a click on a cell of
-    the HTML heatmap show its answers.
+    the HTML heatmap show its answers.  `languages` maps subset -> 'en' / 'zh', the language of its files' words
+    (a subset not in it: the built-in subset's of that name, else English); `png_scoring_notes`, when given, are
+    the PNGs' notes in the language `png_language` leaves them (English where no font draws Chinese).
     Characters outside [A-Za-z0-9._-] in subset names become '_' in file names.  A subset that fails is logged
     and skipped so the others are still drawn; afterwards one `HeatmapError` names every failed subset.
     """
@@ -372,18 +465,23 @@ def plot_all(
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     failures: dict[str, Exception] = {}
+    notes = scoring_notes or {}
+    png_notes = notes if png_scoring_notes is None else png_scoring_notes
     for subset in subsets:
+        options = {
+            'title': title,
+            'effective_length': effective.get(subset),
+            'scoring_note': notes.get(subset),
+            'language': subset_language(subset, languages),
+        }
         # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
-        stem = f'{prefix}_{names[subset]}'
-        note = (scoring_notes or {}).get(subset)
+        stem = out / f'{prefix}_{names[subset]}'
         try:
-            options = {'title': title, 'effective_length': effective.get(subset), 'scoring_note': note}
-            written.append(
-                plot_heatmap_png(cell_list, subset=subset, path=out / f'{stem}.png', show_score=show_score, **options)
-            )
-            written.append(
-                plot_heatmap_html(cell_list, subset=subset, path=out / f'{stem}.html', answers=answers, **options)
-            )
+            png = stem.parent / f'{stem.name}.png'
+            png_options = options | {'scoring_note': png_notes.get(subset)}
+            written.append(plot_heatmap_png(cell_list, subset=subset, path=png, show_score=show_score, **png_options))
+            html = stem.parent / f'{stem.name}.html'
+            written.append(plot_heatmap_html(cell_list, subset=subset, path=html, answers=answers, **options))
         except Exception as exc:  # keep drawing the other subsets; reported together below
             logger.error('heatmap for subset %r failed: %s: %s', subset, type(exc).__name__, exc, exc_info=exc)
             failures[subset] = exc
