@@ -87,6 +87,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
         # Samples that raised after every retry, per subset (worker threads append: hence the lock).
         self._errors: dict[str, list[SampleResult]] = defaultdict(list)
+        self._error_of: dict[tuple[str, Any], SampleResult] = {}  # (subset, sample id) -> its error above
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
         # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
@@ -247,14 +248,14 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             return super().run_inference(model, sample, output_dir, **kwargs)
         except Exception as exc:
             # EvalScope writes no row for it (so --use-cache retries it), and with ignore_errors only counts it.
-            self._record_error(SampleMeta.from_dict(sample.metadata), exc)
+            self._record_error(SampleMeta.from_dict(sample.metadata), exc, sample.id)
             raise
         finally:
             if self.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
                 self.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
-    def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
+    def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
         self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
         message = f'{type(exc).__name__}: {exc}'
         result = SampleResult(
@@ -272,8 +273,17 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         )
         with self._errors_lock:
             self._errors[result.subset].append(result)
+            self._error_of[(result.subset, sample_id)] = result
         if self._live is not None:  # a worker thread: the page shows it at the next update
             self._live.add(result)
+
+    def forget_errors(self, subset: str, sample_ids: Any) -> None:
+        """Samples about to be asked again within the run (the adaptive sweep's retries): their earlier error leaves
+        the results, which keep one row per sample, the outcome of its last attempt."""
+        with self._errors_lock:
+            dropped = [self._error_of.pop((subset, sample_id), None) for sample_id in sample_ids]
+            ids = {id(result) for result in dropped if result is not None}
+            self._errors[subset] = [result for result in self._errors[subset] if id(result) not in ids]
 
     def init_llm_judges(self) -> list[Any]:
         judges = super().init_llm_judges()
@@ -338,7 +348,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             else:
                 sample_score = self._budget_score(task_state, budget, review.final)
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
-            self._record_error(meta, exc)
+            self._record_error(meta, exc, task_state.sample_id)
             raise
         sample_score.score.metadata = {
             **(sample_score.score.metadata or {}),

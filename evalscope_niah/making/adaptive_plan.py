@@ -1,19 +1,27 @@
 """The adaptive sweep's plan: which grid samples to send next, from the scores of those sent so far.
 
-Pure and stateless: ``next_round(units, scores, settings)`` reads only the scores of the samples it chose before
-(key -> score, None for a sample that gave no score), so a run resumed from its cache re-derives every earlier
-decision from the cached scores and picks what the uninterrupted run would have. The only randomness, the order of
-depths within a length, comes from the seed.
+Pure and stateless: ``next_round(units, scores, settings, attempts)`` reads only the scores of the samples it chose
+before (key -> score, None for a sample that was sent and gave no score) and how often each was sent, so a run resumed
+from its cache re-derives every earlier decision from the cached scores and picks what the uninterrupted run would
+have. The only randomness, the order of depths within a length, comes from the seed.
 
-The search (the effective length is the longest length up to which every tested length passes, as ``stats`` computes
-it): a coarse round probes the shortest length and the middle one; then, round by round, the lowest tested length that
-is not yet a settled pass gets more samples while it is undecided (the fewest that could settle it, at most half its
-depths), and once it settles as a fail the untested gap below it is bisected. A length is settled when a one-sided
-Wilson bound at ``confidence`` puts its mean on one side of the threshold, or when every sample of it was sent (the full
-grid could not know more). The sweep stops when the effective length is pinned to one step of the grid (the lengths on
-both sides of it settled), or when the next round would pass the budget. It assumes what the effective length itself
-assumes: a model that fails at one length does not recover at a longer one; a failing length between two tested ones
-that pass goes unseen.
+The promise: a length it has not sent can never count as passed. The effective length (as ``reporting.stats``
+computes it on the full grid) is the longest length up to which every length passes, and real models dip at middle
+lengths and recover at longer ones, so nothing about one length is inferred from another. The sweep walks up the
+lengths from the shortest: each is sent a few samples (the fewest that, all right, would settle it), then more while
+it is undecided, until it is settled; the first length that settles as a fail pins the effective length to the length
+below it, and nothing above that is ever sent (the grid's effective length does not depend on it).
+
+A length is settled when the grid's verdict on it is already fixed whatever its unsent samples would score, or when a
+one-sided Wilson bound at ``confidence`` puts its mean on one side of the threshold. The bound carries the finite
+population correction: the question is what the grid's mean over this length's samples would be, and once most of
+them are sent little is left to vary. A length whose answers are clear settles after a few samples; one near the
+threshold is sent until the grid could know no more.
+
+Errors are not answers. A sample that was sent and errored (score None) does not count as a fail: it is asked again
+in a later round, up to ``ERROR_ATTEMPTS`` sends in all, while its length is undecided. A length that no sample left
+to send could settle, because errored samples might still tip it, is unknown: the sweep stops there with ``errors``
+and the effective length is at least the length below it.
 """
 
 from __future__ import annotations
@@ -26,10 +34,23 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Literal
 
-__all__ = ['AdaptiveSettings', 'PlanUnit', 'Round', 'StopReason', 'length_statuses', 'next_round', 'sweep_order']
+__all__ = [
+    'ERROR_ATTEMPTS',
+    'AdaptiveSettings',
+    'PlanUnit',
+    'Round',
+    'StopReason',
+    'length_statuses',
+    'next_round',
+    'sweep_order',
+]
 
-StopReason = Literal['pinned', 'budget', 'exhausted']
-Status = Literal['untested', 'open', 'pass', 'fail']
+StopReason = Literal['pinned', 'budget', 'exhausted', 'errors']
+Status = Literal['untested', 'open', 'pass', 'fail', 'unknown']
+
+# How many times one sample may be sent within a run before its error stands (each send is itself a request with the
+# model client's own retries): a burst of server faults is ridden out, an outage at one length ends the sweep.
+ERROR_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -59,10 +80,8 @@ class Round:
     stop: StopReason | None = None
 
 
-# Lengths the coarse round probes besides the shortest (shares of the axis' index range). The middle alone: on the
-# 100 simulated models of benchmarks/bench_adaptive.py, probing thirds or the longest length too spent more tokens
-# and named the true effective length less often (the longest length is the dearest probe of all).
-_COARSE_SHARES = (0.5,)
+Scores = Mapping[Hashable, 'float | None']
+Attempts = Mapping[Hashable, int]
 
 
 def sweep_order(units: Sequence[PlanUnit], *, seed: int) -> dict[int, list[PlanUnit]]:
@@ -93,147 +112,172 @@ def _van_der_corput(index: int) -> float:
     return value
 
 
-def _wilson(mean: float, n: int, z: float) -> tuple[float, float]:
-    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n))
+@dataclass(frozen=True)
+class _Tally:
+    """One length's samples as the plan sees them: the scores it has, and what might still change its mean."""
+
+    population: int  # the length's samples in the full grid
+    total: float  # sum of the scores received
+    scored: int  # samples with a score
+    pending: tuple[PlanUnit, ...]  # may still be sent: never sent, or errored with attempts left (these first)
+    errored: int  # errored with no attempt left: their score stays unknown
+    sent: bool  # any of its samples was sent
+
+    @property
+    def open_count(self) -> int:
+        return len(self.pending) + self.errored
+
+
+def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Tally:
+    total, scored, errored = 0.0, 0, 0
+    retry, unsent = [], []
+    for unit in units:
+        if unit.key not in scores:
+            unsent.append(unit)
+        elif (score := scores[unit.key]) is not None:
+            total, scored = total + score, scored + 1
+        elif attempts.get(unit.key, 1) < ERROR_ATTEMPTS:
+            retry.append(unit)
+        else:
+            errored += 1
+    return _Tally(len(units), total, scored, (*retry, *unsent), errored, len(unsent) < len(units))
+
+
+def _wilson(mean: float, n: int, z: float, population: int) -> tuple[float, float]:
+    """Wilson interval of a mean of ``n`` of ``population`` samples, with the finite population correction: what is
+    bounded is the mean the whole population (the grid's samples of one length) would have."""
+    z2 = z * z * (population - n) / (population - 1) if population > 1 else 0.0
+    centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
+    half = math.sqrt(z2) / (1 + z2 / n) * math.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
     return centre - half, centre + half
 
 
+def _status(tally: _Tally, threshold: float, z: float) -> Status:
+    if not tally.sent:
+        return 'untested'
+    # Fixed whatever the samples not yet scored would score: the grid's verdict is already known.
+    rest = tally.open_count
+    if tally.scored + rest and tally.total / (tally.scored + rest) >= threshold:
+        return 'pass'
+    if tally.scored + rest and (tally.total + rest) / (tally.scored + rest) < threshold:
+        return 'fail'
+    if tally.scored:
+        low, high = _wilson(tally.total / tally.scored, tally.scored, z, tally.population)
+        if low >= threshold:
+            return 'pass'
+        if high < threshold:
+            return 'fail'
+    # Undecided: more samples may settle it; with none left, only its errors keep it open.
+    return 'open' if tally.pending else 'unknown'
+
+
 def length_statuses(
-    order: Mapping[int, Sequence[PlanUnit]], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings
+    order: Mapping[int, Sequence[PlanUnit]],
+    scores: Scores,
+    settings: AdaptiveSettings,
+    attempts: Attempts | None = None,
 ) -> dict[int, Status]:
-    """Per length: untested, open (undecided, samples left), pass or fail (settled)."""
-    z = NormalDist().inv_cdf(settings.confidence)
-    means = {length: _scored(units, scores) for length, units in order.items()}
+    """Per length: untested, open (undecided, samples left to send), pass or fail (settled), or unknown (undecided,
+    and only errored samples, with no attempt left, could decide it)."""
+    attempts = attempts or {}
     threshold = _threshold(order, scores, settings)
-    statuses: dict[int, Status] = {}
-    for length, units in order.items():
-        tested = sum(unit.key in scores for unit in units)
-        exhausted = tested == len(units)
-        if not tested:
-            statuses[length] = 'untested'
-        elif means[length] is None:  # only samples without a score so far: they never pass
-            statuses[length] = 'fail' if exhausted else 'open'
-        else:
-            mean, n = means[length]
-            low, high = _wilson(mean, n, z)
-            if low >= threshold or (exhausted and mean >= threshold):
-                statuses[length] = 'pass'
-            elif high < threshold or exhausted:
-                statuses[length] = 'fail'
-            else:
-                statuses[length] = 'open'
-    return statuses
+    z = _z(settings, len(order))
+    return {
+        length: _status(_tally(units, scores, attempts), threshold if threshold is not None else math.inf, z)
+        for length, units in order.items()
+    }
 
 
-def _threshold(
-    order: Mapping[int, Sequence[PlanUnit]], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings
-) -> float:
+def _z(settings: AdaptiveSettings, lengths: int) -> float:
+    """The bound's z: the effective length is wrong when any length up to it is misjudged, so ``confidence`` holds
+    for the walk as a whole (Bonferroni): each length is settled at 1 - (1 - confidence) / lengths."""
+    return NormalDist().inv_cdf(1.0 - (1.0 - settings.confidence) / max(1, lengths))
+
+
+def _threshold(order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings: AdaptiveSettings) -> float | None:
+    """The mark a length's mean must reach; None in relative mode while the shortest length has no score."""
     if settings.mode == 'absolute':
         return settings.threshold
-    base = _scored(order[min(order)], scores)
-    # A shortest length scoring 0 (or nothing) gives no baseline: nothing passes, as in stats._passes.
-    return settings.threshold * base[0] if base and base[0] > 0 else math.inf
+    values = [scores[unit.key] for unit in order[min(order)] if scores.get(unit.key) is not None]
+    if not values:
+        return None
+    base = math.fsum(values) / len(values)
+    # A shortest length scoring 0 gives no baseline: nothing passes, as in stats._passes.
+    return settings.threshold * base if base > 0 else math.inf
 
 
-def _settling_step(
-    units: Sequence[PlanUnit],
-    scores: Mapping[Hashable, float | None],
-    threshold: float,
-    settings: AdaptiveSettings,
-    step: int,
-) -> int:
-    """Samples to add to an open length: the fewest that could settle it (all right, or all wrong), at most
-    ``step``; a length two samples short of a decision is not sent a whole step."""
-    scored = _scored(units, scores)
-    if scored is None:
-        return step
-    total, n = scored[0] * scored[1], scored[1]
-    z = NormalDist().inv_cdf(settings.confidence)
-    for extra in range(1, step):
-        if _wilson((total + extra) / (n + extra), n + extra, z)[0] >= threshold:
-            return extra
-        if _wilson(total / (n + extra), n + extra, z)[1] < threshold:
-            return extra
-    return step
-
-
-def _scored(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]) -> tuple[float, int] | None:
-    values = [scores[unit.key] for unit in units if scores.get(unit.key) is not None]
-    return (math.fsum(values) / len(values), len(values)) if values else None
-
-
-def next_round(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings) -> Round:
-    """The next samples to send, given the scores of every sample sent so far (keys absent: not sent)."""
+def next_round(
+    units: Sequence[PlanUnit], scores: Scores, settings: AdaptiveSettings, attempts: Attempts | None = None
+) -> Round:
+    """The next samples to send, given the scores of every sample sent so far (keys absent: not sent; None: sent and
+    errored) and how many times each was sent (absent: once)."""
     order = sweep_order(units, seed=settings.seed)
     if not order:
         return Round((), 'exhausted')
-    step = _step(units)
-    wanted = _wanted(order, scores, settings, step)
-    if wanted is None:
-        return Round((), 'pinned')
-    if not wanted:
-        return Round((), 'exhausted')
-    return _within_budget(wanted, units, scores, settings)
-
-
-def _step(units: Sequence[PlanUnit]) -> int:
-    # Half a length's depths per step (at least 3): two steps see every depth once.
-    depths = len({unit.depth_percent for unit in units})
-    return max(3, math.ceil(depths / 2))
+    attempts = attempts or {}
+    wanted = _wanted(order, scores, settings, attempts)
+    if isinstance(wanted, str):
+        return Round((), wanted)
+    return _within_budget(wanted, units, scores, settings, attempts)
 
 
 def _wanted(
-    order: Mapping[int, Sequence[PlanUnit]],
-    scores: Mapping[Hashable, float | None],
-    settings: AdaptiveSettings,
-    step: int,
-) -> list[PlanUnit] | None:
-    """The units wanted next (before the budget), [] when nothing is left to send, None when the length is pinned."""
+    order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings: AdaptiveSettings, attempts: Attempts
+) -> list[PlanUnit] | StopReason:
+    """The units wanted next (before the budget), or why the sweep stops."""
     lengths = sorted(order)
-    if not any(unit.key in scores for units in order.values() for unit in units):
-        return [unit for index in _coarse(len(lengths)) for unit in order[lengths[index]][:step]]
-    first = lengths[0]
-    if settings.mode == 'relative' and not all(unit.key in scores for unit in order[first]):
-        return _untested(order[first], scores)  # the baseline every threshold scales by: all of it, first
-    statuses = length_statuses(order, scores, settings)
-    tested = [index for index, length in enumerate(lengths) if statuses[length] != 'untested']
-    blocking = next((index for index in tested if statuses[lengths[index]] != 'pass'), None)
-    if blocking is None:  # every tested length passes: look above the longest tested
-        top = tested[-1]
-        if top == len(lengths) - 1:
-            return None
-        return _untested(order[lengths[(top + len(lengths)) // 2]], scores)[:step]
-    if statuses[lengths[blocking]] == 'open':
-        units = order[lengths[blocking]]
-        return _untested(units, scores)[
-            : _settling_step(units, scores, _threshold(order, scores, settings), settings, step)
-        ]
-    below = max((index for index in tested if index < blocking), default=-1)
-    if blocking == below + 1:
-        return None
-    return _untested(order[lengths[(below + blocking + 1) // 2]], scores)[:step]
+    shortest = _tally(order[lengths[0]], scores, attempts)
+    if settings.mode == 'relative' and shortest.pending:
+        return list(shortest.pending)  # the baseline every threshold scales by: all of it, first
+    threshold = _threshold(order, scores, settings)
+    if threshold is None:  # relative, and the whole shortest length errored: no baseline to judge by
+        return 'errors'
+    z = _z(settings, len(lengths))
+    for length in lengths:  # the walk: the first length not settled as a pass is where the sweep works
+        tally = _tally(order[length], scores, attempts)
+        status = _status(tally, threshold, z)
+        if status == 'pass':
+            continue
+        if status == 'fail':
+            return 'pinned'
+        if status == 'unknown':
+            return 'errors'
+        return list(tally.pending[: _settling_step(tally, threshold, z)])
+    return 'pinned'  # every length passes
 
 
-def _coarse(count: int) -> list[int]:
-    return sorted({0, *(round(share * (count - 1)) for share in _COARSE_SHARES)})
-
-
-def _untested(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]) -> list[PlanUnit]:
-    return [unit for unit in units if unit.key not in scores]
+def _settling_step(tally: _Tally, threshold: float, z: float) -> int:
+    """Samples to send to an undecided length: a length not yet sent gets the fewest that, all right, would settle it
+    as a pass (most lengths below a model's limit then settle in one round); a length already sent the fewest that
+    could settle it either way, all right or all wrong."""
+    fresh = not tally.scored
+    for extra in range(1, len(tally.pending) + 1):
+        rest = tally.pending[extra:]
+        more = _Tally(tally.population, tally.total + extra, tally.scored + extra, rest, tally.errored, True)
+        if _status(more, threshold, z) == 'pass':
+            return extra
+        less = _Tally(tally.population, tally.total, tally.scored + extra, rest, tally.errored, True)
+        if not fresh and _status(less, threshold, z) == 'fail':
+            return extra
+    return len(tally.pending)
 
 
 def _within_budget(
     wanted: Sequence[PlanUnit],
     units: Sequence[PlanUnit],
-    scores: Mapping[Hashable, float | None],
+    scores: Scores,
     settings: AdaptiveSettings,
+    attempts: Attempts,
 ) -> Round:
-    """The wanted units that fit what is left of the budget, in order; a stop when none fits."""
-    sent = [unit for unit in units if unit.key in scores]
-    prompts_left = math.inf if settings.budget_prompts is None else settings.budget_prompts - len(sent)
+    """The wanted units that fit what is left of the budget, in order; a stop when none fits. Every send counts,
+    a sample asked again after an error too."""
+    sends = {unit.key: attempts.get(unit.key, 1) for unit in units if unit.key in scores}
+    lengths = {unit.key: unit.context_length for unit in units}
+    prompts_left = math.inf if settings.budget_prompts is None else settings.budget_prompts - sum(sends.values())
     tokens_left = (
-        math.inf if settings.budget_tokens is None else settings.budget_tokens - sum(u.context_length for u in sent)
+        math.inf
+        if settings.budget_tokens is None
+        else settings.budget_tokens - sum(lengths[key] * count for key, count in sends.items())
     )
     keys = []
     for unit in wanted:
