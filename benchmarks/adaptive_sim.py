@@ -123,11 +123,10 @@ def estimate(scores: dict[Hashable, float | None], units: Sequence[PlanUnit], *,
 
 
 def run_adaptive(
-    units: Sequence[PlanUnit], ask: Callable[[PlanUnit], float | None], settings: AdaptiveSettings
+    units: Sequence[PlanUnit], ask: Callable[[Hashable], float | None], settings: AdaptiveSettings
 ) -> tuple[dict[Hashable, float | None], int, int, str]:
-    """Rounds of the plan until it stops: (scores, sends, rounds, why it stopped). ``ask`` returns None for a
-    sample that errored; such a sample may be sent again."""
-    by_key = {unit.key: unit for unit in units}
+    """Rounds of the plan until it stops: (scores, sends, rounds, why it stopped). ``ask`` answers a sample's key,
+    None for a sample that errored; such a sample may be sent again."""
     scores: dict[Hashable, float | None] = {}
     attempts: dict[Hashable, int] = {}
     rounds = 0
@@ -137,5 +136,5 @@ def run_adaptive(
             return scores, sum(attempts.values()), rounds, planned.stop or ''
         rounds += 1
         for key in planned.keys:
-            scores[key] = ask(by_key[key])
+            scores[key] = ask(key)
             attempts[key] = attempts.get(key, 0) + 1
