@@ -12,11 +12,12 @@ lengths from the shortest: each is sent a few samples (the fewest that, all righ
 it is undecided, until it is settled; the first length that settles as a fail pins the effective length to the length
 below it, and nothing above that is ever sent (the grid's effective length does not depend on it).
 
-A length is settled when the grid's verdict on it is already fixed whatever its unsent samples would score, or when a
-one-sided Wilson bound at ``confidence`` puts its mean on one side of the threshold. The bound carries the finite
-population correction: the question is what the grid's mean over this length's samples would be, and once most of
-them are sent little is left to vary. A length whose answers are clear settles after a few samples; one near the
-threshold is sent until the grid could know no more.
+A length is settled when the grid's verdict on it is already fixed whatever its unsent samples would score, or when
+what its samples showed is too unlikely to come from a length the grid would judge the other way: the exact
+hypergeometric chance of drawing them from the length's samples in the grid, were just too few of those right to pass
+(or just enough), is at most (1 - ``confidence``) / number of lengths (the effective length is wrong when any length
+up to it is misjudged, so the confidence holds for the walk as a whole). A length whose answers are clear settles on
+part of its samples; one near the threshold is sent until the grid could know no more.
 
 Errors are not answers. A sample that was sent and errored (score None) does not count as a fail: it is asked again
 in a later round, up to ``ERROR_ATTEMPTS`` sends in all, while its length is undecided. A length that no sample left
@@ -26,12 +27,12 @@ and the effective length is at least the length below it.
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections import defaultdict
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal
 
 __all__ = [
@@ -143,16 +144,17 @@ def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Ta
     return _Tally(len(units), total, scored, (*retry, *unsent), errored, len(unsent) < len(units))
 
 
-def _wilson(mean: float, n: int, z: float, population: int) -> tuple[float, float]:
-    """Wilson interval of a mean of ``n`` of ``population`` samples, with the finite population correction: what is
-    bounded is the mean the whole population (the grid's samples of one length) would have."""
-    z2 = z * z * (population - n) / (population - 1) if population > 1 else 0.0
-    centre = (mean + z2 / (2 * n)) / (1 + z2 / n)
-    half = math.sqrt(z2) / (1 + z2 / n) * math.sqrt(mean * (1 - mean) / n + z2 / (4 * n * n))
-    return centre - half, centre + half
+@functools.lru_cache(maxsize=65_536)
+def _tail(population: int, right: int, sent: int, seen: int, *, upper: bool) -> float:
+    """P(at least ``seen`` right among ``sent`` samples drawn from ``population`` holding ``right`` right ones), or at
+    most ``seen`` when not ``upper``: the hypergeometric tail, exact."""
+    low, high = max(0, sent - (population - right)), min(sent, right)
+    hits = range(max(low, seen), high + 1) if upper else range(low, min(high, seen) + 1)
+    ways = sum(math.comb(right, k) * math.comb(population - right, sent - k) for k in hits)
+    return ways / math.comb(population, sent)
 
 
-def _status(tally: _Tally, threshold: float, z: float) -> Status:
+def _status(tally: _Tally, threshold: float, alpha: float) -> Status:
     if not tally.sent:
         return 'untested'
     # Fixed whatever the samples not yet scored would score: the grid's verdict is already known.
@@ -161,11 +163,14 @@ def _status(tally: _Tally, threshold: float, z: float) -> Status:
         return 'pass'
     if tally.scored + rest and (tally.total + rest) / (tally.scored + rest) < threshold:
         return 'fail'
-    if tally.scored:
-        low, high = _wilson(tally.total / tally.scored, tally.scored, z, tally.population)
-        if low >= threshold:
+    if tally.scored and math.isfinite(threshold):
+        # The grid passes the length when at least ``needed`` of its samples are right. Could what was seen come
+        # from a length the grid fails (needed - 1 right at most), or from one it passes (needed at least)?
+        needed = math.ceil(round(threshold * tally.population, 9))
+        seen_low, seen_high = math.floor(tally.total + 1e-9), math.ceil(tally.total - 1e-9)
+        if needed > 0 and _tail(tally.population, needed - 1, tally.scored, seen_high, upper=True) <= alpha:
             return 'pass'
-        if high < threshold:
+        if needed <= tally.population and _tail(tally.population, needed, tally.scored, seen_low, upper=False) <= alpha:
             return 'fail'
     # Undecided: more samples may settle it; with none left, only its errors keep it open.
     return 'open' if tally.pending else 'unknown'
@@ -181,17 +186,17 @@ def length_statuses(
     and only errored samples, with no attempt left, could decide it)."""
     attempts = attempts or {}
     threshold = _threshold(order, scores, settings)
-    z = _z(settings, len(order))
+    alpha = _alpha(settings, len(order))
     return {
-        length: _status(_tally(units, scores, attempts), threshold if threshold is not None else math.inf, z)
+        length: _status(_tally(units, scores, attempts), threshold if threshold is not None else math.inf, alpha)
         for length, units in order.items()
     }
 
 
-def _z(settings: AdaptiveSettings, lengths: int) -> float:
-    """The bound's z: the effective length is wrong when any length up to it is misjudged, so ``confidence`` holds
-    for the walk as a whole (Bonferroni): each length is settled at 1 - (1 - confidence) / lengths."""
-    return NormalDist().inv_cdf(1.0 - (1.0 - settings.confidence) / max(1, lengths))
+def _alpha(settings: AdaptiveSettings, lengths: int) -> float:
+    """The chance of misjudging one length that the plan accepts: the effective length is wrong when any length up to
+    it is misjudged, so ``confidence`` holds for the walk as a whole (Bonferroni)."""
+    return (1.0 - settings.confidence) / max(1, lengths)
 
 
 def _threshold(order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings: AdaptiveSettings) -> float | None:
@@ -232,21 +237,21 @@ def _wanted(
     threshold = _threshold(order, scores, settings)
     if threshold is None:  # relative, and the whole shortest length errored: no baseline to judge by
         return 'errors'
-    z = _z(settings, len(lengths))
+    alpha = _alpha(settings, len(lengths))
     for length in lengths:  # the walk: the first length not settled as a pass is where the sweep works
         tally = _tally(order[length], scores, attempts)
-        status = _status(tally, threshold, z)
+        status = _status(tally, threshold, alpha)
         if status == 'pass':
             continue
         if status == 'fail':
             return 'pinned'
         if status == 'unknown':
             return 'errors'
-        return list(tally.pending[: _settling_step(tally, threshold, z)])
+        return list(tally.pending[: _settling_step(tally, threshold, alpha)])
     return 'pinned'  # every length passes
 
 
-def _settling_step(tally: _Tally, threshold: float, z: float) -> int:
+def _settling_step(tally: _Tally, threshold: float, alpha: float) -> int:
     """Samples to send to an undecided length: a length not yet sent gets the fewest that, all right, would settle it
     as a pass (most lengths below a model's limit then settle in one round); a length already sent the fewest that
     could settle it either way, all right or all wrong."""
@@ -254,10 +259,10 @@ def _settling_step(tally: _Tally, threshold: float, z: float) -> int:
     for extra in range(1, len(tally.pending) + 1):
         rest = tally.pending[extra:]
         more = _Tally(tally.population, tally.total + extra, tally.scored + extra, rest, tally.errored, True)
-        if _status(more, threshold, z) == 'pass':
+        if _status(more, threshold, alpha) == 'pass':
             return extra
         less = _Tally(tally.population, tally.total, tally.scored + extra, rest, tally.errored, True)
-        if not fresh and _status(less, threshold, z) == 'fail':
+        if not fresh and _status(less, threshold, alpha) == 'fail':
             return extra
     return len(tally.pending)
 
