@@ -85,9 +85,8 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
-        # Samples that raised after every retry, per subset (worker threads append: hence the lock).
-        self._errors: dict[str, list[SampleResult]] = defaultdict(list)
-        self._error_of: dict[tuple[str, Any], SampleResult] = {}  # (subset, sample id) -> its error above
+        # Samples that raised after every retry, per subset and sample id (worker threads add: hence the lock).
+        self._errors: dict[str, dict[Any, SampleResult]] = defaultdict(dict)
         self._errors_lock = threading.Lock()
         self._report_dir: str | None = None
         # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
@@ -272,18 +271,15 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             tokenizer=meta.tokenizer,
         )
         with self._errors_lock:
-            self._errors[result.subset].append(result)
-            self._error_of[(result.subset, sample_id)] = result
+            self._errors[result.subset][sample_id] = result
         if self._live is not None:  # a worker thread: the page shows it at the next update
             self._live.add(result)
 
     def forget_errors(self, subset: str, sample_ids: Any) -> None:
-        """Samples about to be asked again within the run (the adaptive sweep's retries): their earlier error leaves
-        the results, which keep one row per sample, the outcome of its last attempt."""
+        """Samples the adaptive sweep asks again: their error leaves the results (one row per sample, its last try)."""
         with self._errors_lock:
-            dropped = [self._error_of.pop((subset, sample_id), None) for sample_id in sample_ids]
-            ids = {id(result) for result in dropped if result is not None}
-            self._errors[subset] = [result for result in self._errors[subset] if id(result) not in ids]
+            for sample_id in sample_ids:
+                self._errors.get(subset, {}).pop(sample_id, None)
 
     def init_llm_judges(self) -> list[Any]:
         judges = super().init_llm_judges()
@@ -415,7 +411,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         for subset in subsets:
             self._results[subset] = [result for result in results if result.subset == subset]
         # Samples that errored this run have no SampleScore; count them beside the scored ones.
-        errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
+        errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, {}).values()]
         params = self.params
         for subset in sorted(subsets):
             for message in (
@@ -470,7 +466,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
 
     def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
         subsets = sorted(set(self._results) | set(self._errors))
-        results = [result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset]]]
+        results = [
+            result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset].values()]
+        ]
         if not results:
             return
         self._outputs_written = True
