@@ -256,3 +256,13 @@ def test_relative_mode_with_a_shortest_length_that_only_errored_stops_on_errors(
     settings = AdaptiveSettings(threshold=0.85, mode='relative', confidence=0.95)
     _, _, stop, _ = _sweep(_units(), lambda unit: None, settings)
     assert stop == 'errors'
+
+
+@pytest.mark.parametrize(('partial', 'named'), [(0.9, 10_000), (0.8, 2000)])
+def test_partial_scores_are_judged_by_their_mean_as_the_grid_judges_them(partial: float, named: int) -> None:
+    """Scores between 0 and 1 (a multi-needle task's share found): from 3000 on every sample scores ``partial``."""
+    units = _units()
+    answer = lambda unit: 1.0 if unit.context_length < 3000 else partial  # noqa: E731
+    _, scores, stop, _ = _sweep(units, answer)
+    assert stop == 'pinned'
+    assert _grid_effective_length(units, answer) == _grid_effective_length(units, answer, scores) == named
