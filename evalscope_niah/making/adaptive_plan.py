@@ -31,7 +31,7 @@ import functools
 import math
 import random
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -147,11 +147,15 @@ def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Ta
 @functools.lru_cache(maxsize=65_536)
 def _tail(population: int, right: int, sent: int, seen: int, *, upper: bool) -> float:
     """P(at least ``seen`` right among ``sent`` samples drawn from ``population`` holding ``right`` right ones), or at
-    most ``seen`` when not ``upper``: the hypergeometric tail, exact."""
+    most ``seen`` when not ``upper``: the hypergeometric tail (in logarithms: a length of many samples stays cheap)."""
     low, high = max(0, sent - (population - right)), min(sent, right)
     hits = range(max(low, seen), high + 1) if upper else range(low, min(high, seen) + 1)
-    ways = sum(math.comb(right, k) * math.comb(population - right, sent - k) for k in hits)
-    return ways / math.comb(population, sent)
+    whole = _log_comb(population, sent)
+    return math.fsum(math.exp(_log_comb(right, k) + _log_comb(population - right, sent - k) - whole) for k in hits)
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
 
 
 def _status(tally: _Tally, threshold: float, alpha: float) -> Status:
@@ -165,7 +169,8 @@ def _status(tally: _Tally, threshold: float, alpha: float) -> Status:
         return 'fail'
     if tally.scored and math.isfinite(threshold):
         # The grid passes the length when at least ``needed`` of its samples are right. Could what was seen come
-        # from a length the grid fails (needed - 1 right at most), or from one it passes (needed at least)?
+        # from a length the grid fails (needed - 1 right at most), or from one it passes (needed at least)? Exact for
+        # right/wrong scores; partial ones (a multi-needle share) count by their sum, rounded against the verdict.
         needed = math.ceil(round(threshold * tally.population, 9))
         seen_low, seen_high = math.floor(tally.total + 1e-9), math.ceil(tally.total - 1e-9)
         if needed > 0 and _tail(tally.population, needed - 1, tally.scored, seen_high, upper=True) <= alpha:
@@ -255,16 +260,35 @@ def _settling_step(tally: _Tally, threshold: float, alpha: float) -> int:
     """Samples to send to an undecided length: a length not yet sent gets the fewest that, all right, would settle it
     as a pass (most lengths below a model's limit then settle in one round); a length already sent the fewest that
     could settle it either way, all right or all wrong."""
-    fresh = not tally.scored
-    for extra in range(1, len(tally.pending) + 1):
-        rest = tally.pending[extra:]
-        more = _Tally(tally.population, tally.total + extra, tally.scored + extra, rest, tally.errored, True)
-        if _status(more, threshold, alpha) == 'pass':
-            return extra
-        less = _Tally(tally.population, tally.total, tally.scored + extra, rest, tally.errored, True)
-        if not fresh and _status(less, threshold, alpha) == 'fail':
-            return extra
-    return len(tally.pending)
+
+    def settles(extra: int, right: bool) -> bool:
+        more = _Tally(
+            tally.population,
+            tally.total + (extra if right else 0),
+            tally.scored + extra,
+            tally.pending[extra:],
+            tally.errored,
+            True,
+        )
+        return _status(more, threshold, alpha) == ('pass' if right else 'fail')
+
+    steps = [_fewest(len(tally.pending), lambda extra: settles(extra, True))]
+    if tally.scored:
+        steps.append(_fewest(len(tally.pending), lambda extra: settles(extra, False)))
+    return min(steps)
+
+
+def _fewest(most: int, enough: Callable[[int], bool]) -> int:
+    """The fewest extra samples, 1 to ``most``, for which ``enough`` holds (it holds for every count above one that
+    it holds for: more of the same answers only strengthen a verdict), else ``most``: a bisection."""
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _within_budget(
