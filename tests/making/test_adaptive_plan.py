@@ -266,3 +266,16 @@ def test_partial_scores_are_judged_by_their_mean_as_the_grid_judges_them(partial
     _, scores, stop, _ = _sweep(units, answer)
     assert stop == 'pinned'
     assert _grid_effective_length(units, answer) == _grid_effective_length(units, answer, scores) == named
+
+
+def test_a_length_of_many_samples_settles_a_clear_answer_on_a_small_part_of_them() -> None:
+    """10,000 samples per length (100 depths x 100 haystacks): clear lengths settle on a few dozen samples each."""
+    units = [
+        PlanUnit((length, depth, k), length, float(depth))
+        for length in (1000, 2000, 3000)
+        for depth in range(100)
+        for k in range(100)
+    ]
+    _, scores, stop, _ = _sweep(units, lambda unit: 1.0 if unit.context_length < 3000 else float(unit.key[2] % 2))
+    assert stop == 'pinned'
+    assert {key[0] for key in scores} == {1000, 2000, 3000} and len(scores) < 100
