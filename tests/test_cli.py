@@ -355,6 +355,7 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
 
 
 def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.length_status import EffectiveBound
     from evalscope_niah.reporting.outputs import RESULTS_FILE as RESULTS
     from evalscope_niah.reporting.outputs import in_served_tokens
 
@@ -370,7 +371,12 @@ def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> 
     ]  # fmt: skip
     write_results(report_dir / RESULTS, results)
     relabelled, effective = in_served_tokens(results, {'chinese': 2000})
-    assert sorted({r.context_length for r in relabelled}) == [2180, 4350] and effective == {'chinese': 4350}
+    assert sorted({r.context_length for r in relabelled}) == [2180, 4350] and effective == {
+        'chinese': EffectiveBound(4350)
+    }
+    # A bound's unknown length is relabelled too.
+    _, bound = in_served_tokens(results, {'chinese': EffectiveBound(1000, 2000, '2 server errors')})
+    assert bound == {'chinese': EffectiveBound(2180, 4350, '2 server errors')}
     assert main(['plot', str(tmp_path), '--served-tokens']) == 0
     html = (report_dir / 'needle_haystack_heatmap_served_chinese.html').read_text(encoding='utf-8')
     assert 'tokens the model read' in html and '2,180' in html and '4,350' in html

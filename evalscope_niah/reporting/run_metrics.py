@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..scoring import RULE_PASS_THRESHOLD
+from .labels import length_unit
+from .length_status import EffectiveBound
 from .records import GUESSED, SampleResult
 from .stats import effective_context_length, summarize_subsets
 
 __all__ = [
     'OVERALL_AGGREGATION',
     'MetricRecord',
+    'effective_length_message',
     'judge_failure_message',
     'served_drift_message',
     'served_ratios',
@@ -83,6 +86,17 @@ def judge_failure_message(results: Sequence[SampleResult], *, subset: str) -> st
         f'subset {subset}: the judge failed on {failed} of {len(asked)} samples ({failed / len(asked):.0%}); their '
         'accuracy is the rule score. Check the judge endpoint and its generation_config (judge_failures in the report)'
     )
+
+
+def effective_length_message(bound: EffectiveBound, *, subset: str, tokenizer: str | None) -> str | None:
+    """One sentence when a subset's effective length is a bound (a length the data could not decide, named with
+    why); None when it is settled. The report's effective_context_length is then the lengths known to pass."""
+    if not bound.is_bound:
+        return None
+    text = bound.describe(lambda length: f'{length:,}')
+    errored = 'server error' in (bound.reason or '')
+    retry = '; resume the run with --use-cache DIR to retry the errored samples' if errored else ''
+    return f'subset {subset}: effective context length {text} ({length_unit(tokenizer)}): unknown, not failed{retry}'
 
 
 # Outside this band the grid's length labels are not the model's own tokens, and the report says so in words.

@@ -22,6 +22,7 @@ from PIL import Image
 from evalscope_niah.reporting.heatmap_html import _HOVER_LINES, _heatmap_html
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
+from evalscope_niah.reporting.length_status import EffectiveBound
 from evalscope_niah.reporting.outputs import HEATMAP_PREFIX
 from evalscope_niah.reporting.plotting import (
     HeatmapError,
@@ -524,6 +525,27 @@ def test_html_marks_effective_column_and_caption(cells: list[CellSummary]) -> No
     plain = _heatmap_html(cells, subset='en')
     assert 'effective' not in plain.split('</style>')[1]
     assert plain == _heatmap_html(cells, subset='en', effective_length=None)
+
+
+def test_a_bound_is_stated_as_one_with_the_unknown_length_named(cells: list[CellSummary]) -> None:
+    # 4k is known to pass, 32k could not be decided (its samples errored): the line marks 4k, the words say 'at least'.
+    bound = EffectiveBound(4000, 32000, '3 server errors')
+    fig = _build_heatmap_figure(cells, subset='en', effective_length=bound)
+    try:
+        assert dashed_vertical_lines(fig) == [2.0]
+        title = ' '.join(fig.axes[0].get_title().splitlines())
+        assert 'effective: at least 4k; 32k unknown: 3 server errors' in title
+    finally:
+        fig.clear()
+    html = _heatmap_html(cells, subset='en', effective_length=bound)
+    assert '· effective context length: at least 4k; 32k unknown: 3 server errors</p>' in html
+    assert '<th class="eff">4k<span class="effl">effective</span></th>' in html
+    # Nothing known to pass: no line, and the words say so.
+    nothing = _heatmap_html(cells, subset='en', effective_length=EffectiveBound(None, 1000, '2 server errors'))
+    assert '· effective context length: unknown; 1k unknown: 2 server errors</p>' in nothing
+    assert 'class="eff"' not in nothing
+    with pytest.raises(ValueError, match='effective_length 8000'):
+        _heatmap_html(cells, subset='en', effective_length=EffectiveBound(4000, 8000, '1 server error'))
 
 
 def test_plot_all_marks_only_the_subsets_given(tmp_path: Path, cells: list[CellSummary]) -> None:
