@@ -111,10 +111,10 @@ def results_fields(language: str) -> str:
 
 def cells_fields(language: str) -> str:
     """The cells CSV's columns in file order: CellSummary's fields as results.write_cells_csv writes them."""
-    from evalscope_niah.reporting.results import CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN
+    from evalscope_niah.reporting.results import CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, UNKNOWN_COLUMN
 
     fields = {row[0]: row for row in field_meanings(PACKAGE / 'reporting' / 'stats.py', 'CellSummary')}
-    order = [*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, 'task_values']
+    order = [*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, UNKNOWN_COLUMN, 'task_values']
     missing = set(fields) ^ set(order)
     if missing:
         raise ValueError(f'CellSummary fields and the cells CSV columns differ: {sorted(missing)}')

@@ -74,7 +74,7 @@ class CellSummary:
     ci_low: float | None  # lower end of the 95% bootstrap interval of accuracy; empty below two scored samples
     ci_high: float | None  # upper end of that interval
     # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it; in
-    # the CSV, one column per value, in name order, after `tokenizer`.
+    # the CSV, one column per value, in name order, after `unknown`.
     task_values: Mapping[str, float] = field(default_factory=dict)
     # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
     no_answer: int = 0
