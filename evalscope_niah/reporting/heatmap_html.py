@@ -145,7 +145,8 @@ def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[s
     return [
         f'{length:,}',
         format_depth(depth),
-        _fmt(cell.accuracy),
+        # A cell with samples and no score is unknown (why: '3 server errors'), never a 0 (length_status.py).
+        f'unknown ({cell.unknown})' if cell.unknown else _fmt(cell.accuracy),
         str(cell.n),
         _fmt(cell.rule_recall),
         str(cell.judge_failures),

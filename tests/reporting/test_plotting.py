@@ -48,6 +48,7 @@ def cell(
     n: int = 3,
     errors: int = 0,
     judge_failures: int = 0,
+    unknown: str | None = None,
 ) -> CellSummary:
     return CellSummary(
         subset=subset,
@@ -61,6 +62,7 @@ def cell(
         errors=errors,
         ci_low=None if accuracy is None else max(0.0, accuracy - 0.2),
         ci_high=None if accuracy is None else min(1.0, accuracy + 0.2),
+        unknown=unknown,
     )
 
 
@@ -73,7 +75,7 @@ def cells() -> list[CellSummary]:
         cell(32000, 0.0, 0.5),
         cell(1000, 50.0, 1.0),
         cell(4000, 50.0, 2 / 3, judge_failures=1),
-        cell(32000, 50.0, None, errors=3),
+        cell(32000, 50.0, None, errors=3, unknown='3 server errors'),
         cell(1000, 100.0, 0.25),
         cell(32000, 100.0, 0.0),
     ]
@@ -332,8 +334,8 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
         '95% CI: [0.47, 0.87]',
         'no final answer (not scored): 0',
     ]
-    # Errored-only cell: no colour, but its error count is worth hovering.
-    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a', '0']
+    # Errored-only cell: no colour, and unknown (not a 0) with why; its error count is worth hovering.
+    assert fields[1][2] == ['32,000', '50', 'unknown (3 server errors)', '0', 'n/a', '0', '3', 'n/a', '0']
     assert fields[2][1][:3] == ['4,000', '100', 'no data']
     assert fields[0][0][:4] == ['1,000', '0', '1.00', '3']
 
