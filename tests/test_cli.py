@@ -201,6 +201,18 @@ def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) 
     assert 'ignoring' in capsys.readouterr().err
     page = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
     assert 'effective context length: 2k' in page
+    # A stored bound is drawn as one; one naming an unknown length off this grid is stale like any other.
+    summary['effective_context_length']['english'].update(
+        length=1000, unknown_length=2000, unknown_reason='2 cut replies'
+    )
+    (report_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding='utf-8')
+    assert main(['plot', str(tmp_path / 'run')]) == 0
+    page = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert 'effective context length: at least 1k; 2k unknown: 2 cut replies' in page
+    summary['effective_context_length']['english']['unknown_length'] = 3000
+    (report_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding='utf-8')
+    assert main(['plot', str(tmp_path / 'run')]) == 0
+    assert 'ignoring' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
