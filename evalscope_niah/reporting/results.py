@@ -54,6 +54,8 @@ __all__ = [
 # line is not a results row, and is refused before it is read whole.
 MAX_RESULT_LINE_BYTES = 1_000_000
 _MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile value may be megabytes long
+# Of a bound's reason read from a summary ('3 server errors, 1 cut reply'): more is not one we wrote.
+_MAX_REASON_CHARS = 200
 # What plot and compare draw from a results file, per subset: beyond this a heatmap is unreadable, and drawing it
 # (one HTML cell each, a bootstrap over every length) would take minutes and gigabytes.
 MAX_DRAWN_LENGTHS = 1000
@@ -274,6 +276,12 @@ def write_summary_json(
 
 def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:
     per_length = tuple(_length_score_from_dict(item) for item in data['per_length'])
+    unknown_length, reason = data.get('unknown_length'), data.get('unknown_reason')
+    # What reports print of a bound, from a file anyone may have edited: a length, and a short reason.
+    if unknown_length is not None and (isinstance(unknown_length, bool) or not isinstance(unknown_length, int)):
+        raise ValueError(f'unknown_length must be an int or null, got {str(unknown_length)[:40]!r}')
+    if reason is not None and (not isinstance(reason, str) or len(reason) > _MAX_REASON_CHARS):
+        raise ValueError(f'unknown_reason must be a text of at most {_MAX_REASON_CHARS} characters or null')
     return EffectiveLength(**{**data, 'per_length': per_length})
 
 

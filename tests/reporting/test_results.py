@@ -187,6 +187,13 @@ def test_summary_json_of_an_older_version_reads_with_two_outcomes(tmp_path: Path
     path.write_text(json.dumps(data), encoding='utf-8')
     with pytest.raises(ValueError, match=r'not a needle_haystack summary.*status must be one of'):
         read_summary_json(path)
+    item['status'] = 'pass'
+    for field, value in (('unknown_length', '2000'), ('unknown_length', True), ('unknown_reason', 'x' * 10**6)):
+        entry[field] = value
+        path.write_text(json.dumps(data), encoding='utf-8')
+        with pytest.raises(ValueError, match=f'not a needle_haystack summary.*{field} must be'):
+            read_summary_json(path)
+        entry.pop(field)
 
 
 def test_summary_json_validates_and_reader_rejects_other_files(tmp_path: Path) -> None:
