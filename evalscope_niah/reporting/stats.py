@@ -112,7 +112,8 @@ class LengthScore:
     """Mean accuracy at one context length (all depths and repeats pooled) and whether it passes the threshold.
 
     `status` is the three-way verdict (length_status.py): 'unknown' when its unscored samples (`unscored`, 'why'
-    in `unknown`) could still tip it; `passes` is `status == 'pass'` (summaries before `status` read so)."""
+    in `unknown`) could still tip it; `passes` is `status == 'pass'` (a summary from before `status` reads its
+    `passes` as pass or fail)."""
 
     context_length: int
     n: int
@@ -120,7 +121,7 @@ class LengthScore:
     ci_low: float | None
     ci_high: float | None
     passes: bool
-    status: LengthStatus = 'fail'
+    status: LengthStatus
     unscored: int = 0
     unknown: str | None = None
 
