@@ -132,7 +132,9 @@ def _effective_lengths(results: Sequence[SampleResult], *, threshold: float, mod
     records = []
     for subset in sorted({result.subset for result in results}):
         effective = effective_context_length(results, subset=subset, threshold=threshold, mode=mode)
-        if effective.per_length:  # 0 when even the shortest length falls below the threshold
+        # 0 when even the shortest length falls below the threshold; a bound reports the lengths known to pass, and
+        # nothing when even the shortest is unknown (a 0 would read as a finding about the model).
+        if effective.per_length and not (effective.length is None and effective.unknown_length is not None):
             n = sum(item.n for item in effective.per_length)
             records.append(MetricRecord('effective_context_length', float(effective.length or 0), n))
             # The same length in the model's own tokens (what its server said it read), when the labels are not.
