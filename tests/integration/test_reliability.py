@@ -410,10 +410,11 @@ def test_an_outage_at_one_length_bounds_the_effective_length_and_never_moves_it(
 
 
 def test_an_outage_at_the_shortest_length_leaves_the_effective_length_unknown(tmp_path, fixture_corpus_dir, no_backoff):
-    _, effective = _outage_run(tmp_path, fixture_corpus_dir, 500)
+    report, effective = _outage_run(tmp_path, fixture_corpus_dir, 500)
     assert (effective['length'], effective['unknown_length'], effective['unknown_reason']) == (
         None,
         500,
         '3 server errors',
     )
     assert [item['status'] for item in effective['per_length']] == ['unknown', 'pass', 'pass']
+    assert 'effective_context_length' not in overall_scores(report)  # no 0 that would read as a failure
