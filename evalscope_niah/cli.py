@@ -20,6 +20,7 @@ from .inert import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
+    from .reporting.length_status import EffectiveBound
     from .reporting.outputs import OutputFiles
     from .reporting.records import SampleResult
     from .reporting.stats import CellSummary
@@ -184,9 +185,11 @@ def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -
     return 0
 
 
-def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files: OutputFiles) -> dict[str, Any]:
-    """Effective lengths (length_status.EffectiveBound: a bound names its unknown length) as the run stored them (its
-    threshold and mode), else computed with the defaults."""
+def _effective_lengths(
+    report_dir: Path, results: Sequence[SampleResult], files: OutputFiles
+) -> dict[str, EffectiveBound]:
+    """Effective lengths (a bound names its unknown length) as the run stored them (its threshold and mode), else
+    computed with the defaults."""
     from .reporting.results import read_summary_json
     from .reporting.stats import effective_context_length
 
