@@ -11,6 +11,7 @@ from evalscope.api.metric import SampleScore
 from ..metadata import SampleMeta
 from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
+from ..tasks.compose import effective_length_mode
 from .sample_results import sample_result
 
 __all__ = ['LivePages']
@@ -20,7 +21,9 @@ class LivePages:
     """Mixed into the adapter (which has ``name``): a sweep you can watch."""
 
     name: str
+    params: Any  # the run's NiahParams (the adapter's)
     _samplers: dict[str, Any]  # subset -> its sampler (the adapter's, filled by load)
+    sweep_plan: dict[str, Any] | None  # an adaptive sweep's plan (the adapter's)
     _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
 
     def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
@@ -41,6 +44,11 @@ class LivePages:
         """Each loaded subset's language ('en', 'zh'): the language of its heatmaps' words."""
         return {name: sampler.subset.language for name, sampler in self._samplers.items()}
 
+    def page_options(self) -> dict[str, Any]:
+        """What the final pages need of the run beyond its results (`write_run_outputs`): an adaptive sweep's plan
+        (its untested cells drawn as such) and each subset's language."""
+        return {'sweep_plan': self.sweep_plan, 'languages': self.subset_languages()}
+
     def sample_finished(self, *sample_scores: SampleScore | None) -> None:
         """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""
         if self._live is not None:
@@ -49,5 +57,8 @@ class LivePages:
             self._live.update()
 
     def finish_live(self, *, complete: bool) -> None:
+        """The run is over: an open page ends as the final one does (the effective length judged as the run's)."""
         if self._live is not None:
-            self._live.finish(complete=complete)
+            params = self.params
+            threshold, mode = params.effective_length_threshold, effective_length_mode(params)
+            self._live.finish(complete=complete, threshold=threshold, mode=mode)

@@ -30,8 +30,10 @@ from .heatmap_html import (
     answer_heading,
     plot_heatmap_html,
 )
-from .heatmap_style import EMPTY_COLOR
-from .labels import EMPTY_CELL, EN, PageText, cell_grid, length_labels, length_unit, page_text, subset_tokenizer
+from .heatmap_style import EMPTY_COLOR, effective_mark, title_parts
+from .labels import EMPTY_CELL, cell_grid, length_labels, length_unit, subset_tokenizer
+from .length_status import EffectiveBound
+from .page_text import EN, PageText, page_text
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -75,6 +77,8 @@ class LivePage:
     `cells` maps (context_length, depth_percent) -> `LiveCell` for every cell of the subset's plan; `status` and
     `line` (the progress line) are shown above the table; `data_src` is the sibling data file (`live_data_js`) the
     page re-reads while the run is 'running' (None: a snapshot, as `evalscope-niah plot` draws a running work dir).
+    `effective` (once the run is complete) is stated under the title as the final page states it, so a page left
+    open ends where the final page ends.
     """
 
     cells: Mapping[tuple[int, float], LiveCell]
@@ -83,6 +87,7 @@ class LivePage:
     data_src: str | None = None
     # The tokenizer that counted the plan's lengths (its planned samples'): the axis names it before any cell is done.
     tokenizer: str | None = None
+    effective: EffectiveBound | None = None
 
 
 _LIVE_CSS = """\
@@ -113,12 +118,14 @@ if(c.m)kids.push(el('p','meta',c.m));
 p.replaceChildren.apply(p,kids);
 }
 function apply(d){
+document.title=d.doc;document.querySelector('h1').textContent=d.head;document.querySelector('p.sub').textContent=d.sub;
 Object.keys(d.cells).forEach(function(k){
 var c=d.cells[k],td=tds[k];if(!td)return;
 td.textContent=c.t;td.className=c.c;td.style.background=c.bg;td.setAttribute('data-h',c.h);
 if(c.a.length){td.setAttribute('data-a',k);panel(k,c);}else td.removeAttribute('data-a');
 });
 st.textContent=d.line;
+var nt=document.getElementById('ntl');if(nt)nt.hidden=!g.querySelector('td.nt');
 if(d.status!=='running'&&timer!==null){clearInterval(timer);timer=null;}
 }
 function reload(){var s=document.createElement('script');s.src=O.src+'?t='+Date.now();
@@ -208,8 +215,19 @@ def _live_td(cell: Mapping[str, Any]) -> str:
     )
 
 
-def _live_data(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> dict[str, Any]:
-    data = {'status': live.status, 'line': live.line, 'cells': {cell['k']: cell for cell in cells.values()}}
+def _live_data(
+    live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]], heading: tuple[str, str]
+) -> dict[str, Any]:
+    head, sub = heading
+    data = {
+        'status': live.status,
+        'line': live.line,
+        # The title and the line under it as the page would draw them now (its first load's go stale).
+        'head': head,
+        'sub': sub,
+        'doc': f'{head} · {sub}'.replace('\n', ' '),
+        'cells': {cell['k']: cell for cell in cells.values()},
+    }
     return _shown(data)
 
 
@@ -225,23 +243,34 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]], text: PageText) -> str:
-    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': _live_data(live, cells), 'reasoning': text.reasoning}
+def _live_script(live: LivePage, data: Mapping[str, Any], text: PageText) -> str:
+    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': data, 'reasoning': text.reasoning}
     return _LIVE_JS % script_json(options)
 
 
-def _live_note(*, untested: bool, text: PageText = EN) -> str:
-    """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end)."""
+def _live_note(*, untested: bool, rereads: bool, text: PageText = EN) -> str:
+    """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end).
+    A page that re-reads its data has it hidden: its script shows it when the run ends with cells it never sent."""
+    not_tested = (_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = {text.legend_not_tested}', 'ntl')
     swatches = (
-        (_PENDING_BACKGROUND, f'{PENDING_CELL} = {text.legend_pending}'),
-        *([(_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = {text.legend_not_tested}')] if untested else []),
-        (EMPTY_COLOR, f'{EMPTY_CELL} = {text.no_scored_sample}'),
+        (_PENDING_BACKGROUND, f'{PENDING_CELL} = {text.legend_pending}', ''),
+        *([not_tested] if untested or rereads else []),
+        (EMPTY_COLOR, f'{EMPTY_CELL} = {text.no_scored_sample}', ''),
     )
-    legend = ' &nbsp; '.join(f'<span class="sw" style="background:{bg}"></span> {_esc(say)}' for bg, say in swatches)
+    legend = ' &nbsp; '.join(
+        f'<span{_legend_attrs(key, untested)}><span class="sw" style="background:{bg}"></span> {_esc(say)}</span>'
+        for bg, say, key in swatches
+    )
     return (
         f'<p class="note">{legend}{_esc(text.italics_note)}</p>\n'
         f'<p class="note">{_esc(text.click_hint)}</p>\n<div id="answers"></div>\n'
     )
+
+
+def _legend_attrs(key: str, untested: bool) -> str:
+    if not key:
+        return ''
+    return f' id="{key}"' + ('' if untested else ' hidden')
 
 
 def _page_grid(
@@ -259,31 +288,55 @@ def _page_grid(
     return lengths, depths, grid
 
 
+def _heading(
+    cells: Sequence[CellSummary],
+    subset: str,
+    live: LivePage,
+    axes: tuple[Sequence[int], Mapping[tuple[float, int], CellSummary]],
+    title: str | None,
+    text: PageText,
+) -> tuple[str, str]:
+    """(title, the line under it), as the final page words them: with the effective length once the run is done."""
+    lengths, grid = axes
+    tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer, text=text)
+    _, effective_text = effective_mark(lengths, live.effective, subset=subset, text=text)
+    if effective_text is not None:
+        subheading = f'{subheading} · {text.effective_html.format(label=effective_text)}'
+    return heading, subheading
+
+
 def _page_parts(
     cells: Sequence[CellSummary],
     *,
     subset: str,
     live: LivePage,
     answers: Mapping[CellKey, Sequence[SampleResult]],
-    text: PageText,
+    title: str | None,
+    text: PageText = EN,
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
     tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
     unit = length_unit(tokenizer, text=text)
     live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit, text=text)
+    data = _live_data(live, live_cells, _heading(cells, subset, live, (lengths, grid), title, text))
     parts = PageParts(
         lengths=lengths,
         depths=depths,
         grid=grid,
         tds={key: _live_td(cell) for key, cell in live_cells.items()},
         css=_ANSWERS_CSS + _LIVE_CSS,
-        script=_ANSWERS_JS + _live_script(live, live_cells, text),
-        note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values()), text=text),
+        script=_ANSWERS_JS + _live_script(live, data, text),
+        note=_live_note(
+            untested=any(cell['c'] == 'nt' for cell in live_cells.values()),
+            rereads=live.data_src is not None and live.status == 'running',
+            text=text,
+        ),
         line=live.line,
         tokenizer=tokenizer,
     )
-    return parts, _live_data(live, live_cells)
+    return parts, data
 
 
 def write_live_heatmap(
@@ -301,8 +354,9 @@ def write_live_heatmap(
     atomically, the data first.  A run that has ended rewrites only the data (`page=False`): the page then holds
     the final heatmap, and the data tells a page still open on the live one that the run is over.  `language`
     ('en', 'zh': the subset's) is the language of the page's words."""
-    text = page_text(language)
-    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {}, text=text)
+    parts, data = _page_parts(
+        cells, subset=subset, live=live, answers=answers or {}, title=title, text=page_text(language)
+    )
     if live.data_src is not None:
         atomic_write_text(Path(path).parent / live.data_src, f'niahLive({script_json(data)});\n')
     if page:

@@ -8,20 +8,16 @@ import re
 import pytest
 
 from evalscope_niah.reporting.labels import (
-    EN,
-    ZH,
-    PageText,
     file_name_part,
     format_cell_table,
     format_tokens,
     length_axis_label,
     length_labels,
     length_unit,
-    page_text,
-    subset_language,
     subset_tokenizer,
     tokenizer_display_name,
 )
+from evalscope_niah.reporting.page_text import EN, ZH, PageText, page_text, reason_text, subset_language
 from evalscope_niah.reporting.stats import (
     summarize_cells,
 )
@@ -171,3 +167,15 @@ def test_a_subsets_language_is_the_runs_then_the_built_in_subsets() -> None:
     assert subset_language('x', {'x': 'zh'}) == 'zh' and subset_language('chinese', {'chinese': 'en'}) == 'en'
     assert length_axis_label('Qwen/Qwen3-0.6B', text=ZH) == '上下文长度（Qwen3 token）'
     assert length_unit(None, text=ZH) == 'token'
+
+
+def test_every_reason_a_length_is_unknown_has_its_words_in_each_language() -> None:
+    """length_status counts unscored samples in its own words; a kind added there without words here would show
+    English on a Chinese page."""
+    from evalscope_niah.reporting.length_status import _UNSCORED_KINDS
+
+    kinds = {words for _, one, many in _UNSCORED_KINDS for words in (one, many)}
+    assert kinds == set(EN.unscored_kinds) == set(ZH.unscored_kinds)
+    assert reason_text('3 server errors, 1 cut reply', EN) == '3 server errors, 1 cut reply'
+    assert reason_text('3 server errors, 1 cut reply', ZH) == '3 个服务错误、1 个被截断的回复'
+    assert reason_text(None, ZH) == '已评分的样本太少'

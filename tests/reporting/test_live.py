@@ -14,9 +14,9 @@ from evalscope_niah.cli import main
 from evalscope_niah.inert import script_json
 from evalscope_niah.reporting import live
 from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
-from evalscope_niah.reporting.labels import ZH
 from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
 from evalscope_niah.reporting.outputs import OutputFiles
+from evalscope_niah.reporting.page_text import ZH
 from evalscope_niah.reporting.records import SampleResult
 from evalscope_niah.reporting.results import write_results
 
@@ -129,6 +129,23 @@ def test_the_end_of_a_run_leaves_the_final_page_and_tells_open_pages(tmp_path: P
     assert (tmp_path / PAGE).read_text('utf-8') == 'the final page'
     assert read_progress(tmp_path / FILES.progress).status == 'complete'
     assert '"status":"complete"' in (tmp_path / PAGE.replace('.html', '.live.js')).read_text('utf-8')
+
+
+def test_the_end_of_a_complete_run_tells_open_pages_what_was_not_tested_and_the_effective_length(
+    tmp_path: Path,
+) -> None:
+    run = LiveRun(tmp_path, PLAN, files=FILES, clock=Clock())
+    for result in (_result(1000, 0.0), _result(1000, 100.0), _result(2000, 0.0, error='HTTP 500')):
+        run.add(result)
+    run.update()
+    run.finish(complete=True, threshold=0.85, mode='absolute')
+    data = json.loads(
+        (tmp_path / PAGE.replace('.html', '.live.js')).read_text('utf-8').removeprefix('niahLive(').removesuffix(');\n')
+    )
+    assert data['status'] == 'complete'
+    assert sorted(cell['c'] for cell in data['cells'].values()) == ['', '', 'e', 'nt']  # 2000 at depth 100: not sent
+    assert data['sub'].endswith('· effective context length: at least 1k; 2k unknown: 1 server error')
+    assert data['head'] == 'Needle in a haystack' and data['doc'] == f'{data["head"]} · {data["sub"]}'
 
 
 def test_a_stopped_run_redraws_its_page_as_stopped(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from evalscope_niah.reporting import plotting
 from evalscope_niah.reporting.heatmap_html import _heatmap_html, _hover_lines
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
+from evalscope_niah.reporting.length_status import EffectiveBound
 from evalscope_niah.reporting.outputs import HEATMAP_PREFIX
 from evalscope_niah.reporting.plotting import (
     HeatmapError,
@@ -48,6 +49,7 @@ def cell(
     n: int = 3,
     errors: int = 0,
     judge_failures: int = 0,
+    unknown: str | None = None,
 ) -> CellSummary:
     return CellSummary(
         subset=subset,
@@ -61,6 +63,7 @@ def cell(
         errors=errors,
         ci_low=None if accuracy is None else max(0.0, accuracy - 0.2),
         ci_high=None if accuracy is None else min(1.0, accuracy + 0.2),
+        unknown=unknown,
     )
 
 
@@ -73,7 +76,7 @@ def cells() -> list[CellSummary]:
         cell(32000, 0.0, 0.5),
         cell(1000, 50.0, 1.0),
         cell(4000, 50.0, 2 / 3, judge_failures=1),
-        cell(32000, 50.0, None, errors=3),
+        cell(32000, 50.0, None, errors=3, unknown='3 server errors'),
         cell(1000, 100.0, 0.25),
         cell(32000, 100.0, 0.0),
     ]
@@ -333,8 +336,8 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
         '95% CI: [0.47, 0.87]',
         'no final answer (not scored): 0',
     ]
-    # Errored-only cell: no colour, but its error count is worth hovering.
-    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a', '0']
+    # Errored-only cell: no colour, and unknown (not a 0) with why; its error count is worth hovering.
+    assert fields[1][2] == ['32,000', '50', 'unknown (3 server errors)', '0', 'n/a', '0', '3', 'n/a', '0']
     assert fields[2][1][:3] == ['4,000', '100', 'no data']
     assert fields[0][0][:4] == ['1,000', '0', '1.00', '3']
 
@@ -526,6 +529,27 @@ def test_html_marks_effective_column_and_caption(cells: list[CellSummary]) -> No
     plain = _heatmap_html(cells, subset='en')
     assert 'effective' not in plain.split('</style>')[1]
     assert plain == _heatmap_html(cells, subset='en', effective_length=None)
+
+
+def test_a_bound_is_stated_as_one_with_the_unknown_length_named(cells: list[CellSummary]) -> None:
+    # 4k is known to pass, 32k could not be decided (its samples errored): the line marks 4k, the words say 'at least'.
+    bound = EffectiveBound(4000, 32000, '3 server errors')
+    fig = _build_heatmap_figure(cells, subset='en', effective_length=bound)
+    try:
+        assert dashed_vertical_lines(fig) == [2.0]
+        title = ' '.join(fig.axes[0].get_title().splitlines())
+        assert 'effective: at least 4k; 32k unknown: 3 server errors' in title
+    finally:
+        fig.clear()
+    html = _heatmap_html(cells, subset='en', effective_length=bound)
+    assert '· effective context length: at least 4k; 32k unknown: 3 server errors</p>' in html
+    assert '<th class="eff">4k<span class="effl">effective</span></th>' in html
+    # Nothing known to pass: no line, and the words say so.
+    nothing = _heatmap_html(cells, subset='en', effective_length=EffectiveBound(None, 1000, '2 server errors'))
+    assert '· effective context length: unknown; 1k unknown: 2 server errors</p>' in nothing
+    assert 'class="eff"' not in nothing
+    with pytest.raises(ValueError, match='effective_length 8000'):
+        _heatmap_html(cells, subset='en', effective_length=EffectiveBound(4000, 8000, '1 server error'))
 
 
 def test_plot_all_marks_only_the_subsets_given(tmp_path: Path, cells: list[CellSummary]) -> None:
@@ -836,3 +860,14 @@ def test_without_a_cjk_font_the_notes_of_the_png_are_english_and_the_pages_chine
     assert drawn['note'] == 'scored by rule: the judge failed qualification'  # no empty boxes in the PNG
     page = (tmp_path / 'needle_haystack_heatmap_chinese.html').read_text('utf-8')
     assert '按规则评分：裁判模型未通过裁判模型检查' in page
+
+
+def test_a_bound_on_the_chinese_page_is_worded_in_chinese(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.length_status import EffectiveBound
+
+    bound = EffectiveBound(1000, 2000, '3 server errors, 1 cut reply')
+    plot_all(two_languages(), output_dir=tmp_path, prefix='h', effective_lengths={'chinese': bound, 'english': bound})
+    zh = (tmp_path / 'h_chinese.html').read_text('utf-8')
+    assert '有效上下文长度：至少 1k；2k 未知：3 个服务错误、1 个被截断的回复' in zh
+    en = (tmp_path / 'h_english.html').read_text('utf-8')
+    assert 'effective context length: at least 1k; 2k unknown: 3 server errors, 1 cut reply' in en
