@@ -33,14 +33,19 @@ _EN_QUALIFIERS = frozenset(
     'exactly only ever always never just about nearly almost precisely also still entirely all'.split()  # noqa: SIM905
 )
 # Words after which a name follows ('a retired mapmaker named Hesper Callowday'): the name is the fact.
-_EN_NAMING = frozenset(['named', 'called', 'nicknamed', 'dubbed', 'titled'])
+_EN_NAMING = frozenset(['named', 'called', 'nicknamed', 'dubbed', 'titled', 'name'])
 # Words that open a time adjunct inside a fact ('6:42 every day'): the fact ends before them.
 _EN_TIME_ADJUNCT = frozenset(['every', 'each'])
+_EN_COPULAS = frozenset(['is', 'are', 'was', 'were'])
 # A word and its punctuation-joined tail stay one token: '6:42', '1,000', 'Abernathy-Skye', "Oskvik's".
 _EN_TOKEN = re.compile(r"[^\W_]+(?:['’\-:.,/][^\W_]+)*")
 
 # Chinese: characters that join or qualify rather than state ('就是', '只', '都', '把', '一只'); trimmed off the ends.
 _ZH_EDGE = '的了着是就也都把被将在于为只仅总乃即而并又还才所之呢吗吧啊过给让向从到对共整要足'
+# '是' after what is left of the restatement: the fact follows it.
+_ZH_COPULA = re.compile(r'就是|便是|即是|乃是|是')
+# One character and '的' at the start are the end of a modifier the question restated ('传说' + '中的星尘碎片').
+_ZH_LEADING_DE = re.compile(r'^[^的]的(?=.)')
 # Locatives after a place ('粮仓里', '布上'): the place is the fact.
 _ZH_LOCATIVE = '里上中内'
 # The interrogative of a Chinese question: what the needle's fact stands in for.
@@ -108,6 +113,8 @@ def _en_key(needle: str, question: str) -> str | None:
     shared = [_en_content(match.group()) and _en_stem(match.group()) in asked for match in tokens]
     if not any(shared):
         return None  # the needle does not restate the question: not its answer
+    # A copula parts subject from predicate: what the question leaves of the subject never joins the fact.
+    shared = [found or normalise(match.group()) in _EN_COPULAS for found, match in zip(shared, tokens, strict=True)]
     runs: list[_Run] = []
     index = 0
     while index < len(tokens):
@@ -124,9 +131,20 @@ def _en_key(needle: str, question: str) -> str | None:
             runs.append(_Run(run[0], run[1], run[2], adjunct))
     if not runs:
         return None
-    best = max(runs, key=lambda run: (not run.adjunct, run.content, run.end))
-    fact = needle[tokens[best.start].start() : tokens[best.end - 1].end()]
-    number = _NUMBER.search(fact) if _asks_number(question) else None
+    facts = [(run, needle[tokens[run.start].start() : tokens[run.end - 1].end()]) for run in runs]
+    # A quantity question asks for the leftover that holds a number; else the fact is what is not an adjunct, the
+    # most words, the later.
+    counted = _asks_number(question)
+    run, fact = max(
+        facts,
+        key=lambda item: (
+            counted and _NUMBER.search(item[1]) is not None,
+            not item[0].adjunct,
+            item[0].content,
+            item[0].end,
+        ),
+    )
+    number = _NUMBER.search(fact) if counted else None
     return number.group() if number is not None else fact
 
 
@@ -235,10 +253,14 @@ def _zh_trimmed(piece: str, *, asks_number: bool) -> str:
     named = _ZH_NAMING.search(piece)
     if named is not None and named.end() < len(piece):
         piece = piece[named.end() :].split('的', 1)[0]
+    piece = piece.lstrip(_ZH_EDGE)
+    copula = _ZH_COPULA.search(piece)
+    if copula is not None and copula.start() <= 2 and copula.end() < len(piece):
+        piece = piece[copula.end() :]  # what is left of the restatement before '是' ('点就是' of '地点就是')
     piece = _ZH_QUOTE.sub('', piece)
     while True:
         before = piece
-        piece = _ZH_NUMERAL_MEASURE.sub('', piece)
+        piece = _ZH_NUMERAL_MEASURE.sub('', _ZH_LEADING_DE.sub('', piece))
         piece = piece.lstrip(_ZH_EDGE).rstrip(_ZH_EDGE + _ZH_LOCATIVE)
         if piece == before:
             return piece
