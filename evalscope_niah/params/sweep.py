@@ -91,8 +91,7 @@ def check_budget_fits(budget_tokens: int | None, *, shortest_length: int, tokeni
 def refuse_bool_budget(name: str, value: bool, *, shortest_length: int, tokenizer: str) -> None:
     """A budget given as true or false (a bool is an int to pydantic: 'true' would run as a budget of 1)."""
     allowed = (
-        f'a whole number of prompts, at least 1 (the cheapest sample: '
-        f'{_cheapest(shortest_length, tokenizer)})'
+        f'a whole number of prompts, at least 1 (the cheapest sample: {_cheapest(shortest_length, tokenizer)})'
         if name == 'sweep_budget_prompts'
         else f'a whole number of tokens, at least the cheapest sample: {_cheapest(shortest_length, tokenizer)}'
     )
