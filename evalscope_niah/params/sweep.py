@@ -29,15 +29,18 @@ class SweepParams(BaseModel):
     )
     sweep_budget_prompts: int | None = Field(
         None,
-        description="Adaptive sweep: most prompts it may send (None: up to the whole grid's).",
-        json_schema_extra={'description_zh': '自适应扫描：最多发送的提示数（None：至多整个网格的提示数）。'},
+        description="Adaptive sweep: most prompts it may send, a whole number from 1 (None: up to the whole grid's).",
+        json_schema_extra={
+            'description_zh': '自适应扫描：最多发送的提示数，为不小于 1 的整数（None：至多整个网格的提示数）。'
+        },
     )
     sweep_budget_tokens: int | None = Field(
         None,
-        description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths "
-        "(None: up to the whole grid's).",
+        description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths; at "
+        "least one prompt of the shortest length (None: up to the whole grid's).",
         json_schema_extra={
-            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计（None：至多整个网格的词元数）。'
+            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计，至少为最短长度的一个提示'
+            '（None：至多整个网格的词元数）。'
         },
     )
     sweep_confidence: float = Field(
