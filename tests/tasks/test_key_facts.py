@@ -130,3 +130,33 @@ def test_real_answers_score_the_same_with_the_key_derived_as_with_the_key_given(
     for item in items:
         (key,) = derived_keys([item.needle], item.question, language=item.language)
         assert key == item.key
+
+
+def test_a_right_short_answer_to_a_needle_you_wrote_scores_right_in_a_run(fixture_corpus_dir: Path, tmp_path: Path):
+    """EvalScope's parameters (needles + retrieval_question, no answer), the question worded unlike the needle,
+    through run_task against the 127.0.0.1 test server, rule scores only: the short right answer passes, a wrong one
+    fails, and each results row names the key it was scored against."""
+    pytest.importorskip('evalscope')
+    from evalscope import run_task
+
+    from evalscope_niah.reporting.outputs import RESULTS_FILE
+    from evalscope_niah.reporting.results import read_results
+    from evalscope_niah.testing.openai_server import OpenAICompatServer
+    from tests.support.reports import overall_scores
+    from tests.support.tasks import task_config
+
+    extra = {
+        'needles': EVALSCOPE_SINGLE['needles'],
+        'retrieval_question': 'What is the most fun thing to do in San Francisco?',
+        'context_lengths': [700],
+        'document_depth_percents': [10, 90],
+    }
+    replies = {'right': 'Eat a sandwich and sit in Dolores Park on a sunny day.', 'wrong': 'Visit Alcatraz.'}
+    with OpenAICompatServer({name: (lambda messages, reply=reply: reply) for name, reply in replies.items()}) as server:
+        for name in replies:
+            work_dir = tmp_path / name
+            config = task_config(server, fixture_corpus_dir, work_dir, model=name, extra=extra, subsets=['english'])
+            accuracy = overall_scores(run_task(config)['needle_haystack'])['accuracy']
+            assert accuracy == (1.0 if name == 'right' else 0.0)
+            rows = read_results(next(work_dir.rglob(RESULTS_FILE)))
+            assert len(rows) == 2 and {row.answer_keys for row in rows} == {(EN_ANSWER,)}
