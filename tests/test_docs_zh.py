@@ -1,12 +1,17 @@
 """The Chinese docs (README_zh.md, docs/zh/*.md) and the Chinese the code generates for them (the parameter
 descriptions of docs/hooks, each task's ``description_zh``) use EvalScope's own Chinese terms (docs/zh/glossary.md),
-full-width punctuation between Chinese characters, no straight quotes in prose and no English sentence outside
-code. Each failure names file:line and what to write instead."""
+full-width punctuation between Chinese characters, no straight quotes in prose, no English sentence or word the
+glossary retires (needle, haystack, issue) outside code, and one source line per paragraph: a line break inside a
+Chinese sentence is shown as a stray space. Each failure names file:line and what to write instead.
+
+``python tests/test_docs_zh.py --join PAGE...`` joins each paragraph's source lines (the rule the test checks)."""
 
 from __future__ import annotations
 
 import re
 import runpy
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -214,3 +219,126 @@ def test_the_check_catches_each_retired_term(line: str, expected: str) -> None:
 )
 def test_the_prose_check_flags_only_prose(line: str, flagged: bool) -> None:
     assert bool(prose_problems(_prose(line)) + retired_terms(_prose(line))) is flagged
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# One source line per paragraph: a break inside a Chinese sentence renders as a stray space ("写明 参数名")
+# --------------------------------------------------------------------------------------------------------------------
+
+# A character of the Chinese side: CJK, full-width and CJK punctuation, curly quotes, the ellipsis and the dash.
+WIDE = re.compile('[\u3400-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef\u2018-\u201f\u2026\u2014]')
+_FULL_WIDTH_MARK = re.compile('[\u3000-\u303f\uff00-\uffef]')
+# A line that starts a block of its own (heading, table row, fence, quote, HTML, list item, link definition, blank):
+# never the continuation of the line above it.
+_STARTS_A_BLOCK = re.compile(r'^\s*(#|\||```|~~~|>|<|[-*+] |\d+[.)] |\[[^\]]*\]:|$)')
+# A line after which nothing continues: a heading, table row, fence or HTML line.
+_ENDS_A_BLOCK = re.compile(r'^\s*(#|\||```|~~~|<)')
+
+
+def _separator(before: str, after: str) -> str:
+    """What joins two source lines of a paragraph: nothing between two Chinese-side characters or next to a
+    full-width mark, a space between anything else (Latin words, or Latin and Chinese as the pages write them)."""
+    if WIDE.match(before[-1]) and WIDE.match(after[0]):
+        return ''
+    if _FULL_WIDTH_MARK.match(before[-1]) or _FULL_WIDTH_MARK.match(after[0]):
+        return ''
+    return ' '
+
+
+def line_breaks(text: str) -> Iterator[tuple[int, str, str, bool]]:
+    """(line number, line above, line, inside a generated section) for every source line that continues the
+    paragraph or list item of the line above it, outside code blocks."""
+    lines = text.split('\n')
+    in_code = generated = False
+    for index, line in enumerate(lines):
+        stripped = line.strip()
+        if GENERATED_START.match(stripped) or stripped == GENERATED_END:
+            generated = stripped != GENERATED_END
+            continue
+        if FENCE.match(line):
+            in_code = not in_code
+            continue
+        above = lines[index - 1] if index else ''
+        if in_code or not above.strip() or FENCE.match(above) or GENERATED_START.match(above.strip()):
+            continue
+        if not _ENDS_A_BLOCK.match(above) and not _STARTS_A_BLOCK.match(line) and not above.endswith('  '):
+            yield index + 1, above, line, generated
+
+
+def joined(text: str) -> str:
+    """The page with each paragraph's and list item's source lines joined into one (generated sections are their
+    generator's: left alone)."""
+    continued = {number for number, _, _, generated in line_breaks(text) if not generated}
+    out: list[str] = []
+    for number, line in enumerate(text.split('\n'), start=1):
+        if number in continued:
+            before, after = out[-1].rstrip(), line.strip()
+            out[-1] = before + _separator(before, after) + after
+        else:
+            out.append(line)
+    return '\n'.join(out)
+
+
+def broken_sentences(text: str, where: str) -> list[str]:
+    """Each line that goes on from the line above: anywhere outside generated sections (the page is then what
+    `joined` makes it), and inside them where either side of the break is Chinese."""
+    problems = []
+    for number, above, line, generated in line_breaks(text):
+        chinese = bool(WIDE.match(above.rstrip()[-1]) or WIDE.match(line.strip()[0]))
+        if generated and not chinese:
+            continue  # a generator's English may wrap: it renders as the space it is
+        what = 'a Chinese sentence' if chinese else 'a paragraph'
+        fix = 'fix its generator (docs/hooks)' if generated else f'run `python tests/test_docs_zh.py --join {where}`'
+        problems.append(f'{where}:{number}: {what} goes on from the line above ({line.strip()[:30]!r}): {fix}')
+    return problems
+
+
+@pytest.mark.parametrize('page', PAGES, ids=lambda page: str(page.relative_to(ROOT)))
+def test_no_line_break_inside_a_chinese_paragraph(page: Path) -> None:
+    problems = broken_sentences(page.read_text(encoding='utf-8'), str(page.relative_to(ROOT)))
+    assert not problems, '\n'.join(problems)
+
+
+GENERATED_PROBE = '<!-- generated: x -->\nwrapped English\ntext, fine\n\n生成的\n文本\n<!-- /generated -->'
+
+
+@pytest.mark.parametrize(
+    ('text', 'expected'),
+    [
+        ('错误信息写明\n参数名。', '错误信息写明参数名。'),
+        ('用 Qwen3\n分词器', '用 Qwen3 分词器'),
+        ('见参数\n（`judge`）', '见参数（`judge`）'),
+        ('参数 `judge`\n（默认）', '参数 `judge`（默认）'),
+        ('- 一项\n  接着写', '- 一项接着写'),
+        ('- item\n  goes on', '- item goes on'),
+        ('段落一。\n\n段落二。', '段落一。\n\n段落二。'),
+        ('句子。\n- 列表项', '句子。\n- 列表项'),
+        ('| a |\n| b |', '| a |\n| b |'),
+        ('```\n代码\n行\n```', '```\n代码\n行\n```'),
+        ('硬换行  \n下一行', '硬换行  \n下一行'),
+        (GENERATED_PROBE, GENERATED_PROBE),
+    ],
+)
+def test_joining_keeps_blocks_and_joins_only_paragraph_lines(text: str, expected: str) -> None:
+    assert joined(text) == expected
+    assert joined(expected) == expected
+
+
+def test_a_generated_chinese_break_is_caught_and_english_wrapping_there_is_not() -> None:
+    problems = broken_sentences(GENERATED_PROBE, 'page.md')
+    assert [problem.split(': ')[0] for problem in problems] == ['page.md:6']
+    assert 'fix its generator' in problems[0]
+    outside = broken_sentences('写明\n参数名\n\nEnglish\nwraps', 'p.md')  # outside, every paragraph is one line
+    assert [problem.split(': ')[0] for problem in outside] == ['p.md:2', 'p.md:5']
+
+
+if __name__ == '__main__':
+    # python tests/test_docs_zh.py --join PAGE...: each paragraph of each page on one source line.
+    if sys.argv[1:2] != ['--join']:
+        sys.exit('usage: python tests/test_docs_zh.py --join PAGE...')
+    for name in sys.argv[2:]:
+        path = Path(name)
+        text = path.read_text(encoding='utf-8')
+        if joined(text) != text:
+            path.write_text(joined(text), encoding='utf-8')
+            print(f'{name}: joined')
