@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from ..inert import terminal_text
 from ..making.tokenization import TIKTOKEN_PREFIX
-from ..vocabulary import SERVED_TOKENIZER_PREFIX
+from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .page_text import EN, PageText
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     'EMPTY_CELL',
+    'SERVED_COUNT',
     'cell_grid',
     'file_name_part',
     'format_cell_table',
@@ -71,10 +72,17 @@ def tokenizer_display_name(tokenizer: str | None) -> str | None:
     return name or None
 
 
+# The tokenizer of lengths relabelled with a server's counts when the results do not name its model (`plot
+# --served-tokens`): 'served tokens'.
+SERVED_COUNT = served_tokenizer_name('served')
+
+
 def length_unit(tokenizer: str | None, *, text: PageText | None = None) -> str:
     """What a length counts: 'Qwen3 tokens', or 'tokens' when the tokenizer is unknown (files from before it was
     recorded); in ``text``'s language (English by default)."""
     text = text or EN
+    if tokenizer == SERVED_COUNT:
+        return text.served_tokens
     name = tokenizer_display_name(tokenizer)
     return text.named_tokens.format(name=name) if name else text.tokens
 

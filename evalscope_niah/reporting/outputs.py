@@ -15,8 +15,8 @@ from ..disk_space import disk_full_error
 from ..inert import inert_logger, json_text
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
-from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
-from .labels import file_name_part
+from ..vocabulary import SERVED_TOKENIZER_PREFIX
+from .labels import SERVED_COUNT, file_name_part
 from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .page_text import EN, page_text, subset_language
@@ -241,13 +241,10 @@ def _effective_bounds(results: Sequence[SampleResult], *, threshold: float, mode
     return bounds
 
 
-# The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
-# results file does not name the served model unless the run counted with tokenizer_path 'server' already).
-_SERVED_TOKENS = served_tokenizer_name('served')
-
-
 def _served_unit(tokenizer: str | None) -> str:
-    return tokenizer if tokenizer and tokenizer.startswith(SERVED_TOKENIZER_PREFIX) else _SERVED_TOKENS
+    # The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
+    # results file does not name the served model unless the run counted with tokenizer_path 'server' already).
+    return tokenizer if tokenizer and tokenizer.startswith(SERVED_TOKENIZER_PREFIX) else SERVED_COUNT
 
 
 def in_served_tokens(
@@ -295,10 +292,12 @@ def draw_heatmaps(
     title: str | None = None,
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
     languages: Mapping[str, str] | None = None,
+    served_tokens: bool = False,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
     ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
-    ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words (`plotting.plot_all`)."""
+    ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words; ``served_tokens``: the lengths are
+    the server's counts (`in_served_tokens`), said in the title (both as `plotting.plot_all` takes them)."""
     from .plotting import plot_all, png_language  # matplotlib only when drawing
 
     cells = summarize_cells(results)
@@ -318,6 +317,7 @@ def draw_heatmaps(
         png_scoring_notes=_notes(results, sweep_plan, png_languages),
         answers=samples_by_cell(results),
         languages=page_languages,
+        served_tokens=served_tokens,
     )
 
 

@@ -30,6 +30,8 @@ class PageText:
     length_axis: str  # {unit}
     named_tokens: str  # {name}
     tokens: str
+    served_tokens: str  # lengths relabelled with the server's counts, its model unnamed (`plot --served-tokens`)
+    served_title: str  # the default title of `plot --served-tokens`
     accuracy: str
     empty_png: str
     no_scored_sample: str
@@ -88,6 +90,8 @@ EN = PageText(
     length_axis='Context length ({unit})',
     named_tokens='{name} tokens',
     tokens='tokens',
+    served_tokens='served tokens',
+    served_title='Needle in a haystack (tokens the model read)',
     accuracy='accuracy',
     empty_png='grey = no scored sample',
     no_scored_sample='no scored sample',
@@ -163,6 +167,8 @@ ZH = PageText(
     length_axis='上下文长度（{unit}）',
     named_tokens='{name} token',
     tokens='token',
+    served_tokens='模型读入的 token',
+    served_title='大海捞针（按模型读入的 token 计）',
     accuracy='准确率',
     empty_png='灰色 = 没有已评分的样本',
     no_scored_sample='没有已评分的样本',

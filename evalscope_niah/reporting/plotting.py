@@ -441,6 +441,7 @@ def plot_all(
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     languages: Mapping[str, str] | None = None,
     png_scoring_notes: Mapping[str, str | None] | None = None,
+    served_tokens: bool = False,
 ) -> list[Path]:
     """Write `{prefix}_{subset}.png` and `.html` for every subset, in subset order.
 
@@ -451,6 +452,7 @@ def plot_all(
     the HTML heatmap show its answers.  `languages` maps subset -> 'en' / 'zh', the language of its files' words
     (a subset not in it: the built-in subset's of that name, else English); `png_scoring_notes`, when given, are
     the PNGs' notes in the language `png_language` leaves them (English where no font draws Chinese).
+    `served_tokens` (lengths in the tokens the model read): the default title says so, in each subset's language.
     Characters outside [A-Za-z0-9._-] in subset names become '_' in file names.  A subset that fails is logged
     and skipped so the others are still drawn; afterwards one `HeatmapError` names every failed subset.
     """
@@ -469,12 +471,10 @@ def plot_all(
     notes = scoring_notes or {}
     png_notes = notes if png_scoring_notes is None else png_scoring_notes
     for subset in subsets:
-        options = {
-            'title': title,
-            'effective_length': effective.get(subset),
-            'scoring_note': notes.get(subset),
-            'language': subset_language(subset, languages),
-        }
+        language = subset_language(subset, languages)
+        title_shown = title or (page_text(language).served_title if served_tokens else None)
+        options = {'title': title_shown, 'effective_length': effective.get(subset), 'language': language}
+        options['scoring_note'] = notes.get(subset)
         # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
         stem = out / f'{prefix}_{names[subset]}'
         try:
