@@ -285,7 +285,8 @@ def draw_unfinished(
 ) -> list[Path]:
     """`evalscope-niah plot` of a run still going: each subset's PNG (pending cells grey, noted in the title) and
     a page that shows pending cells as such and does not refresh. ValueError when the file is not a progress file."""
-    from .plotting import plot_heatmap_png, png_language  # matplotlib only when drawing
+    from .plotting import plot_heatmap_png  # matplotlib only when drawing
+    from .png_fonts import png_language
 
     path = Path(progress_file)
     files = next(OutputFiles(prefix) for prefix in OUTPUT_PREFIXES if OutputFiles(prefix).progress == path.name)

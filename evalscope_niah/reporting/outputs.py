@@ -298,7 +298,8 @@ def draw_heatmaps(
     ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
     ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words; ``served_tokens``: the lengths are
     the server's counts (`in_served_tokens`), said in the title (both as `plotting.plot_all` takes them)."""
-    from .plotting import plot_all, png_language  # matplotlib only when drawing
+    from .plotting import plot_all  # matplotlib only when drawing
+    from .png_fonts import png_language
 
     cells = summarize_cells(results)
     for subset, entry in (sweep_plan or {}).items():

@@ -13,12 +13,11 @@ import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib import font_manager, rc_context
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
@@ -29,6 +28,7 @@ from matplotlib.text import Text
 
 from ..atomic import atomic_write_bytes
 from ..inert import inert_logger, terminal_text
+from . import png_fonts
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, effective_mark, title_parts
 from .labels import (
@@ -67,24 +67,6 @@ _TITLE_FONTSIZE = 11
 _TITLE_WIDTH_SHARE = 0.96
 # The effective-length marker: dark and dashed so it reads on every colour of the red-green scale.
 _EFFECTIVE_COLOR = '#1A1A1A'
-# Fonts with the Chinese glyphs, Simplified-Chinese forms first (a Japanese face draws some characters in their
-# Japanese forms); matplotlib's own DejaVu Sans has none, and a missing glyph is drawn as an empty box.
-_CJK_FONTS = (
-    'Noto Sans CJK SC',
-    'Noto Sans SC',
-    'Source Han Sans SC',
-    'Source Han Sans CN',
-    'WenQuanYi Zen Hei',
-    'WenQuanYi Micro Hei',
-    'Microsoft YaHei',
-    'PingFang SC',
-    'Hiragino Sans GB',
-    'SimHei',
-    'Heiti SC',
-    'Droid Sans Fallback',
-    'Noto Sans CJK JP',
-    'Source Han Sans',
-)
 
 
 class HeatmapError(RuntimeError):
@@ -226,40 +208,6 @@ def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes], *, text: PageText =
 
 def _add_empty_note(fig: Figure, text: PageText) -> None:
     fig.text(0.01, 0.005, text.empty_png, fontsize=7, color='#555555', ha='left', va='bottom')
-
-
-@cache
-def cjk_font() -> str | None:
-    """The first installed font of `_CJK_FONTS` (matplotlib's font list), None when there is none."""
-    installed = {font.name for font in font_manager.fontManager.ttflist}
-    return next((name for name in _CJK_FONTS if name in installed), None)
-
-
-def png_language(language: str) -> str:
-    """The language a PNG can be drawn in: ``language``, but English for Chinese without a font that has its glyphs
-    (said once in the log), rather than empty boxes."""
-    if page_text(language) is EN or cjk_font() is not None:
-        return language
-    _warn_no_cjk_font()
-    return 'en'
-
-
-def _png_words(language: str) -> tuple[PageText, AbstractContextManager[object]]:
-    """The words of a PNG in ``language`` (`png_language`) and the font settings that draw them, in force while the
-    figure is built (each text keeps the font family it was made with)."""
-    text = page_text(png_language(language))
-    if text is EN:
-        return EN, nullcontext()
-    return text, rc_context({'font.family': [cjk_font(), 'DejaVu Sans']})
-
-
-@cache
-def _warn_no_cjk_font() -> None:
-    logger.warning(
-        "no font with Chinese glyphs found (%s): the Chinese subset's PNG is labelled in English; its HTML page "
-        'is in Chinese. Install one (e.g. apt install fonts-noto-cjk) to draw the PNG in Chinese',
-        ', '.join(_CJK_FONTS[:3]),
-    )
 
 
 def _build_heatmap_figure(
@@ -429,6 +377,31 @@ def plot_heatmap_png(
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def _png_words(language: str) -> tuple[PageText, AbstractContextManager[object]]:
+    """The words of a PNG in ``language`` (`png_language`) and the font settings that draw them, in force while the
+    figure is built (each text keeps the font family it was made with)."""
+    text = page_text(png_fonts.png_language(language))
+    if text is EN:
+        return EN, nullcontext()
+    return text, rc_context({'font.family': [png_fonts.cjk_font(), 'DejaVu Sans']})
+
+
+def _file_stems(cells: Sequence[CellSummary], out: Path, prefix: str) -> dict[str, Path]:
+    """Each subset's files without their suffix, in subset order, in `out` (made): `{prefix}_{subset}`."""
+    subsets = sorted({c.subset for c in cells})
+    names = {subset: file_name_part(subset) for subset in subsets}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f'subset names collide after making them file-name safe: {names}')
+    out.mkdir(parents=True, exist_ok=True)
+    # Not Path.with_suffix later: a dotted subset name ('en.v2') would lose its tail.
+    return {subset: out / f'{prefix}_{names[subset]}' for subset in subsets}
+
+
+def _title(title: str | None, language: str, served_tokens: bool) -> str | None:
+    """The title asked for; else, for lengths in the tokens the model read, a title that says so."""
+    return title or (page_text(language).served_title if served_tokens else None)
+
+
 def plot_all(
     cells: Iterable[CellSummary],
     *,
@@ -460,26 +433,21 @@ def plot_all(
     cell_list = list(cells)
     if not cell_list:
         raise ValueError('no cells to plot')
-    subsets = sorted({c.subset for c in cell_list})
-    names = {subset: file_name_part(subset) for subset in subsets}
-    if len(set(names.values())) != len(names):
-        raise ValueError(f'subset names collide after making them file-name safe: {names}')
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    stems = _file_stems(cell_list, Path(output_dir), prefix)
     written: list[Path] = []
     failures: dict[str, Exception] = {}
     notes = scoring_notes or {}
     png_notes = notes if png_scoring_notes is None else png_scoring_notes
-    for subset in subsets:
+    for subset, stem in stems.items():
         language = subset_language(subset, languages)
-        title_shown = title or (page_text(language).served_title if served_tokens else None)
-        options = {'title': title_shown, 'effective_length': effective.get(subset), 'language': language}
+        options = {'title': _title(title, language, served_tokens), 'effective_length': effective.get(subset)}
+        options['language'] = language
         options['scoring_note'] = notes.get(subset)
-        # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
-        stem = out / f'{prefix}_{names[subset]}'
         try:
             png = stem.parent / f'{stem.name}.png'
-            png_options = options | {'scoring_note': png_notes.get(subset)}
+            # The PNG's words in the language it can draw (png_language): its title and notes too.
+            png_title = _title(title, png_fonts.png_language(language), served_tokens)
+            png_options = options | {'scoring_note': png_notes.get(subset), 'title': png_title}
             written.append(plot_heatmap_png(cell_list, subset=subset, path=png, show_score=show_score, **png_options))
             html = stem.parent / f'{stem.name}.html'
             written.append(plot_heatmap_html(cell_list, subset=subset, path=html, answers=answers, **options))

@@ -19,7 +19,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from evalscope_niah.reporting import plotting
+from evalscope_niah.reporting import plotting, png_fonts
 from evalscope_niah.reporting.heatmap_html import _heatmap_html, _hover_lines
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
@@ -819,7 +819,7 @@ def figure_words(cells: list[CellSummary], subset: str, language: str) -> list[s
 def test_the_chinese_subsets_png_is_labelled_in_chinese_with_a_cjk_font(monkeypatch: pytest.MonkeyPatch) -> None:
     # This machine has no CJK font: a font that has the Latin glyphs stands in, so the labels chosen can be read off
     # the figure (the glyphs drawn are matplotlib's concern).
-    monkeypatch.setattr(plotting, 'cjk_font', lambda: 'DejaVu Sans')
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: 'DejaVu Sans')
     title, x_label, y_label, colorbar = figure_words(two_languages(), 'chinese', 'zh')
     assert title.startswith('大海捞针\n子集：chinese · 平均准确率 1.00（n=12）') and '有效长度：2k' in title
     assert (x_label, y_label, colorbar) == ('上下文长度（token）', '针的深度（%）', '准确率')
@@ -832,8 +832,8 @@ def test_without_a_cjk_font_the_chinese_png_stays_english_and_says_why(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Empty boxes in place of every label would be worse than English; the log says what to install."""
-    monkeypatch.setattr(plotting, 'cjk_font', lambda: None)
-    plotting._warn_no_cjk_font.cache_clear()
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
+    png_fonts._warn_no_cjk_font.cache_clear()
     with caplog.at_level(logging.WARNING):
         title, x_label, *_ = figure_words(two_languages(), 'chinese', 'zh')
     assert title.startswith('Needle in a haystack\nsubset: chinese') and x_label == 'Context length (tokens)'
@@ -846,7 +846,7 @@ def test_without_a_cjk_font_the_notes_of_the_png_are_english_and_the_pages_chine
     from evalscope_niah.reporting.outputs import draw_heatmaps
     from tests.support.results import sample
 
-    monkeypatch.setattr(plotting, 'cjk_font', lambda: None)
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
     results = [dataclasses.replace(sample(1.0, subset='chinese'), scoring='rule_fallback')]
     drawn = {}
     real_png = plotting.plot_heatmap_png
