@@ -14,6 +14,7 @@ from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
+from .hooks import several_answer_keys
 from .params import SingleParams
 from .rules import single_needle_score
 
@@ -85,7 +86,7 @@ class SingleNeedle(Task):
         as the rule's needle recall scores it."""
         if len(meta.needles) > 1 and not meta.answer_keys:
             return tuple(needle.strip() for needle in meta.needles)
-        return super().calibration_values(meta)
+        return several_answer_keys(meta)
 
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
