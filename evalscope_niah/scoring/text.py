@@ -6,7 +6,7 @@ import itertools
 import re
 import unicodedata
 
-from ..vocabulary import LANGUAGES
+from ..vocabulary import check_language
 from .bounds import MAX_SCAN_CHARS
 
 # Small on purpose: only words that carry no retrievable fact. Includes contraction tails ("it's" -> "it", "s")
@@ -114,11 +114,6 @@ def zh_present(fact: str, answer_norm: str, answer_words: set[str]) -> bool:
     if CJK_CHAR.match(fact):
         return fact in answer_norm
     return fact in answer_words
-
-
-def check_language(language: str) -> None:
-    if language not in LANGUAGES:
-        raise ValueError(f'language must be one of {LANGUAGES!r}, got {language!r}')
 
 
 # Words of Latin letters (digits are no language). A Chinese word is one to three characters, an English one a word:

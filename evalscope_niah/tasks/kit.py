@@ -87,7 +87,8 @@ from ..scoring.cues import (
 )
 from ..scoring.recall import needle_recall
 from ..scoring.result import RuleScore
-from ..scoring.text import check_language, key_share, key_spans, normalise, text_language
+from ..scoring.text import key_share, key_spans, normalise, text_language
+from ..vocabulary import check_language
 from .base import (
     GeneratedHaystack,
     NeedleChoice,

@@ -42,13 +42,6 @@ def _definitions() -> dict[str, list[str]]:
     return found
 
 
-# Names defined in two modules on purpose: the kit re-exports the one named here.
-TWINS = {
-    # vocabulary's refuses a run parameter (NiahConfigError naming it); scoring.text's a rule's argument (ValueError).
-    'check_language': 'evalscope_niah.scoring.text',
-}
-
-
 def _kit_imports() -> dict[str, str]:
     """Each name the kit imports, with the module it imports it from."""
     tree = ast.parse(Path(kit.__file__).read_text(encoding='utf-8'))
@@ -70,7 +63,7 @@ def test_every_kit_name_is_its_homes_object_defined_once() -> None:
         assert home is not None, f'{name} is not imported by the kit from its home'
         assert home in definitions.get(name, []), f'{name}: {home} imports it too; import it from where it is defined'
         others = [module for module in definitions[name] if module != home]
-        assert not others or TWINS.get(name) == home, f'{name} is defined again in {others}'
+        assert not others, f'{name} is defined again in {others}'
         assert getattr(kit, name) is getattr(importlib.import_module(home), name), f'{name} is not the object of {home}'
 
 

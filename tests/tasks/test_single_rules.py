@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.scoring import (
     UNCERTAIN_SCORE_CAP,
     PromptText,
@@ -174,7 +175,7 @@ def test_single_reasoning_is_stripped_and_bad_keys_rejected() -> None:
     assert single('<think>eat a sandwich and sit in Dolores Park on a sunny day').accuracy == 0.0
     with pytest.raises(TypeError, match='answer_keys'):
         single('x', answer_keys='Dolores Park')
-    with pytest.raises(ValueError, match='language'):
+    with pytest.raises(NiahConfigError, match='language'):
         single('x', language='fr')
 
 
