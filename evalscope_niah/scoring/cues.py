@@ -71,12 +71,19 @@ def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
 
 
 def excluded_cue_text(*texts: str) -> str:
+    """Called once per answer a rule scores, before ``cue_near``: the cue words the sample's own ``texts`` (needles,
+    question) use, which are therefore no cue when an answer repeats them; pass the result as ``cue_near``'s
+    ``excluded``."""
     # Word tokens between single spaces (for whole-word English look-ups) followed by the raw normalised text.
     normalised = ' '.join(normalise(text) for text in texts)
     return f' {" ".join(en_words(normalised))} \n{normalised}'
 
 
 def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excluded: str) -> list[tuple[str, str]]:
+    """Called by a rule once it found the key in the answer: the (kind, cue) pairs of negation, hedge and retraction
+    cues near the key's ``spans`` in ``text`` (the normalised answer the spans index, as ``key_spans`` gives them;
+    the first ``MAX_SPANS`` only), within the key's sentence and ``CUE_WINDOW[language]`` characters, retractions
+    after it too; [] when none. ``excluded`` is ``excluded_cue_text`` of the needles and question."""
     before, after = CUE_WINDOW[language]
     hits: list[tuple[str, str]] = []
     for start, end in spans[:MAX_SPANS]:
@@ -90,6 +97,17 @@ def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excl
         following = cue_hits(text[right : end + after], excluded) if right < end + after else []
         hits.extend(hit for hit in following if hit[0] == 'retraction')
     return hits
+
+
+def negated_values(
+    text: str, values: Sequence[str], *, needles: Sequence[str], question: str, language: str
+) -> list[str]:
+    """Called by a rule that found ``values`` stated in ``text`` (the answer as it searched it): the negation cues in
+    the sentence of any of them ('it is not 4821937'), the needles' and question's own cue words aside; [] when
+    none. Every occurrence within ``MAX_SCAN_CHARS`` counts, the first ``MAX_SPANS`` of them are read."""
+    spans = sorted(match.span() for value in values for match in re.finditer(re.escape(value), text[:MAX_SCAN_CHARS]))
+    hits = cue_near(text, spans[:MAX_SPANS], language=language, excluded=excluded_cue_text(*needles, question))
+    return [cue for kind, cue in hits if kind == 'negation']
 
 
 def is_list_item(text: str, spans: Sequence[tuple[int, int]], *, language: str) -> bool:
@@ -124,6 +142,9 @@ NUMBER_WORDS = re.compile(
 
 
 def cue_verdict(hits: list[tuple[str, str]], what: str) -> RuleScore:
+    """Called by a rule when ``cue_near`` found cues: the uncertain ``RuleScore`` (capped at
+    ``UNCERTAIN_SCORE_CAP``, flagged with the cue kinds, left to a judge) for an answer that ``what`` (says what it
+    stated, e.g. 'the key is stated') but with those ``hits`` near it."""
     kinds = tuple(dict.fromkeys(kind for kind, _ in hits))
     shown = ', '.join(repr(cue) for _, cue in hits[:3])
     return RuleScore.verdict(
@@ -189,6 +210,8 @@ _ZH_ABSTAIN = re.compile(
 
 
 def find_abstention(final: str) -> re.Match[str] | None:
+    """Called by a rule on the final answer (reasoning stripped; raw text, it is normalised here): the first phrase,
+    in either language, saying the document does not answer ('the text does not mention', '文中没有提到'), or None."""
     # Both languages' phrases whatever the prompt language: models often reply in English to a Chinese prompt.
     text = unicodedata.normalize('NFKC', final[:MAX_SCAN_CHARS]).replace('\u2019', "'")
     matches = [m for m in (_EN_ABSTAIN.search(text), _ZH_ABSTAIN.search(text)) if m]

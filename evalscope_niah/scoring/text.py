@@ -35,6 +35,9 @@ ZH_UNIT = re.compile(f'[{CJK}]|[^\\W_{CJK}]+')
 
 
 def normalise(text: str) -> str:
+    """Called on an answer (and on what it is compared with) before any span or share is looked up: the text as the
+    rules compare it, full-width characters folded to ASCII (NFKC) and case folded (``casefold``); indices into the
+    result are what ``key_spans`` and ``cue_near`` use."""
     # NFKC folds full-width digits/letters ("２０２３") to ASCII so both sides compare equal.
     return unicodedata.normalize('NFKC', text).casefold()
 
@@ -175,6 +178,9 @@ def zh_key_spans(text: str, key: str) -> list[tuple[int, int]]:
 
 
 def key_spans(text: str, key: str) -> list[tuple[int, int]]:
+    """Called by a rule to find the key in the answer: the (start, end) spans of ``text`` where ``key`` occurs, both
+    already ``normalise``d (a key in another case or width is not found otherwise): whole words in English, the whole
+    string in Chinese, whitespace and punctuation between its characters ignored; [] when absent."""
     return zh_key_spans(text, key) if CJK_CHAR.search(key) else en_key_spans(text, key)
 
 

@@ -222,3 +222,13 @@ def test_target_key_refuses_a_sample_without_keys() -> None:
     target = kit.RuleTarget.of(dataclasses.replace(_meta('single'), answer_keys=()))
     with pytest.raises(ValueError, match='no answer key'):
         _ = target.key
+
+
+def test_the_builtin_tasks_take_the_kits_names_from_the_kit() -> None:
+    """The kit is the one import path for authors, and the built-in tasks are written as an author writes one."""
+    offenders = []
+    for path in sorted((PACKAGE / 'tasks').glob('*/*.py')):
+        for node in ast.parse(path.read_text(encoding='utf-8')).body:
+            if isinstance(node, ast.ImportFrom) and node.level and node.module != 'kit':
+                offenders += [f'{path.parent.name}/{path.name}: {a.name}' for a in node.names if a.name in kit.__all__]
+    assert offenders == []

@@ -5,18 +5,25 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import NiahConfigError
-from ...metadata import GridCell, SampleMeta
 from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
-from ...scoring import RuleScore, needle_recall
-from ...scoring.text import text_language
-from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
+from ..kit import (
+    GridCell,
+    NeedleChoice,
+    PlanContext,
+    RuleScore,
+    RuleTarget,
+    SampleMeta,
+    Task,
+    needle_recall,
+    single_needle_score,
+    text_language,
+)
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
 from .hooks import several_answer_keys
 from .params import SingleParams
-from .rules import single_needle_score
 
 # What a subset of this task reads from the user: given with a needle bank, they would be ignored.
 _USER_TEXTS = ('needles', 'retrieval_question', 'answer')

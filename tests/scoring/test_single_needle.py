@@ -1,4 +1,4 @@
-"""The single-needle task's rule ladder (tasks/single/rules.py)."""
+"""The single-needle task's rule ladder (scoring/single_needle.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from evalscope_niah.scoring import (
     RuleScore,
     strip_reasoning,
 )
-from evalscope_niah.tasks.single.rules import single_needle_score
+from evalscope_niah.scoring.single_needle import single_needle_score
 from tests.support.rule_facts import (
     FILLER_EN,
     OWN_WORDS,
