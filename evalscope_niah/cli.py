@@ -59,7 +59,8 @@ def _parser() -> argparse.ArgumentParser:
             'demo': _demo,
             'doctor': _doctor,
         },
-        description=__doc__.splitlines()[0],
+        # The docstring's first line, without its reStructuredText quotes (--help shows text as it is).
+        description=__doc__.splitlines()[0].replace('``', ''),
     )
 
 
@@ -76,6 +77,7 @@ def _demo(args: argparse.Namespace) -> int:
         subsets=args.subset or ['english', 'chinese'],
         work_dir=args.work_dir,
         limit=args.limit,
+        use_cache=args.use_cache,
     )
     run_demo(options)
     return 0
@@ -176,7 +178,8 @@ def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -
                 file=sys.stderr,
             )
         try:
-            for path in draw_unfinished(progress_file, show_score=args.show_score):
+            root = next(Path(work_dir) for work_dir in args.work_dirs if progress_file.is_relative_to(work_dir))
+            for path in draw_unfinished(progress_file, show_score=args.show_score, root=root):
                 print(path)
         except (ValueError, OSError) as exc:
             print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)

@@ -31,6 +31,16 @@ def build_parser(handlers: Mapping[str, Handler], *, description: str) -> argpar
     return parser
 
 
+def _add_command(
+    commands: Any, name: str, *, help: str, description: str = '', **kwargs: Any
+) -> argparse.ArgumentParser:
+    """A subcommand whose own ``--help`` opens with what it does: argparse shows ``help`` only in the parent's list."""
+    opening = help[0].upper() + help[1:] + '.'
+    return commands.add_parser(
+        name, help=help, description=f'{opening} {description}' if description else opening, **kwargs
+    )
+
+
 def _add_dataset_args(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         '--dataset-args',
@@ -48,7 +58,7 @@ def _add_server(command: argparse.ArgumentParser, purpose: str) -> None:
 
 
 def _add_preview(commands: Any, handler: Handler) -> None:
-    preview = commands.add_parser('preview', help='expand the parameters into samples (JSONL) without any model')
+    preview = _add_command(commands, 'preview', help='expand the parameters into samples (JSONL) without any model')
     _add_dataset_args(preview)
     preview.add_argument('--limit', type=int, help='only the first N samples of each subset')
     preview.add_argument('--subset', action='append', help='only this subset (repeatable); overrides subset_list')
@@ -72,13 +82,17 @@ def _add_preview(commands: Any, handler: Handler) -> None:
 
 
 def _add_eval(commands: Any) -> None:
-    commands.add_parser(
-        'eval', help="`evalscope eval` with this package's needle_haystack loaded (same arguments)", add_help=False
+    _add_command(
+        commands,
+        'eval',
+        help="`evalscope eval` with this package's needle_haystack loaded (same arguments)",
+        add_help=False,
     )
 
 
 def _add_plot(commands: Any, handler: Handler) -> None:
-    plot = commands.add_parser(
+    plot = _add_command(
+        commands,
         'plot',
         help='redraw the heatmaps of finished runs, or draw them from summary CSVs, without calling a model',
         description='Give either WORK_DIR... (EvalScope output directories) or --csv FILE... (our cells CSV or an '
@@ -112,8 +126,8 @@ def _add_plot(commands: Any, handler: Handler) -> None:
 
 
 def _add_compare(commands: Any, handler: Handler) -> None:
-    compare = commands.add_parser(
-        'compare', help='one figure of heatmaps (subsets x models) and a table of effective context lengths'
+    compare = _add_command(
+        commands, 'compare', help='one figure of heatmaps (subsets x models) and a table of effective context lengths'
     )
     compare.add_argument(
         'work_dirs', nargs='+', type=Path, metavar='WORK_DIR', help='EvalScope output directory (any number of models)'
@@ -137,8 +151,10 @@ def _add_compare(commands: Any, handler: Handler) -> None:
 
 
 def _add_demo(commands: Any, handler: Handler) -> None:
-    demo = commands.add_parser(
-        'demo', help='run needle_haystack end to end offline on a real local model (SmolLM2-135M via llama.cpp)'
+    demo = _add_command(
+        commands,
+        'demo',
+        help='run needle_haystack end to end offline on a real local model (SmolLM2-135M via llama.cpp)',
     )
     demo.add_argument('--api-url', help='use this OpenAI-compatible endpoint instead of the local model')
     demo.add_argument('--model', help='model name at --api-url')
@@ -151,11 +167,18 @@ def _add_demo(commands: Any, handler: Handler) -> None:
     demo.add_argument('--subset', action='append', help='only this subset (repeatable): english, chinese')
     demo.add_argument('--limit', type=int, help='only the first N samples of each subset')
     demo.add_argument('--work-dir', type=Path, default=Path('outputs') / 'niah-demo', help='output directory')
+    demo.add_argument(
+        '--use-cache',
+        type=Path,
+        metavar='DIR',
+        help='resume a stopped demo: the output folder its Ctrl-C line names (the same other flags)',
+    )
     demo.set_defaults(handler=handler)
 
 
 def _add_doctor(commands: Any, handler: Handler) -> None:
-    doctor = commands.add_parser(
+    doctor = _add_command(
+        commands,
         'doctor',
         help='check what a run would use: EvalScope, names, parameters, tokenizer, corpus, samples, judge; with '
         "--api-url also the model's window (asks that server only, never the model or the judge)",

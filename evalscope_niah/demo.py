@@ -53,6 +53,8 @@ class DemoOptions:
     subsets: Sequence[str] = field(default_factory=lambda: list(DEMO_CORPUS_FILES))
     work_dir: Path = Path('outputs') / 'niah-demo'
     limit: int | None = None
+    # The output folder of a stopped demo run (what its Ctrl-C line names): finished answers are reused, not re-asked.
+    use_cache: Path | None = None
 
 
 def _say(text: str) -> None:
@@ -163,11 +165,14 @@ def _evaluate(options: DemoOptions, *, api_url: str, model: str) -> Path:
         eval_batch_size=1,  # one llama.cpp slot on 2 cores: parallel requests only queue
         limit=options.limit,
         work_dir=str(options.work_dir),
+        **({'use_cache': str(options.use_cache)} if options.use_cache is not None else {}),
     )
     run_task_settings(settings)
-    found = sorted(Path(options.work_dir).rglob(RESULTS_FILE), key=lambda path: path.stat().st_mtime)
+    # A resumed run writes into the folder it resumes (EvalScope's use_cache), not into a new one under work_dir.
+    root = Path(options.use_cache if options.use_cache is not None else options.work_dir)
+    found = sorted(root.rglob(RESULTS_FILE), key=lambda path: path.stat().st_mtime)
     if not found:
-        raise RuntimeError(f'the run wrote no {RESULTS_FILE} under {options.work_dir}; see its logs/ folder')
+        raise RuntimeError(f'the run wrote no {RESULTS_FILE} under {root}; see its logs/ folder')
     return found[-1].parent
 
 

@@ -28,6 +28,7 @@ __all__ = [
     'inert_logger',
     'json_text',
     'script_json',
+    'shown_text',
     'terminal_text',
     'unsafe_characters',
 ]
@@ -68,9 +69,16 @@ def terminal_text(text: str) -> str:
     return text.translate(_TERMINAL)
 
 
+def shown_text(text: str) -> str:
+    """``text`` as a page shows it: each control and bidi character as ``\\uXXXX``, tab, newline and CR kept. What
+    both heatmap pages draw: the final page through `html_text`, the live page's script as text it sets
+    (``textContent`` of decoded JSON would draw the characters themselves).  Idempotent."""
+    return text.translate(_MARKUP)
+
+
 def html_text(text: str) -> str:
     """``text`` for HTML content or a quoted attribute: ``& < > " '`` escaped, controls and bidi shown."""
-    return html.escape(text.translate(_MARKUP), quote=True)
+    return html.escape(shown_text(text), quote=True)
 
 
 def json_text(value: Any, **options: Any) -> str:

@@ -6,13 +6,16 @@ digit, not a Windows device name, not too long) is kept as it is, so ordinary id
 name keeps a readable stem of its safe characters and gains ``~`` and a hash of the whole name: the stem shows what
 it was, the hash keeps it apart from every other name. Since a kept name never holds ``~``, a kept name and a hashed
 one never meet; since a kept name is lowercase and the hash is lowercase hex, names that differ only in case (one
-folder on macOS and Windows) never meet either. The name itself is data: store it, do not read it back from the path.
+folder on macOS and Windows) never meet either. A name is first put in Unicode NFC form: its NFC and NFD spellings
+(macOS file names, some keyboards) are one id, one folder, and a resume under either finds the other's cache. The
+name itself is data: store it, do not read it back from the path.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 
 __all__ = ['MAX_SAFE_NAME_CHARS', 'is_kept_as_is', 'safe_name']
 
@@ -41,7 +44,9 @@ def is_kept_as_is(name: str) -> bool:
 
 def safe_name(name: str) -> str:
     """``name`` as one safe path segment (see the module's docstring): unchanged when plainly safe, else
-    ``<stem>~<hash>``. Pure and injective; not idempotent on hashed names (apply it once, to the original)."""
+    ``<stem>~<hash>``. Pure and injective up to NFC (names that normalise alike share a folder); not idempotent on
+    hashed names (apply it once, to the original)."""
+    name = unicodedata.normalize('NFC', name)
     if is_kept_as_is(name):
         return name
     # surrogatepass: a name decoded from bytes with surrogateescape still hashes, and to its own value.

@@ -47,6 +47,30 @@ def test_demo_against_another_endpoint_prints_cells(tmp_path: Path) -> None:
     assert (report_dir / 'needle_haystack_heatmap_english.png').is_file()
 
 
+def test_a_stopped_demo_resumes_with_use_cache(tmp_path: Path) -> None:
+    """The Ctrl-C line says 'Resume with --use-cache DIR': the demo takes it, and the finished answers are not asked
+    again."""
+    from evalscope_niah.cli_args import build_parser
+
+    with OpenAICompatServer({'remote': needle_finder}) as server:
+        options = DemoOptions(
+            api_url=server.base_url, model='remote', judge='rule', context_lengths=[500], depth_percents=[0.0],
+            subsets=['english'], work_dir=tmp_path / 'first',
+        )  # fmt: skip
+        first = run_demo(options, say=lambda line: None)
+        asked = len(server.requests_for('remote'))
+        output_dir = first.parents[1]  # <work dir>/<run>/reports/<model>: the run's folder, as the Ctrl-C line names
+        flags = ['demo', '--api-url', server.base_url, '--model', 'remote', '--use-cache', str(output_dir)]
+        parsed = build_parser(dict.fromkeys(('preview', 'plot', 'compare', 'demo', 'doctor')), description='')
+        assert parsed.parse_args(flags).use_cache == output_dir
+        again = run_demo(
+            DemoOptions(**{**options.__dict__, 'work_dir': tmp_path / 'second', 'use_cache': output_dir}),
+            say=lambda line: None,
+        )
+        assert asked == 1 and len(server.requests_for('remote')) == asked  # nothing re-asked
+    assert read_results(again / RESULTS_FILE) == read_results(first / RESULTS_FILE)
+
+
 def _verbose_finder(messages: list[dict]) -> str:
     """A model that answers the way instruction-tuned models do: a preamble, the quoted needle, an explanation and
     a closing remark (about 80 words), far longer than the needle."""

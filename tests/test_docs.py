@@ -161,3 +161,18 @@ def test_readmes_link_each_other_and_into_existing_pages(readme: str, other: str
     assert any(target.startswith('docs/') for target in local)
     missing = [target for target in local if not (ROOT / target).exists()]
     assert not missing, f'{readme} links to missing files: {missing}'
+
+
+@pytest.mark.parametrize(('readme', 'language'), [('README.md', 'en'), ('README_zh.md', 'zh')])
+def test_readmes_list_every_page_of_the_site(readme: str, language: str) -> None:
+    with (ROOT / 'mkdocs.yml').open(encoding='utf-8') as config:
+        nav = [next(iter(entry.values())) for entry in yaml_load(config)['nav']]
+    text = (ROOT / readme).read_text(encoding='utf-8')
+    listed = set(re.findall(rf'\]\(docs/{language}/([^)#]+)', text))
+    assert set(nav) - {'index.md'} <= listed, sorted(set(nav) - {'index.md'} - listed)
+
+
+def test_the_site_loads_no_web_fonts() -> None:
+    """Material fetches fonts from Google unless told not to: a host many readers in China cannot reach."""
+    with (ROOT / 'mkdocs.yml').open(encoding='utf-8') as config:
+        assert yaml_load(config)['theme']['font'] is False

@@ -13,6 +13,7 @@ import os
 import posixpath
 import subprocess
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +209,94 @@ def test_a_cache_under_the_old_folder_name_is_refused_with_the_rename_not_recomp
             (tmp_path / kind / 'Model').rename(tmp_path / kind / safe)
         run_task(TaskConfig(**settings, model_id='Model', use_cache=str(tmp_path)))
         assert len(server.requests_for(MODEL)) == asked
+
+
+# ---- files a run reads stay where the user pointed -----------------------------------------------------------------
+
+NEEDLES = REPO / 'tests' / 'data' / 'needlebench' / 'needles.jsonl'
+
+
+def _needle_file_run(corpus_dir: Path, work_dir: Path, needle_file_name: str) -> tuple[NiahConfigError, list]:
+    """A run whose NeedleBench needle file is ``needle_file_name``: the error it stops with, and the requests the
+    server got (none may come: the needle would be sent)."""
+    extra = {**EXTRA, 'needle_file_name': needle_file_name}
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'])
+        with pytest.raises(NiahConfigError) as refused:
+            run_task(TaskConfig(**settings))
+        return refused.value, server.requests
+
+
+@pytest.mark.parametrize('how', ['dotdot', 'symlink'])
+def test_a_needle_file_outside_the_corpus_folder_is_refused_before_any_request(
+    tmp_path: Path, fixture_corpus_dir: Path, how: str
+) -> None:
+    corpus = tmp_path / 'corpus'
+    corpus.mkdir()
+    for path in fixture_corpus_dir.iterdir():
+        (corpus / path.name).write_bytes(path.read_bytes())
+    (tmp_path / 'outside').mkdir()
+    secret = tmp_path / 'outside' / 'secret.jsonl'
+    secret.write_bytes(NEEDLES.read_bytes())
+    name = '../outside/secret.jsonl'
+    if how == 'symlink':
+        name = 'needles.jsonl'
+        (corpus / name).symlink_to(secret)
+    error, requests = _needle_file_run(corpus, tmp_path / 'work', name)
+    assert requests == []
+    assert error.param == 'needle_file_name'
+    assert ('no absolute path, no ".."' if how == 'dotdot' else 'a symlink pointing out') in error.detail
+
+
+def test_a_fifo_as_the_needle_file_is_refused_not_read(tmp_path: Path, fixture_corpus_dir: Path) -> None:
+    corpus = tmp_path / 'corpus'
+    corpus.mkdir()
+    for path in fixture_corpus_dir.iterdir():
+        (corpus / path.name).write_bytes(path.read_bytes())
+    os.mkfifo(corpus / 'needles.jsonl')  # reading it would wait for a writer forever
+    error, requests = _needle_file_run(corpus, tmp_path / 'work', 'needles.jsonl')
+    assert requests == [] and error.param == 'needle_file_name'
+    assert 'is not a regular file (a FIFO)' in error.detail
+
+
+def test_a_fifo_as_the_needle_bank_is_refused_not_read(tmp_path: Path) -> None:
+    from evalscope_niah.tasks.single.bank import load_needle_bank
+
+    os.mkfifo(tmp_path / 'bank.jsonl')
+    with pytest.raises(NiahConfigError, match=r'needle_bank: .* is not a regular file \(a FIFO\)'):
+        load_needle_bank(tmp_path / 'bank.jsonl')
+
+
+# ---- model ids: one folder per id, whatever its Unicode spelling; a resume under another id says so ----------------
+
+CAFE_NFC = unicodedata.normalize('NFC', 'Café-Modèl')
+CAFE_NFD = unicodedata.normalize('NFD', CAFE_NFC)
+
+
+def test_nfc_and_nfd_spellings_of_an_id_name_one_folder() -> None:
+    assert CAFE_NFC != CAFE_NFD and safe_name(CAFE_NFC) == safe_name(CAFE_NFD)
+    assert safe_name('Café') != safe_name('Cafe')  # normalised, not folded
+
+
+def test_a_resume_under_either_spelling_of_an_id_finds_its_cache(tmp_path, fixture_corpus_dir):
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'])
+        run_task(TaskConfig(**settings, model_id=CAFE_NFC))
+        asked = len(server.requests_for(MODEL))
+        run_task(TaskConfig(**settings, model_id=CAFE_NFD, use_cache=str(tmp_path)))
+        assert len(server.requests_for(MODEL)) == asked  # nothing asked again
+    assert [path.name for path in (tmp_path / 'predictions').iterdir()] == [safe_name(CAFE_NFC)]
+
+
+def test_a_resume_under_another_id_says_why_in_one_line_before_any_request(tmp_path, fixture_corpus_dir):
+    with OpenAICompatServer({MODEL: needle_finder}) as server:
+        settings = task_settings(server, fixture_corpus_dir, tmp_path, model=MODEL, extra=EXTRA, subsets=['english'])
+        run_task(TaskConfig(**settings, model_id=CAFE_NFC))
+        asked = len(server.requests)
+        with pytest.raises(NiahConfigError) as refused:
+            run_task(TaskConfig(**settings, model_id='another-model', use_cache=str(tmp_path)))
+        assert len(server.requests) == asked
+    message = refused.value.detail
+    assert refused.value.param == 'use_cache' and '\n' not in message
+    assert repr(CAFE_NFC) in message and "'another-model'" in message  # the id then (as given) and now
+    assert '--model-id' in message and 'new work dir' in message and 'sha256' not in message

@@ -23,7 +23,7 @@ import pytest
 import evalscope_niah
 from evalscope_niah import demo
 from evalscope_niah.cli import main
-from evalscope_niah.inert import FORMULA_STARTS, inert_logger, terminal_text, unsafe_characters
+from evalscope_niah.inert import FORMULA_STARTS, inert_logger, shown_text, terminal_text, unsafe_characters
 from evalscope_niah.reporting.labels import length_unit
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, write_run_outputs
 from evalscope_niah.reporting.records import SampleResult
@@ -149,10 +149,39 @@ def test_a_hostile_tokenizer_name_stays_inside_the_page_script_and_parses_back(t
         assert parsed.events == expected.events  # the same elements in the same order: none injected, none eaten
         assert {tag for _, tag in parsed.events} <= PAGE_TAGS and parsed.comments == []
         assert parsed.scripts == [raw_script] and raw_script.endswith('})();\n')
-        assert _hover_lines(raw_script)[0] == f'context length: {{}} {length_unit(TOKENIZER)}'
+        # The data parses back to the name as the page shows it: controls and bidi as their escapes, as drawn text.
+        assert _hover_lines(raw_script)[0] == f'context length: {{}} {shown_text(length_unit(TOKENIZER))}'
         shown = ''.join(parsed.text)
         assert terminal_text(ANSWER) in shown and '<script>alert(1)' in shown  # the answer is text, shown whole
         _assert_shown_not_obeyed(page)
+
+
+def test_the_live_pages_data_holds_text_as_the_final_page_shows_it(tmp_path: Path) -> None:
+    """The live page's script draws its data as text (textContent of decoded JSON): every string in it must
+    already be shown as the final page shows it, or U+202E, ESC and BEL were drawn raw there (the browser check is
+    tests/reporting/test_heatmap_browser.py)."""
+    from evalscope_niah.reporting.live import LiveRun, PlannedSample
+    from evalscope_niah.reporting.outputs import OutputFiles
+
+    results = _results()
+    planned = [PlannedSample(r.subset, r.context_length, r.depth_percent, 10, TOKENIZER) for r in results]
+    run = LiveRun(tmp_path, planned, files=OutputFiles(), clock=lambda: 0.0)
+    for result in results:
+        run.add(result)
+    run.update()
+    texts = []
+    for data_file in tmp_path.glob('*.live.js'):
+        data = json.loads(data_file.read_text('utf-8').removeprefix('niahLive(').removesuffix(');\n'))
+        texts += _strings(data)
+    assert texts and any('\\u202e' in text for text in texts)  # the tokenizer's override, shown
+    assert [text for text in texts if unsafe_characters(text, keep='\r')] == []
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, list) else []
+    return [text for item in items for text in _strings(item)]
 
 
 def test_compare_prints_names_shown_not_obeyed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

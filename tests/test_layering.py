@@ -192,6 +192,7 @@ FLOORS: tuple[frozenset[str], ...] = (
             'work_dir_lock',
             'inert',
             'safe_names',
+            'safe_files',
             'torn_lines',
         }
     ),

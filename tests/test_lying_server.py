@@ -8,6 +8,7 @@ or tokenizer that cannot be trusted stops the run before any model request. Noth
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from pathlib import Path
@@ -21,10 +22,11 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import replies
+from evalscope_niah.integration.sample_results import LOST_SAMPLE_ERROR
 from evalscope_niah.making.tokenization import shipped_qwen3_dir
-from evalscope_niah.reporting.outputs import RESULTS_FILE
+from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE
 from evalscope_niah.reporting.records import MAX_TEXT_CHARS, SampleResult
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.results import read_cells_csv, read_results
 from evalscope_niah.serving import endpoint
 from evalscope_niah.serving.server_values import shown
 from evalscope_niah.testing.openai_server import (
@@ -183,6 +185,94 @@ def test_a_lying_judge_falls_back_to_the_rule_score(tail: bytes, fixture_corpus_
     if tail.startswith(b' \xff'):  # unreadable: a judge failure, counted; the rule score decides
         assert all(r.judge_status == 'failed' for r in results)
         assert overall_scores(report)['judge_failures'] == len(DEPTHS)
+
+
+# ---- every sample asked ends as a row, whatever a reply held ---------------------------------------------------------
+
+# Four samples, every second reply hostile: the honest ones show a hostile one spoils nothing around it.
+EVERY_DEPTH = [0, 33, 66, 100]
+# A message field and the raw JSON text the server sends as its value.
+HOSTILE_MESSAGES = {
+    'surrogate': {'content': '"\\ud83d"'},
+    'surrogate-in-answer': {'content': '"The best thing \\udc00 to do"'},
+    'surrogate-reasoning': {'reasoning_content': '"\\ud83d thinking"'},
+    'nul': {'content': '"a\\u0000b"'},
+    'number': {'content': '123'},
+    'null': {'content': 'null'},
+    'list': {'content': '[1, "x"]'},
+    'object': {'content': '{"text": "x"}'},
+    'bool': {'content': 'true'},
+    'deep': {'content': '[' * 100_000 + ']' * 100_000},
+    'reasoning-number': {'reasoning_content': '7'},
+}
+
+
+def _every_row(corpus_dir: Path, work_dir: Path, lies: Lies) -> tuple[Any, list[SampleResult]]:
+    with OpenAICompatServer({MODEL: needle_finder}, lies=lies, max_seconds=120) as server:
+        extra = {'context_lengths': [600], 'document_depth_percents': EVERY_DEPTH}
+        settings = task_settings(
+            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], generation_config=ONCE,
+            ignore_errors=True,
+        )  # fmt: skip
+        report = run_task(TaskConfig(**settings))['needle_haystack']
+    return report, read_results(work_dir / 'reports' / MODEL / RESULTS_FILE)
+
+
+def _assert_one_row_per_sample(work_dir: Path, results: list[SampleResult]) -> None:
+    """Each sample asked is one row: scored, or an error saying why (no budget is set here); the cells CSV counts
+    each of them."""
+    assert sorted(r.depth_percent for r in results) == EVERY_DEPTH
+    for result in results:
+        assert (result.accuracy is not None) != bool(result.error), result
+    cells = read_cells_csv(work_dir / 'reports' / MODEL / CELLS_FILE)
+    assert sum(cell.n + cell.errors for cell in cells) == len(EVERY_DEPTH)
+
+
+@pytest.mark.parametrize('message', HOSTILE_MESSAGES.values(), ids=HOSTILE_MESSAGES.keys())
+def test_every_sample_asked_ends_as_a_row_whatever_the_reply_held(
+    message: dict[str, str], fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replies, 'REPLY_BACKOFF_S', 0.0)
+    report, results = _every_row(fixture_corpus_dir, tmp_path, Lies(message_json=message, every=2))
+    _assert_one_row_per_sample(tmp_path, results)
+    assert sum(r.accuracy == 1.0 for r in results) >= len(EVERY_DEPTH) // 2  # the honest replies scored as usual
+    assert not any(r.error and 'LostSampleError' in r.error for r in results)  # each ended where it should
+    assert report.execution_summary.errored == sum(bool(r.error) for r in results)
+
+
+def test_a_lone_surrogate_is_replaced_and_recorded_and_the_answer_scored(
+    fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    lies = Lies(message_json={'content': '"\\ud83d The best thing to do in San Francisco"'}, every=2)
+    _, results = _every_row(fixture_corpus_dir, tmp_path, lies)
+    repaired = [r for r in results if r.answer and r.answer.startswith('\ufffd')]
+    assert len(repaired) == len(EVERY_DEPTH) // 2 and all(r.error is None for r in repaired)
+    predictions = (tmp_path / 'predictions' / MODEL).glob('*.jsonl')
+    rows = [json.loads(line) for path in predictions for line in path.read_text('utf-8').splitlines()]
+    replaced = [(row['model_output']['metadata'] or {}).get('niah_replaced_surrogates') for row in rows]
+    assert sorted(replaced, key=str) == [1, 1, None, None]
+
+
+def test_a_sample_evalscope_fails_to_save_is_an_error_row_not_lost(
+    fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # With the repair switched off, EvalScope's writer fails on the surrogate after our hooks returned: the path of
+    # any failure we do not foresee. The ledger still gives that sample its row, counted.
+    monkeypatch.setattr(replies, '_writable', lambda output: output)
+    report, results = _every_row(fixture_corpus_dir, tmp_path, Lies(message_json={'content': '"\\ud83d"'}, every=2))
+    _assert_one_row_per_sample(tmp_path, results)
+    lost = [r for r in results if r.error]
+    assert len(lost) == 2 and all(r.error == LOST_SAMPLE_ERROR for r in lost)
+    assert report.execution_summary.errored == 2
+
+
+def test_every_sample_lost_still_writes_its_rows(
+    fixture_corpus_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(replies, '_writable', lambda output: output)
+    _, results = _every_row(fixture_corpus_dir, tmp_path, Lies(message_json={'content': '"\\ud83d"'}))
+    assert sorted(r.depth_percent for r in results) == EVERY_DEPTH
+    assert all(r.error == LOST_SAMPLE_ERROR for r in results)
 
 
 # ---- the window: stops the run before any model request ------------------------------------------------------------

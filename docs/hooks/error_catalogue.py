@@ -8,6 +8,8 @@ in), grouped by what the user was doing. Loaded by path by generated_pages.py (t
 from __future__ import annotations
 
 import ast
+import functools
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +38,7 @@ GROUPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
         '分词器与服务端计数',
         ('making/tokenization.py', 'making/haystack.py', 'serving/endpoint.py', 'serving/token_bytes.py'),
     ),
-    ('corpus', 'Corpus and needle files', '语料与 needle 文件', ('making/', 'tasks/single/bank.py')),
+    ('corpus', 'Corpus and needle files', '语料与针文件', ('making/', 'tasks/single/bank.py')),
     ('plugins', 'Tasks and plugins', '任务与插件', ('tasks/registry.py', 'tasks/plugins.py', 'tasks/base.py')),
     ('server', 'Server faults and the local model', '服务端故障与本地模型', ('serving/', 'integration/')),
     ('disk', 'Disk and the work dir', '磁盘与工作目录', ('disk_space.py', 'work_dir_lock.py', 'atomic.py')),
@@ -124,15 +126,88 @@ def _constants(tree: ast.Module) -> dict[str, ast.expr]:
     }
 
 
-def _placeholder(node: ast.expr, constants: dict[str, ast.expr]) -> str:
+def _text_tables(trees: Iterable[ast.Module]) -> dict[str, dict[str, str]]:
+    """Module-level dicts of texts (``REFUSED = {'evaluator': '...'}``) defined once in the package: a message that
+    looks one up says one of its texts."""
+    found: dict[str, list[dict[str, str]]] = {}
+    for tree in trees:
+        for node in tree.body:
+            value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, 'target', None)
+            if isinstance(value, ast.Dict) and isinstance(target, ast.Name) and value.keys:
+                texts = {
+                    key.value: _template(text, {}, _constants(tree))[0]
+                    for key, text in zip(value.keys, value.values, strict=True)
+                    if isinstance(key, ast.Constant) and isinstance(key.value, str)
+                    if isinstance(text, ast.Constant | ast.JoinedStr | ast.BinOp)
+                }
+                if len(texts) == len(value.keys):
+                    found.setdefault(target.id, []).append(texts)
+    return {name: tables[0] for name, tables in found.items() if len(tables) == 1}
+
+
+def _table_entries(error: RaisedError, tables: dict[str, dict[str, str]]) -> list[RaisedError]:
+    """``error`` once per text of a table its message looks up (``REFUSED[name]``), the parameter named by the key
+    where the message is looked up by the parameter's own name; else ``error`` as it is."""
+    for match in PLACEHOLDER.finditer(error.message):
+        name, _, index = match.group(1).partition('[')
+        if name in tables and index.endswith(']'):
+            keyed = error.param in (OPEN + index[:-1] + CLOSE, OPEN + index[:-1] + '!r' + CLOSE)
+            return [
+                RaisedError(
+                    error.module, error.kind, key if keyed else error.param, error.message.replace(match.group(0), text)
+                )
+                for key, text in tables[name].items()
+            ]
+    return [error]
+
+
+def _locals(function: ast.FunctionDef | ast.AsyncFunctionDef | None) -> dict[str, ast.expr]:
+    """The text a function's local names hold where the code says it once: ``message = f'...'`` assigned a single
+    time (not built from itself), and a parameter's default (``ways_out: str = _WAYS_OUT``)."""
+    if function is None:
+        return {}
+    found: dict[str, list[ast.expr]] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            found.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, ast.AugAssign | ast.AnnAssign) and isinstance(node.target, ast.Name):
+            found.setdefault(node.target.id, []).extend([node.value, node.value])  # reassigned: not one text
+    texts = {
+        name: values[0]
+        for name, values in found.items()
+        if len(values) == 1
+        and isinstance(values[0], ast.Constant | ast.JoinedStr | ast.BinOp)
+        and not any(isinstance(inner, ast.Name) and inner.id == name for inner in ast.walk(values[0]))
+    }
+    arguments = function.args
+    positional = arguments.posonlyargs + arguments.args
+    defaults = dict(zip(positional[len(positional) - len(arguments.defaults) :], arguments.defaults, strict=True))
+    defaults = {argument.arg: value for argument, value in defaults.items()}
+    defaults |= {a.arg: d for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults, strict=True) if d is not None}
+    return {**{name: value for name, value in defaults.items() if isinstance(value, ast.Name | ast.Constant)}, **texts}
+
+
+# A placeholder in a template: what the code computes there, between two private-use characters (a message may hold
+# literal braces: a JSON example such as {'strategy': 'rule'}).
+OPEN, CLOSE = '\ue000', '\ue001'
+PLACEHOLDER = re.compile(f'{OPEN}(.*?){CLOSE}')
+GOT = f' (got {OPEN}value!r{CLOSE})'
+
+
+def _placeholder(node: ast.expr, constants: dict[str, ast.expr], conversion: int = -1) -> str:
     if isinstance(node, ast.Name) and node.id in constants:
         value = constants[node.id]
         if isinstance(value, ast.Constant) and isinstance(value.value, int):
             return f'{value.value:,}'
         if isinstance(value, ast.Constant) and isinstance(value.value, float):
             return f'{value.value:g}'
-        return _template(value, {}, constants)[0]
-    return '{' + ast.unparse(node) + '}'
+        if isinstance(value, ast.Name) and value.id == node.id:
+            return OPEN + node.id + CLOSE
+        inner = {name: text for name, text in constants.items() if name != node.id}  # no loop through a name
+        text = _template(value, {}, inner)[0]
+        return repr(text) if conversion == ord('r') and OPEN not in text else text
+    return OPEN + ast.unparse(node) + ('!r' if conversion == ord('r') else '') + CLOSE
 
 
 def _template(node: ast.expr, helpers: dict[str, Helper], constants: dict[str, ast.expr]) -> list[str]:
@@ -142,7 +217,7 @@ def _template(node: ast.expr, helpers: dict[str, Helper], constants: dict[str, a
         return [node.value]
     if isinstance(node, ast.JoinedStr):
         parts = [
-            part.value if isinstance(part, ast.Constant) else _placeholder(part.value, constants)
+            part.value if isinstance(part, ast.Constant) else _placeholder(part.value, constants, part.conversion)
             for part in node.values
         ]
         return [''.join(parts)]
@@ -160,7 +235,7 @@ def _template(node: ast.expr, helpers: dict[str, Helper], constants: dict[str, a
             if isinstance(child, ast.Return)
             and child.value is not None
             and not (isinstance(child.value, ast.Constant) and child.value.value is None)
-            for text in _template(child.value, {}, own)
+            for text in _template(child.value, {}, {**own, **_locals(function)})
         ]
         if returned:
             return returned
@@ -231,8 +306,10 @@ def _module_errors(
             params, message = [FIXED_PARAM.get(kind) or _validated_fields(function) or called or kind], call.args[0]
         else:
             continue
-        for text in _template(message, helpers, constants):
-            yield RaisedError(module, kind, params[0], text)
+        # A validator's error reaches the user through tasks/compose.py's _validated, which adds the value given.
+        validated = kind == 'ValueError' and (params[0] != kind or module.startswith('params/'))
+        for text in _template(message, helpers, {**constants, **_locals(function)}):
+            yield RaisedError(module, kind, params[0], text + (GOT if validated else ''))
 
 
 def raised_errors() -> list[RaisedError]:
@@ -256,12 +333,218 @@ def raised_errors() -> list[RaisedError]:
             defined.setdefault(name, []).append(value)
     imported = {name: values[0] for name, values in defined.items() if len(values) == 1}
     checked = _checked_for(trees.values())
+    tables = _text_tables(trees.values())
     found: list[RaisedError] = []
     for path, tree in trees.items():
-        found.extend(_module_errors(path, tree, shared, imported, checked))
+        for error in _module_errors(path, tree, shared, imported, checked):
+            found.extend(expanded for expanded in _table_entries(error, tables) if reachable(expanded))
+    found += [*judge_failure_errors(), *pydantic_errors()]
     raised = {error.message for error in found if error.kind != 'message'}
     # A message function whose text an error already carries is listed once, under the error.
     return [error for error in found if error.kind != 'message' or error.message not in raised]
+
+
+# ---- the messages as a user sees them ------------------------------------------------------------------------------
+
+# Checks that no configuration, file or server can reach: they guard the package's own calls (a programming mistake
+# would trip them), so the catalogue leaves them out. (module, start of the message) -> why.
+UNREACHABLE: dict[tuple[str, str], str] = {
+    ('judging/qualification.py', OPEN + 'len(replies)'): 'the check asks one reply per item it built',
+    ('judging/qualification.py', OPEN + 'len(failures)'): 'the check records one failure slot per item',
+    ('making/haystack.py', 'needle_depths holds'): 'the sampler places one depth per needle',
+    ('scoring/recall.py', 'needles must not be empty'): 'a sample always has its needles',
+    ('scoring/text.py', 'language must be one of'): 'subsets are validated to en or zh first',
+    ('scoring/cdme.py', 'keyword must contain'): 'keywords come from validated needles',
+    ('serving/local_model.py', 'need n_ctx'): 'the demo starts the server with fixed sizes',
+    ('serving/local_router.py', 'worker_urls must name'): 'the test router is started with its replicas',
+    ('serving/local_router.py', 'policy must be one of'): 'the router policy is validated with the params',
+    ('serving/ordering.py', 'concurrency must be'): 'eval_batch_size is validated by EvalScope first',
+    ('tasks/base.py', 'sample of task'): 'every built sample has its answer key',
+    ('tasks/multi_retrieval/rules.py', 'values must not be empty'): 'a multi-needle sample always has values',
+    ('reporting/labels.py', 'unit must be 1000 or 1024'): 'the unit is fixed in the code',
+    ('reporting/outputs.py', 'output prefix must be one of'): 'the prefix is the benchmark name run',
+    ('reporting/records.py', 'limit must leave room'): 'the cut limit is a constant',
+    ('reporting/stats.py', 'agreement scores must be finite'): 'scores are validated when a result is read',
+    ('reporting/estimate.py', 'max_output_tokens and'): '--max-tokens is refused below 1 first',
+}
+
+
+def reachable(error: RaisedError) -> bool:
+    return not any(error.module == module and error.message.startswith(start) for module, start in UNREACHABLE)
+
+
+# An example value for what the code computes, so each message reads as printed. First the whole expression, then
+# the last name in it (``self.subset.name`` -> ``name``), then its kind (a count, a list, a path).
+EXAMPLES: dict[str, str] = {
+    'result.failure.describe()': 'judge server unreachable at http://127.0.0.1:8001/v1 (connection refused)',
+    'item.failure.describe()': 'judge server unreachable at http://127.0.0.1:8001/v1 (connection refused)',
+    'result.failure.fix': "check the judge's api_url (http://127.0.0.1:8001/v1): a server must be running there",
+    '_local_context() - ANSWER_TOKENS': '1984',
+    'judge_name': "'qwen-plus'",
+    'source': 'max_model_len of model qwen2.5-7b-instruct',
+    'counted_by': 'Qwen/Qwen3-0.6B',
+    'too_long': '[32000, 64000]',
+    'where': 'PaulGraham_Essays.txt',
+    'tokenizer.name': 'Qwen/Qwen3-8B',
+    'subset.corpus_param': 'subsets.english.corpus_file',
+    'subset.corpus_file': 'PaulGraham_Essays.txt',
+    "buffers[0] if buffers else 'context_lengths'": 'context_lengths',
+    'cls.name': 'my_task',
+    'value.name': 'found',
+    'task.name': 'multi_retrieval',
+    'owner.__name__': 'MyTask',
+    'lower': ', or lower max_tokens',
+    'shown': 'a english prompt of 32000 tokens by Qwen/Qwen3-0.6B is 33412 by the server',
+    'work_dir': 'outputs/20261128_093000',
+    'cache_dir': 'outputs/20261128_093000/predictions/qwen2.5-7b-instruct',
+    'task_config.work_dir': 'outputs/20261128_093000',
+    'resuming': '--use-cache outputs/20261128_093000',
+    'exc': 'Expecting value: line 1 column 1 (char 0)',
+    'self.dataset_id': '/data/Needle-in-a-Haystack-Corpus',
+    'tokenizer_path': 'Qwen/Qwen3-8B',
+    'self.root': 'http://127.0.0.1:8000',
+    'url': 'http://127.0.0.1:8000/v1',
+    'what': 'model',
+    'model': 'qwen2.5-7b-instruct',
+    'model_id': 'qwen2.5-7b-instruct',
+    'message': 'the chat template raised an error',
+    'detail': 'connection refused',
+    'status': '404',
+    'language': 'fr',
+    'window': '32768',
+    'budget': '4096',
+    'context_length': '32000',
+    'max_context_length': '128000',
+    'self.context_lengths_min': '16000',
+    'self.context_lengths_max': '8000',
+    'line_no': '12',
+    'reader.line_num': '12',
+    'row.line': '12',
+}
+_NUMBER_NAMES = re.compile(
+    r'^(len|count|n|total|size|number|budget|window|line|line_no|line_num|lineno|colno|attempt|start|counted|ids|'
+    r'pieces|depths|lengths|corpus_tokens|context_length|max_context_length|actual|high|low|median|failed|'
+    r'max_corpus_repeats|decided_right|prompt_tokens|st_size|digest|deadline_s|number)$'
+)
+_NAME_EXAMPLES = {
+    'subset': 'english',
+    'name': 'context_lengths',
+    'param': 'context_lengths',
+    'key': 'context_lenghts',
+    'field': 'context_lenghts',
+    'alias': 'lengths',
+    'canonical': 'context_lengths',
+    'task': 'multi_retrieval',
+    'path': 'outputs/run/reports/qwen2.5-7b-instruct/needle_haystack_results.jsonl',
+    'directory': '/data/Needle-in-a-Haystack-Corpus',
+    'root': 'http://127.0.0.1:8000',
+    'corpus_file': 'PaulGraham_Essays.txt',
+    'text': 'sideways',
+    'value': 'sideways',
+    'values': 'sideways',
+    'mode': 'sideways',
+    'tag': '4kk',
+    'tool': 'inspect_evals',
+    'role': 'assistant',
+    'reason': 'a reply with no rating',
+    'problem': 'no rating in the reply',
+    'problems': 'no rating in the reply',
+}
+
+
+# Where a module's messages mean something else by a name: (module, expression) -> example.
+MODULE_EXAMPLES: dict[tuple[str, str], str] = {
+    ('making/window_fit.py', 'where'): 'english [32000, 64000]',
+    ('serving/local_model.py', 'path'): '/models/SmolLM2-135M-Instruct.Q4_1.gguf',
+    ('tasks/single/bank.py', 'path'): 'needles.jsonl',
+    ('making/corpus.py', 'path'): '/data/corpus',
+    ('making/corpus.py', 'name'): 'PaulGraham_Essays.txt',
+    ('making/corpus.py', 'root'): '/data/corpus',
+    ('making/tokenization.py', 'path'): '/models/qwen3/tokenizer.json',
+}
+
+
+def _example(expression: str, module: str = '') -> str:
+    """An example of what ``expression`` (a placeholder's code, ``!r`` at the end when it is shown as repr) gives."""
+    shown_repr = expression.endswith('!r')
+    expression = expression.removesuffix('!r')
+    if (module, expression) in MODULE_EXAMPLES:
+        text = MODULE_EXAMPLES[module, expression]
+    elif expression in EXAMPLES:
+        text = EXAMPLES[expression]
+    elif 'subset' in expression and not expression.startswith(("', '", "'; '", 'sorted(', 'list(', 'len(')):
+        text = 'english'
+    else:
+        names = re.findall(r'[A-Za-z_]\w*', expression)
+        last = names[-1] if names else ''
+        if expression.startswith(("', '.join", "'; '.join", "' and '.join", "' or '.join", 'sorted(', 'list(')):
+            text = "['english', 'chinese']" if 'subset' in expression.lower() else "['a', 'b']"
+        elif expression.startswith(('len(', 'int(', 'max(', 'min(')) or _NUMBER_NAMES.match(last) or '/' in expression:
+            text = '3'
+        elif expression.startswith('type(') or last == '__name__' or last == '__qualname__':
+            text = 'list'
+        elif last in _NAME_EXAMPLES or last.rstrip('s') in _NAME_EXAMPLES:
+            text = _NAME_EXAMPLES.get(last) or _NAME_EXAMPLES[last.rstrip('s')]
+        elif expression.startswith(('quoted(', 'shown(', 'str(')):
+            text = 'sideways'
+            return repr(text)
+        else:
+            text = '…'
+    return repr(text) if shown_repr and not text.startswith(('[', "'")) else text
+
+
+def as_printed(template: str, module: str = '') -> str:
+    """``template`` with each placeholder filled with an example value: the message as a user sees it."""
+    return PLACEHOLDER.sub(lambda match: _example(match.group(1), module), template)
+
+
+def template_pattern(template: str) -> re.Pattern[str]:
+    """A regex a printed message matches when ``template`` made it (each placeholder: any text)."""
+    parts = PLACEHOLDER.split(template)
+    return re.compile('.*?'.join(re.escape(part) for part in parts[::2]), flags=re.DOTALL)
+
+
+@functools.cache
+def pydantic_errors() -> tuple[RaisedError, ...]:
+    """The refusals pydantic words itself (a value outside a parameter's choices, not a number, ...), as the run
+    prints them: a parameter of each type given a value of the wrong kind, through the same parse the run uses
+    (every parameter with choices; one parameter of each other type stands for the others)."""
+    from evalscope_niah.errors import NiahConfigError
+    from evalscope_niah.tasks.compose import parameters, parse_params
+
+    by_type: dict[str, str] = {}
+    for name, parameter in parameters().items():
+        kind = str(parameter.field.annotation)
+        by_type.setdefault(name if 'Literal' in kind else kind, name)
+    found = {}
+    for name in by_type.values():
+        try:
+            parse_params({name: 'sideways'})
+        except NiahConfigError as error:
+            if error.detail.startswith('Input should') and error.param == name:
+                message = error.detail.replace("(got 'sideways')", f'(got {OPEN}value!r{CLOSE})')
+                found.setdefault(message, RaisedError('tasks/compose.py', 'NiahConfigError', name, message))
+        except Exception:  # a refusal in another form is listed from the code already
+            continue
+    return tuple(found.values())
+
+
+def judge_failure_errors() -> list[RaisedError]:
+    """The judge check's stop for each way a judge can fail to answer, worded by the code itself
+    (judging/judge_failures.py), so the printed line (judge server unreachable at ...) is on the page."""
+    from evalscope_niah.judging.judge_failures import JudgeFailureKind, judge_call_failure
+
+    kinds = JudgeFailureKind.__args__
+    details = {'unreachable': 'connection refused', 'timeout': 'no answer in 60 s', 'rejected_key': 'HTTP 401'}
+    found = []
+    for kind in kinds:
+        failure = judge_call_failure(
+            kind, url='http://127.0.0.1:8001/v1', model='qwen-plus', detail=details.get(kind, 'HTTP 500')
+        )
+        found.append(
+            RaisedError('judging/judge_failures.py', 'message', 'judge', f'{failure.describe()}; fix: {failure.fix}')
+        )
+    return found
 
 
 def group_of(module: str) -> str:
@@ -278,9 +561,10 @@ def _code(text: str) -> str:
 def error_catalogue(language: str) -> str:
     errors = raised_errors()
     intro = {
-        'en': 'Each entry: the parameter (or error type) the message names, the message as the code builds it '
-        '(`{...}` is filled in when it is raised) and the module that raises it.',
-        'zh': '每一条：消息所指的参数（或错误类型）、代码构造的消息原文（`{...}` 在抛出时填入）以及抛出它的模块。',
+        'en': 'Each entry: the parameter (or error type) the message names, the message as it is printed (with '
+        'example values where yours will differ: search for the words around them) and the module that raises it.',
+        'zh': '每一条：消息所指的参数（或错误类型）、消息的打印原文（其中随情况变化的部分填了示例值：'
+        '请搜索它们前后的文字）以及抛出它的模块。',
     }[language]
     lines = [intro]
     for key, english, chinese, _ in GROUPS:
@@ -288,7 +572,11 @@ def error_catalogue(language: str) -> str:
         if members:
             fix = FIXES[key][0 if language == 'en' else 1]
             lines += ['', f'### {english if language == "en" else chinese}', '', _fix_label(language) + fix, '']
-            lines += [f'- {_code(error.param)}: {_code(error.message)} ({error.module})' for error in members]
+            lines += [
+                f'- {_code(as_printed(error.param, error.module))}: {_code(as_printed(error.message, error.module))} '
+                f'({error.module})'
+                for error in members
+            ]
     return '\n'.join(lines)
 
 

@@ -14,15 +14,12 @@ committed section drifts)::
 from __future__ import annotations
 
 import argparse
-import ast
 import difflib
 import importlib.util
-import io
 import json
 import re
 import sys
 import tempfile
-import tokenize
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +43,8 @@ def _load(name: str):
 
 
 CATALOGUE = _load('error_catalogue')
+SCHEMA = _load('results_schema')
+field_meanings = SCHEMA.field_meanings
 error_catalogue, raised_errors, group_of = CATALOGUE.error_catalogue, CATALOGUE.raised_errors, CATALOGUE.group_of
 
 
@@ -59,37 +58,6 @@ def parser() -> argparse.ArgumentParser:
 # ---- the files a run writes ----------------------------------------------------------------------------------------
 
 
-def _comments(source: str) -> dict[int, tuple[str, bool]]:
-    """line -> (comment text, whether the comment stands alone on its line)."""
-    found = {}
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
-        if token.type == tokenize.COMMENT:
-            alone = not token.line[: token.start[1]].strip()
-            found[token.start[0]] = (token.string.lstrip('#').strip(), alone)
-    return found
-
-
-def field_meanings(path: Path, class_name: str) -> list[tuple[str, str, str]]:
-    """(name, type, meaning) of each field of a dataclass: the meaning is the field's comment, on its line or the
-    comment lines just above it. A field without one is an error: the page is generated from the code."""
-    source = path.read_text(encoding='utf-8')
-    comments = _comments(source)
-    body = next(node for node in ast.parse(source).body if getattr(node, 'name', '') == class_name).body
-    found = []
-    for node in body:
-        if not isinstance(node, ast.AnnAssign):
-            continue
-        line, above = node.lineno, []
-        while (line - 1 - len(above)) in comments and comments[line - 1 - len(above)][1]:
-            above.insert(0, comments[line - 1 - len(above)][0])
-        text, alone = comments.get(node.end_lineno, ('', True))
-        meaning = ' '.join(above) if above else (text if not alone else '')
-        if not meaning:
-            raise ValueError(f'{path.name}: {class_name}.{node.target.id} has no comment saying what it means')
-        found.append((node.target.id, ast.unparse(node.annotation), meaning))
-    return found
-
-
 FIELD_HEADERS = {'en': ('field', 'type', 'meaning'), 'zh': ('字段', '类型', '含义（取自代码注释）')}
 
 
@@ -97,32 +65,44 @@ def _cell(text: str) -> str:
     return ' '.join(text.split()).replace('|', '\\|').replace('<', '&lt;').replace('*', '\\*')
 
 
-def _field_table(rows: list[tuple[str, str, str]], language: str) -> str:
+OPTIONAL = {'en': ' (optional)', 'zh': '（可选）'}
+
+
+def _key_table(keys, language: str) -> str:
+    """One row per key of a file (results_schema.Key), optional ones marked."""
+    keys = SCHEMA.in_tree_order(keys)
+    rows = [(key.path, key.kind, key.meaning + (OPTIONAL[language] if key.optional else '')) for key in keys]
     header = FIELD_HEADERS[language]
     lines = [f'| {header[0]} | {header[1]} | {header[2]} |', '| --- | --- | --- |']
-    # 'float | None' as 'float or None': a pipe, even in a code span, would end the cell on GitHub.
-    lines += [f'| `{name}` | `{kind.replace(" | ", " or ")}` | {_cell(meaning)} |' for name, kind, meaning in rows]
+    for name, kind, meaning in rows:
+        shown = f'`{kind.replace(" | ", " or ")}`' if kind else ''
+        lines.append(f'| `{name}` | {shown} | {_cell(meaning)} |')
     return '\n'.join(lines)
 
 
 def results_fields(language: str) -> str:
-    return _field_table(field_meanings(PACKAGE / 'reporting' / 'records.py', 'SampleResult'), language)
+    return _key_table(SCHEMA.results_keys(), language)
 
 
 def cells_fields(language: str) -> str:
-    """The cells CSV's columns in file order: CellSummary's fields as results.write_cells_csv writes them."""
-    from evalscope_niah.reporting.results import CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN
-
-    fields = {row[0]: row for row in field_meanings(PACKAGE / 'reporting' / 'stats.py', 'CellSummary')}
-    order = [*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, 'task_values']
-    missing = set(fields) ^ set(order)
-    if missing:
-        raise ValueError(f'CellSummary fields and the cells CSV columns differ: {sorted(missing)}')
-    return _field_table([fields[name] for name in order], language)
+    """The cells CSV's columns in file order, as results.write_cells_csv writes them for a run."""
+    return _key_table(SCHEMA.cells_columns(), language)
 
 
 def progress_fields(language: str) -> str:
-    return _field_table(field_meanings(PACKAGE / 'reporting' / 'live.py', 'PlannedSample'), language)
+    return _key_table(SCHEMA.progress_keys(), language)
+
+
+def summary_fields(language: str) -> str:
+    return _key_table(SCHEMA.summary_keys(), language)
+
+
+def judge_check_fields(language: str) -> str:
+    return _key_table(SCHEMA.judge_check_keys(), language)
+
+
+def sweep_plan_fields(language: str) -> str:
+    return _key_table(SCHEMA.sweep_plan_keys(), language)
 
 
 def example_result():
@@ -151,12 +131,13 @@ def example_row(language: str) -> str:
     from evalscope_niah.inert import json_text
     from evalscope_niah.reporting.results import read_results, write_cells_csv, write_results
     from evalscope_niah.reporting.stats import summarize_cells
+    from evalscope_niah.tasks import reported_values
 
     with tempfile.TemporaryDirectory() as folder:
         results = write_results(Path(folder) / 'results.jsonl', [example_result()])
         row = read_results(results)[0]
         cells = Path(folder) / 'cells.csv'
-        write_cells_csv(cells, summarize_cells([row]))
+        write_cells_csv(cells, summarize_cells([row]), value_columns=reported_values())
         csv_text = cells.read_text(encoding='utf-8').strip()
     line = json.dumps(json.loads(json_text(row.to_dict())), indent=2, ensure_ascii=False)
     caption = {
@@ -205,8 +186,12 @@ def example_prompt(language: str) -> str:
         iter(iter_samples(params, corpus_dir=DEMO_CORPUS_DIR, subsets=[subset], prompt=PromptSpec(), limit=1))
     )
     record = sample.to_record()
-    config = json.dumps({'extra_params': extra_params}, ensure_ascii=False)
-    lines = [f"`evalscope-niah preview --dataset-args '{config}' --limit 1` on the demo corpus (`{subset}`):", '']
+    # The command as shown runs from the repository root (the tests run it): the demo corpus by its path.
+    shown_params = {'local_path': DEMO_CORPUS_DIR.relative_to(ROOT).as_posix(), 'extra_params': extra_params}
+    config = json.dumps(shown_params, ensure_ascii=False)
+    command = f"`evalscope-niah preview --dataset-args '{config}' --subset {subset} --limit 1`"
+    lead = {'en': f'{command} on the demo corpus (`{subset}`):', 'zh': f'在演示语料（`{subset}`）上运行 {command}：'}
+    lines = [lead[language], '']
     for message in record['messages']:
         content = message['content']
         shown = _elided(content, record['needles'][0]) if message['role'] == 'user' else content
@@ -216,7 +201,7 @@ def example_prompt(language: str) -> str:
             'en': f'The needle, `{record["needles"][0]}`, sits at {record["achieved_depth_percent"]}% of the '
             f'{record["haystack_tokens"]}-token haystack; the prompt is {record["prompt_tokens"]} tokens of '
             f'`{record["tokenizer"]}`.',
-            'zh': f'needle `{record["needles"][0]}` 位于 {record["haystack_tokens"]} 个 token 的 haystack 的 '
+            'zh': f'针 `{record["needles"][0]}` 位于 {record["haystack_tokens"]} 个 token 的干草堆的 '
             f'{record["achieved_depth_percent"]}% 处；整个提示为 {record["prompt_tokens"]} 个 '
             f'`{record["tokenizer"]}` token。',
         }[language]
@@ -262,9 +247,8 @@ def cli_reference(language: str) -> str:
     header = CLI_HEADERS[language]
     lines = []
     for name, (summary, sub) in subcommands().items():
-        lines += [f'### `evalscope-niah {name}`', '', _cell(summary) + ('.' if summary else '')]
-        if sub.description:
-            lines[-1] += ' ' + _cell(sub.description)
+        # The subcommand's description opens with its summary (cli_args._add_command): its --help's first lines.
+        lines += [f'### `evalscope-niah {name}`', '', _cell(sub.description or summary)]
         actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
         if name == 'eval':
             lines += ['', EVAL_NOTE[language]]
@@ -282,6 +266,9 @@ SECTIONS: dict[str, Callable[[str], str]] = {
     'results-fields': results_fields,
     'cells-fields': cells_fields,
     'progress-fields': progress_fields,
+    'summary-fields': summary_fields,
+    'judge-check-fields': judge_check_fields,
+    'sweep-plan-fields': sweep_plan_fields,
     'example-row': example_row,
     'example-prompt': example_prompt,
     'cli-reference': cli_reference,

@@ -100,11 +100,11 @@ ZH_DESCRIPTIONS = {
     'provider': 'Kamradt 的 provider：拒绝；被测模型是 EvalScope TaskConfig 的 model（配合 api_url 与 eval_type）。',
     'model_name': 'Kamradt 的 model_name：拒绝；被测模型是 EvalScope TaskConfig 的 model。',
     'evaluator': (
-        'Kamradt 的 evaluator：'
-        "拒绝；答案由 TaskConfig judge_model_args 设置的裁判模型评分（judge_strategy: 'rule' 只用规则分）。"
+        'Kamradt 的 evaluator：拒绝；答案由 TaskConfig judge（命令行 --judge JSON）设置的裁判模型评分'
+        "（judge={'strategy': 'rule'} 只用规则分）。"
     ),
     'evaluator_model_name': (
-        'Kamradt 的 evaluator_model_name：拒绝；裁判模型是 TaskConfig judge_model_args 的 model_id。'
+        'Kamradt 的 evaluator_model_name：拒绝；裁判模型是 TaskConfig judge 中 models 的 model_id（--judge JSON）。'
     ),
     'eval_set': 'Kamradt 的 eval_set：拒绝；不读取 LangSmith 数据集，请在这里给出 needles 与 retrieval_question。',
     'num_concurrent_requests': 'Kamradt 的 num_concurrent_requests：拒绝；并发数是 TaskConfig 的 eval_batch_size。',

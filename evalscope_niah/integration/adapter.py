@@ -45,10 +45,10 @@ from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .live_pages import LivePages
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
-from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, set_aside_torn_rows
+from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .safe_paths import claim_safe_model_id
-from .sample_results import sample_result, score_meta
+from .sample_results import SampleLedger, error_result, sample_result, score_meta
 from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 from .window_check import check_model_window, model_endpoint
@@ -64,7 +64,6 @@ ELIDED_HAYSTACK = '<haystack elided: stored once, in predictions/>'
 # memory grows with the requests in flight, not with the grid (a 10 x 10 grid of 1M-token prompts is ~400 MB).
 PENDING_PROMPT = '<haystack built when this sample is sent>'
 _HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
-_MAX_ERROR_CHARS = 500
 
 
 class NiahAdapter(LivePages, DefaultDataAdapter):
@@ -82,12 +81,14 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         with refusal_ends_cli_run():  # under `evalscope eval`: one line, not a traceback
             self.params = parse_params(self.extra_params, user_given=given)
             self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
+            refuse_other_model_id(self._task_config, self._model_id, self.name)  # before EvalScope's identity check
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
         # Samples that raised after every retry, per subset (worker threads append: hence the lock).
         self._errors: dict[str, list[SampleResult]] = defaultdict(list)
         self._errors_lock = threading.Lock()
+        self._ledger = SampleLedger()  # every sample asked ends as a row: a score, or an error (lost ones too)
         self._report_dir: str | None = None
         # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
         self.sweep_plan: dict[str, Any] | None = None
@@ -184,7 +185,10 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def _corpus_dir(self, files: list[str]) -> str:
         local = os.path.isdir(self.dataset_id)
         if not local and not _HUB_ID.fullmatch(self.dataset_id):  # neither a folder nor an 'owner/name' dataset id
-            raise NiahConfigError('local_path', f'{self.dataset_id!r} is not a directory')
+            raise NiahConfigError(
+                'local_path',
+                f'{self.dataset_id!r} is not a directory; point local_path at the folder holding {", ".join(files)}',
+            )
         path = resolve_corpus_dir(
             local_path=self.dataset_id if local else None, files=files, dataset_id=self.dataset_id
         )
@@ -242,38 +246,34 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._report_dir = os.path.join(
             os.path.dirname(os.path.dirname(output_dir)), 'reports', os.path.basename(output_dir)
         )
+        self._ledger.asked(sample.id, SampleMeta.from_dict(sample.metadata))
         try:
             self._build_input(sample)
             return super().run_inference(model, sample, output_dir, **kwargs)
         except Exception as exc:
             # EvalScope writes no row for it (so --use-cache retries it), and with ignore_errors only counts it.
-            self._record_error(SampleMeta.from_dict(sample.metadata), exc)
+            self._record_error(SampleMeta.from_dict(sample.metadata), exc, sample.id)
             raise
         finally:
             if self.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
                 self.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
-    def _record_error(self, meta: SampleMeta, exc: Exception) -> None:
+    def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
         self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
-        message = f'{type(exc).__name__}: {exc}'
-        result = SampleResult(
-            subset=meta.subset,
-            context_length=meta.context_length,
-            depth_percent=meta.depth_percent,
-            control=meta.control,
-            accuracy=None,
-            rule_recall=None,
-            levenshtein=None,
-            judge_accuracy=None,
-            judge_status='not_called',
-            error=message[:_MAX_ERROR_CHARS],
-            tokenizer=meta.tokenizer,
-        )
+        self._ledger.ended(meta.subset, [sample_id])
+        self._add_error(error_result(meta, f'{type(exc).__name__}: {exc}'))
+
+    def _add_error(self, result: SampleResult) -> None:
         with self._errors_lock:
             self._errors[result.subset].append(result)
         if self._live is not None:  # a worker thread: the page shows it at the next update
             self._live.add(result)
+
+    def _add_lost(self, subsets: Any = None) -> None:
+        """Error rows for the samples of ``subsets`` (None: all) that were asked and ended in no row."""
+        for result in self._ledger.lost(subsets):
+            self._add_error(result)
 
     def init_llm_judges(self) -> list[Any]:
         judges = super().init_llm_judges()
@@ -338,7 +338,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             else:
                 sample_score = self._budget_score(task_state, budget, review.final)
         except Exception as exc:  # the prediction is saved: --use-cache re-reviews it
-            self._record_error(meta, exc)
+            self._record_error(meta, exc, task_state.sample_id)
             raise
         sample_score.score.metadata = {
             **(sample_score.score.metadata or {}),
@@ -404,6 +404,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         subsets = {result.subset for result in results}  # one, when EvalScope aggregates a subset
         for subset in subsets:
             self._results[subset] = [result for result in results if result.subset == subset]
+            scored = zip(sample_scores, results, strict=True)
+            self._ledger.ended(subset, [score.sample_id for score, result in scored if result.subset == subset])
+        self._add_lost(subsets)  # after EvalScope's pool: a sample still open had its reply and no row
         # Samples that errored this run have no SampleScore; count them beside the scored ones.
         errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
         params = self.params
@@ -454,11 +457,14 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         # With ignore_errors and every sample errored, EvalScope builds no report and never calls the hook above;
         # the errors must still reach the results file. (Without ignore_errors the run raised: nothing to write.)
         ignore_errors = self._task_config is not None and self._task_config.ignore_errors
+        if ignore_errors:
+            self._add_lost()
         if ignore_errors and self._errors and not self._outputs_written and self._report_dir is not None:
             self._write_outputs(self._report_dir, plot=False)
         super().finalize(*args, **kwargs)
 
     def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
+        self._add_lost()  # subsets EvalScope did not aggregate: every sample of theirs ended without a score
         subsets = sorted(set(self._results) | set(self._errors))
         results = [result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset]]]
         if not results:

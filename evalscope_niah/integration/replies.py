@@ -11,11 +11,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalscope.api.model import GenerateConfig, ModelOutput
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from ..errors import exception_chain
 from ..inert import inert_logger
-from ..serving.reply_bounds import ReplyTooLarge, kept_text
+from ..serving.reply_bounds import ReplyTooLarge, kept_text, whole_text
 from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason
 from .interrupt import install_deadline
@@ -153,6 +153,10 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
             f"EvalScope failed on the {what} server's reply ({type(exc).__name__}: {str(exc)[:200]}): a reply of "
             'the wrong shape, most likely (a usage that is no object); a server fault'
         ) from exc
+    except RecursionError:  # JSON nested deeper than the parser's stack: no reply of a chat server looks like it
+        raise UnreadableReplyError(
+            f'the {what} server sent a reply nested too deep to read (thousands of brackets); a server fault'
+        ) from None
     except UnicodeDecodeError as exc:  # the openai SDK decodes the JSON body as UTF-8; after EvalScope's retries
         raise UnreadableReplyError(
             f'the {what} server sent a reply that is not UTF-8 (byte {exc.object[exc.start : exc.start + 1]!r} at '
@@ -168,7 +172,8 @@ def _read_reply(call: Callable[[], ModelOutput], *, what: str) -> ModelOutput:
 def _kept(output: ModelOutput) -> ModelOutput:
     """``output`` with each choice's text and reasoning cut to MAX_KEPT_REPLY_CHARS, in place: the reply enters the
     run's records here, so the prediction row, the review row (EvalScope copies the text three times there) and our
-    results hold the cut text. Scoring reads the same text; head and tail are kept, the answer is in one of them."""
+    results hold the cut text. Scoring reads the same text; head and tail are kept, the answer is in one of them.
+    Every string of the reply is then made writable (:func:`_writable`)."""
     for choice in output.choices:
         message = choice.message
         if isinstance(message.content, str):
@@ -179,7 +184,50 @@ def _kept(output: ModelOutput) -> ModelOutput:
                 part.text = kept_text(part.text)
             elif part.type == 'reasoning':
                 part.reasoning = kept_text(part.reasoning)
+    return _writable(output)
+
+
+def _writable(output: ModelOutput) -> ModelOutput:
+    """``output`` with every lone surrogate in any of its strings (text, reasoning, tool calls, model name) replaced
+    by U+FFFD, in place, and the count recorded in its metadata (``niah_replaced_surrogates``, kept in the
+    prediction row) and logged. EvalScope writes the reply after our hooks return: one it cannot encode was a sample
+    lost with no row."""
+    try:
+        _, replaced = _repaired(output)
+    except RecursionError:  # parsed JSON nested near the parser's limit (tool call arguments): not a chat reply
+        raise UnreadableReplyError('a reply nested too deep to store (thousands of brackets); a server fault') from None
+    if replaced:
+        output.metadata = {**(output.metadata or {}), 'niah_replaced_surrogates': replaced}
+        logger.warning(
+            'needle_haystack: a reply held %d lone surrogate(s) (half of a UTF-16 pair, which no UTF-8 file can '
+            'hold), each replaced by U+FFFD; the server sent broken text',
+            replaced,
+        )
     return output
+
+
+def _repaired(value: Any) -> tuple[Any, int]:
+    """``value`` with :func:`whole_text` applied to each string inside it (pydantic models changed in place, lists
+    and dicts rebuilt when changed), and the count replaced."""
+    if isinstance(value, str):
+        return whole_text(value)
+    if isinstance(value, BaseModel):
+        total = 0
+        for name in type(value).model_fields:
+            repaired, count = _repaired(getattr(value, name))
+            if count:
+                setattr(value, name, repaired)
+                total += count
+        return value, total
+    if isinstance(value, list | tuple):
+        pairs = [_repaired(item) for item in value]
+        total = sum(count for _, count in pairs)
+        return (type(value)(item for item, _ in pairs) if total else value), total
+    if isinstance(value, dict):
+        triples = [(*_repaired(key), *_repaired(item)) for key, item in value.items()]
+        total = sum(key_count + item_count for _, key_count, _, item_count in triples)
+        return ({key: item for key, _, item, _ in triples} if total else value), total
+    return value, 0
 
 
 def _used_budget(output: ModelOutput, max_tokens: int | None) -> bool:

@@ -3,10 +3,13 @@ any model request (resume_match.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+import yaml
 from evalscope.api.evaluator import CacheManager
 from evalscope.utils.io_utils import OutputsStructure
 
@@ -20,9 +23,13 @@ from ..making.resume_match import (
     spot_checked_index,
 )
 from ..metadata import SampleMeta
+from ..safe_files import read_bounded, regular_file
 from ..torn_lines import set_aside_torn_line
 
-__all__ = ['refuse_mixed_inputs', 'refuse_old_folder_name', 'set_aside_torn_rows']
+__all__ = ['refuse_mixed_inputs', 'refuse_old_folder_name', 'refuse_other_model_id', 'set_aside_torn_rows']
+
+# Largest config snapshot or report read to name a cached run's model id: both are a few KB.
+_MAX_SNAPSHOT_BYTES = 4 * 1024 * 1024
 
 
 def _cache(task_config: Any, benchmark: str) -> CacheManager:
@@ -47,6 +54,53 @@ def refuse_old_folder_name(task_config: Any, model_id: str | None) -> None:
         f'the cache of {task_config.work_dir} is in folders named {quoted(model_id)}, from before model ids became '
         f'safe folder names; rename each to {task_config.model_id!r} to resume it ({", ".join(old)}), or run fresh',
     )
+
+
+def refuse_other_model_id(task_config: Any, model_id: str | None, benchmark: str) -> None:
+    """With --use-cache (not --rerun-review): NiahConfigError('use_cache') when the work dir holds a run of another
+    model id. The id is part of EvalScope's cache identity, so the resume stopped with a traceback naming two
+    sha256 fingerprints and not the id. Called before EvalScope checks the identity (the adapter is made first)."""
+    if task_config is None or not task_config.use_cache or task_config.rerun_review or not model_id:
+        return
+    snapshot = Path(task_config.work_dir) / 'configs' / 'task_config.yaml'
+    previous = _snapshot_value(snapshot, 'model_id')
+    if not isinstance(previous, str) or previous == task_config.model_id:
+        return
+    # The snapshot holds the folder name; the report beside it keeps the id as the user gave it.
+    report = Path(task_config.work_dir) / 'reports' / previous / f'{benchmark}.json'
+    then = _json_value(report, 'model_name') if '/' not in previous and '..' not in previous else None
+    then = then if isinstance(then, str) else previous
+    raise NiahConfigError(
+        'use_cache',
+        f'{task_config.work_dir} holds a run of model id {quoted(then)}, not {quoted(model_id)}: a resume goes on '
+        f'with the same model. Resume with --model-id {quoted(then)} (model_id in Python; its NFC and NFD spellings '
+        'are one id), or run in a new work dir',
+    )
+
+
+def _snapshot_value(path: Path, key: str) -> Any:
+    try:
+        data = yaml.safe_load(_small_file(path) or b'')
+    except (OSError, NiahConfigError, yaml.YAMLError, UnicodeDecodeError):
+        return None  # EvalScope reads it next and says what is wrong with it
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _json_value(path: Path, key: str) -> Any:
+    try:
+        data = json.loads(_small_file(path) or b'null')
+    except (OSError, NiahConfigError, ValueError, RecursionError):
+        return None
+    return data.get(key) if isinstance(data, dict) else None
+
+
+def _small_file(path: Path) -> bytes | None:
+    """The bytes of ``path`` read as corpus files are (a regular file, bounded), or None when there is none."""
+    if not path.is_file():
+        return None
+    where = str(path)
+    checked = regular_file(path, param='use_cache', where=where)
+    return read_bounded(checked, limit=_MAX_SNAPSHOT_BYTES, param='use_cache', where=where)
 
 
 def set_aside_torn_rows(task_config: Any, benchmark: str, subsets: Iterable[str]) -> list[str]:

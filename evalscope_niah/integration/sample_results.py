@@ -1,7 +1,12 @@
 """EvalScope's SampleScore of a sample read back as the run's SampleResult (what the results files, metrics and
-heatmaps are made from)."""
+heatmaps are made from); the row of a sample that ended in an error; and the ledger that makes every sample a run
+asked for end as a row."""
 
 from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Hashable, Iterable
 
 from evalscope.api.metric import SampleScore
 from evalscope.constants import ScoreStatus
@@ -11,7 +16,15 @@ from ..reporting.records import SampleResult
 from ..serving.server_values import plausible_tokens
 from ..tasks import task_for
 
-__all__ = ['sample_result', 'score_meta']
+__all__ = ['LOST_SAMPLE_ERROR', 'SampleLedger', 'error_result', 'sample_result', 'score_meta']
+
+# Characters of an error message kept in a results row: the exception's type and what it says, not a page of it.
+MAX_ERROR_CHARS = 500
+# The error of a sample whose reply arrived but was never saved (EvalScope failed after our hooks returned).
+LOST_SAMPLE_ERROR = (
+    'LostSampleError: the reply arrived, but EvalScope saved no prediction or review of this sample (its log, '
+    'logs/eval_log.log, has the error); --use-cache DIR asks for it again'
+)
 
 
 def score_meta(sample_score: SampleScore) -> SampleMeta:
@@ -52,3 +65,55 @@ def sample_result(sample_score: SampleScore) -> SampleResult:
         no_answer=extra.get('no_answer'),
         tokenizer=meta.tokenizer,
     )
+
+
+def error_result(meta: SampleMeta, message: str) -> SampleResult:
+    """The results row of a sample that ended in an error: no score, the error's type and message."""
+    return SampleResult(
+        subset=meta.subset,
+        context_length=meta.context_length,
+        depth_percent=meta.depth_percent,
+        control=meta.control,
+        accuracy=None,
+        rule_recall=None,
+        levenshtein=None,
+        judge_accuracy=None,
+        judge_status='not_called',
+        error=message[:MAX_ERROR_CHARS],
+        tokenizer=meta.tokenizer,
+    )
+
+
+class SampleLedger:
+    """Every sample a run asked the model for, and whether it ended as a scored row or an error row.
+
+    EvalScope saves a reply after our hooks return; a failure there (or anywhere after the reply arrived that no hook
+    of ours sees) was logged and, under ignore_errors, only counted: the sample had no prediction, no review and no
+    row. What the ledger still holds when the rows are written was lost that way, and becomes an error row
+    (:data:`LOST_SAMPLE_ERROR`). Worker threads write to it: hence the lock.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, dict[Hashable, SampleMeta]] = defaultdict(dict)  # subset -> sample id -> its meta
+
+    def asked(self, sample_id: Hashable, meta: SampleMeta) -> None:
+        with self._lock:
+            self._open[meta.subset][sample_id] = meta
+
+    def ended(self, subset: str, sample_ids: Iterable[Hashable]) -> None:
+        """These samples of ``subset`` have their row (a score, or an error recorded by us)."""
+        with self._lock:
+            for sample_id in sample_ids:
+                self._open[subset].pop(sample_id, None)
+
+    def lost(self, subsets: Iterable[str] | None = None) -> list[SampleResult]:
+        """An error row for each sample of ``subsets`` (None: all) asked and never ended; they end with it."""
+        with self._lock:
+            chosen = list(self._open) if subsets is None else [subset for subset in subsets if subset in self._open]
+            rows = [
+                error_result(meta, LOST_SAMPLE_ERROR)
+                for subset in sorted(chosen)
+                for meta in self._open.pop(subset).values()  # in the order they were asked
+            ]
+        return rows

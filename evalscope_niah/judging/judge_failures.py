@@ -43,7 +43,13 @@ class JudgeCallFailure:
         return f'{_WHAT[self.kind]} at {self.url} ({self.detail})'
 
     def to_dict(self) -> dict[str, str]:
-        return {'kind': self.kind, 'url': self.url, 'detail': self.detail, 'fix': self.fix, 'text': self.describe()}
+        return {
+            'kind': self.kind,  # 'unreachable', 'timeout', 'rejected_key', 'model_not_found', ...
+            'url': self.url,  # the judge's api_url, without credentials
+            'detail': self.detail,  # what the call got: 'connection refused', 'HTTP 401', ...
+            'fix': self.fix,  # what to change, in words
+            'text': self.describe(),  # the line the console printed: 'judge server unreachable at ... (...)'
+        }
 
 
 def judge_call_failure(kind: JudgeFailureKind, *, url: str, model: str, detail: str) -> JudgeCallFailure:

@@ -351,29 +351,33 @@ class QualificationResult:
         return line
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record for the report."""
+        """JSON-ready record for the report (the judge check file, one entry per subset). Each key's comment is
+        its meaning on the docs' results-files page, which is generated from them."""
         return {
-            'judge': self.judge_name,
-            'qualified': self.qualified,
-            'decided_right': self.decided_right,
-            'items_total': len(self.items),
+            'judge': self.judge_name,  # the judge's name (its judge_id, else its model_id)
+            'qualified': self.qualified,  # whether it passed the check: false stops the run, or scores it by rule
+            'decided_right': self.decided_right,  # calibration items it decided right
+            'items_total': len(self.items),  # calibration items in the check
+            # replies from which no rating could be read
             'unparsable': sum(not item.parsed and item.failure is None for item in self.items),
             # Items without a reply: their call failed, or the check stopped before asking them (then `failure`).
             'no_reply': sum(item.failure is not None for item in self.items),
+            # why the judge could not be asked at all (null when it answered): kind, url, detail, fix, text
             'failure': self.failure.to_dict() if self.failure is not None else None,
-            'rule': _RULE,
-            'items': [
+            'rule': _RULE,  # the rule the judge was held to, in words
+            'items': [  # each calibration item, in the order asked
                 {
-                    'category': item.category,
-                    'expect_pass': item.expect_pass,
-                    'partial': item.partial,
-                    'critical': item.critical,
-                    'rating': item.rating,
-                    'parsed': item.parsed,
-                    'correct': item.correct,
-                    'reason': item.reason,
-                    'answer': item.answer,
-                    'reply': item.reply,
+                    'category': item.category,  # what the item tests: 'reference', 'paraphrase', 'injection', ...
+                    'expect_pass': item.expect_pass,  # whether a right judge rates it a pass
+                    'partial': item.partial,  # a part-credit answer (one of several values): a pass is wrong
+                    'critical': item.critical,  # a judge that decides it wrong never qualifies
+                    'rating': item.rating,  # the judge's rating (1-10), null when it gave none
+                    'parsed': item.parsed,  # whether a rating could be read from the reply
+                    'correct': item.correct,  # whether the judge decided it right
+                    'reason': item.reason,  # why it counts as decided wrong (empty when right)
+                    'answer': item.answer,  # the calibration answer the judge was shown
+                    'reply': item.reply,  # the judge's reply as it came (null without one)
+                    # why this item's call brought no reply (null when it did): kind, url, detail, fix, text
                     'failure': item.failure.to_dict() if item.failure is not None else None,
                 }
                 for item in self.items

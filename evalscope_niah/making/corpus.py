@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ from ..errors import NiahConfigError
 from ..params.corpus_format import DATASET_ID, is_jsonl_file
 from ..params.sendable import check_sendable
 from ..params.subsets import ResolvedSubset
+from ..safe_files import contained_file, read_bounded
 
 # Small corpora written for this project (not excerpts of the real ones): the offline demo and the tests use them.
 DEMO_CORPUS_DIR = Path(__file__).parents[1] / 'data' / 'demo_corpus'
@@ -135,47 +135,9 @@ def generated_corpus(subset: ResolvedSubset, *, text: str, needle_separator: str
 
 
 def _contained_path(directory: Path, name: str, subset: ResolvedSubset) -> Path:
-    # Only the folder the user pointed at may be read: a config (or a downloaded dataset) must not reach
-    # ~/.ssh or /etc through an absolute path, '..' or a symlink.
-    where = f'corpus file {name!r} of subset {subset.name!r}'
-    relative = Path(name)
-    if relative.is_absolute() or relative.drive or '..' in relative.parts:
-        raise NiahConfigError(
-            subset.corpus_param,
-            f'{where} must be a path inside the corpus directory (no absolute path, no ".."); got {name!r}',
-        )
-    path = directory / relative
-    if not path.is_file():
-        kind = _file_kind(path)
-        if kind is not None:  # it is there: saying "not found" would send the user looking for the wrong fault
-            raise NiahConfigError(subset.corpus_param, f'{where} in {directory} is not a regular file ({kind})')
-        present = sorted(p.name for p in directory.iterdir() if p.is_file()) if directory.is_dir() else []
-        raise NiahConfigError(subset.corpus_param, f'{where} not found in {directory} (found: {present[:50]})')
-    root = directory.resolve()
-    if not path.resolve().is_relative_to(root):
-        raise NiahConfigError(
-            subset.corpus_param,
-            f'{where} resolves to {path.resolve()}, outside the corpus directory {root} (a symlink pointing out); '
-            'copy the file into the directory instead',
-        )
-    return path
-
-
-def _file_kind(path: Path) -> str | None:
-    """What stands at ``path`` when it is not a regular file ('a FIFO', 'a directory', ...), or None when nothing
-    does (a dangling symlink counts as nothing: its target is what is missing)."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return None
-    kinds = (
-        (stat.S_ISDIR, 'a directory'),
-        (stat.S_ISFIFO, 'a FIFO'),
-        (stat.S_ISSOCK, 'a socket'),
-        (stat.S_ISCHR, 'a character device'),
-        (stat.S_ISBLK, 'a block device'),
+    return contained_file(
+        directory, name, param=subset.corpus_param, where=f'corpus file {name!r} of subset {subset.name!r}'
     )
-    return next((name for test, name in kinds if test(mode)), 'a special file')
 
 
 def _check_total_size(paths: Sequence[Path], subset: ResolvedSubset) -> None:
@@ -193,11 +155,10 @@ def _too_large(subset: ResolvedSubset, size: int) -> str:
 
 def _read_bounded(path: Path, subset: ResolvedSubset) -> bytes:
     # Read no more than the cap allows even if the file grew since it was measured.
-    with path.open('rb') as file:
-        raw = file.read(MAX_CORPUS_BYTES + 1)
-    if len(raw) > MAX_CORPUS_BYTES:
-        raise NiahConfigError(subset.corpus_param, _too_large(subset, len(raw)))
-    return raw
+    try:
+        return read_bounded(path, limit=MAX_CORPUS_BYTES, param=subset.corpus_param, where=str(path))
+    except NiahConfigError:
+        raise NiahConfigError(subset.corpus_param, _too_large(subset, MAX_CORPUS_BYTES + 1)) from None
 
 
 def _decode(raw: bytes, *, where: str, param: str) -> str:

@@ -29,9 +29,10 @@ REFUSED = {
     'model_to_test': "the model under test is EvalScope's TaskConfig model (with api_url), not an extra_params name",
     'provider': "the model under test is EvalScope's TaskConfig model (with api_url and eval_type), not a provider",
     'model_name': "the model under test is EvalScope's TaskConfig model, not an extra_params name",
-    'evaluator': "answers are graded by the judge set in TaskConfig judge_model_args (judge_strategy: 'rule' for "
-    'rule scores only)',
-    'evaluator_model_name': "the judge model is TaskConfig judge_model_args' model_id",
+    # EvalScope's current names (1.14 marks judge_model_args/judge_strategy deprecated): --judge / TaskConfig judge.
+    'evaluator': "answers are graded by the judge set in TaskConfig judge (--judge JSON: {'models': [{'model_id': "
+    "..., 'api_url': ..., 'api_key': ...}]}; judge={'strategy': 'rule'} for rule scores only)",
+    'evaluator_model_name': "the judge model is the model_id of TaskConfig judge's models (--judge JSON)",
     'eval_set': 'LangSmith datasets are not read; give the needles and retrieval_question here',
     'num_concurrent_requests': "concurrency is TaskConfig's eval_batch_size",
     'haystack_dir': "give the haystack files as subsets' file_list (inside dataset_args local_path)",

@@ -13,7 +13,9 @@ class PlacementParams(BaseModel):
 
     tokenizer_path: str = Field(
         'Qwen/Qwen3-0.6B',
-        description="Tokenizer that measures lengths: a model id, a local directory, or 'tiktoken:<encoding>'.",
+        description="Tokenizer that measures lengths: a model id, a local directory, 'tiktoken:<encoding>', or "
+        "'server' (the served model's own tokenizer: vLLM's or llama.cpp's /tokenize with its chat template, so "
+        "lengths are the model's own tokens).",
     )
     sampling_seed: int = Field(0, description='Seed of every random choice (random needle draws, magic numbers).')
     start_buffer: int = Field(0, description='Tokens at the top of the haystack where no needle is placed.')

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from matplotlib.colors import to_hex
 
 from ..atomic import atomic_write_text
-from ..inert import html_text, script_json
+from ..inert import html_text, script_json, shown_text
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .stats import CellKey, CellSummary
@@ -276,6 +276,8 @@ class PageParts:
     script: str
     note: str
     line: str
+    # The tokenizer that counted the plan's lengths: names the length axis before any cell of the subset is done.
+    tokenizer: str | None = None
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -343,7 +345,9 @@ def _css_script_note(note: str, panels: Sequence[str], *, unit: str, live: PageP
     """The page's CSS, script and notes under the table.  Answers add their CSS, a hint, the panels and their
     script; without them the page is as it always was.  A live page's cells and answers come from the data it
     re-reads (heatmap_live.py), so it brings its own."""
-    css, script = _HTML_CSS, _HTML_JS % (script_json(_hover_lines(unit)), _FIELD_SEP)
+    # The tooltip's script draws these labels as text: the unit (a tokenizer's name) is shown as the page shows it.
+    labels = [shown_text(line) for line in _hover_lines(unit)]
+    css, script = _HTML_CSS, _HTML_JS % (script_json(labels), _FIELD_SEP)
     if live is not None:
         return css + live.css, script + live.script, live.note
     if panels:
@@ -378,7 +382,7 @@ def _heatmap_html(
     lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
     column = effective_column(lengths, effective_length, subset=subset)
     labels = length_labels(lengths)
-    tokenizer = subset_tokenizer(cells, subset=subset)
+    tokenizer = subset_tokenizer(cells, subset=subset) or (live.tokenizer if live is not None else None)
     unit = length_unit(tokenizer)
     heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
     if column is not None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..atomic import atomic_write_text
-from ..inert import script_json
+from ..inert import script_json, shown_text
 from .heatmap_html import (
     _ANSWERS_CSS,
     _ANSWERS_JS,
@@ -80,6 +80,8 @@ class LivePage:
     status: RunStatus
     line: str
     data_src: str | None = None
+    # The tokenizer that counted the plan's lengths (its planned samples'): the axis names it before any cell is done.
+    tokenizer: str | None = None
 
 
 _LIVE_CSS = """\
@@ -203,7 +205,20 @@ def _live_td(cell: Mapping[str, Any]) -> str:
 
 
 def _live_data(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> dict[str, Any]:
-    return {'status': live.status, 'line': live.line, 'cells': {cell['k']: cell for cell in cells.values()}}
+    data = {'status': live.status, 'line': live.line, 'cells': {cell['k']: cell for cell in cells.values()}}
+    return _shown(data)
+
+
+def _shown(value: Any) -> Any:
+    """``value`` with every string as the final page shows it (`shown_text`): the script draws the decoded data
+    as text, so an answer's or a tokenizer name's U+202E, ESC or BEL must arrive escaped, as the final page has it."""
+    if isinstance(value, str):
+        return shown_text(value)
+    if isinstance(value, dict):
+        return {key: _shown(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_shown(item) for item in value]
+    return value
 
 
 def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> str:
@@ -245,7 +260,8 @@ def _page_parts(
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
-    unit = length_unit(subset_tokenizer(cells, subset=subset))
+    tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
+    unit = length_unit(tokenizer)
     live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit)
     parts = PageParts(
         lengths=lengths,
@@ -256,6 +272,7 @@ def _page_parts(
         script=_ANSWERS_JS + _live_script(live, live_cells),
         note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values())),
         line=live.line,
+        tokenizer=tokenizer,
     )
     return parts, _live_data(live, live_cells)
 

@@ -22,11 +22,14 @@ from typing import Any
 
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
+from ..errors import NiahConfigError
 from ..inert import inert_logger, json_text
+from ..safe_files import read_bounded, regular_file
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens, tokenizer_display_name
 from .outputs import OUTPUT_PREFIXES, OutputFiles
-from .records import SampleResult
+from .records import SampleResult, checked_cell
+from .results import check_drawable
 from .stats import CellSummary, samples_by_cell, summarize_cells
 
 __all__ = [
@@ -49,6 +52,9 @@ WRITE_INTERVAL_S = 5.0
 LOG_INTERVAL_S = 30.0
 # Version of the progress file's layout: a reader refuses another.
 _PROGRESS_FORMAT = 1
+# Largest progress file read. A run of 100,000 cells (the most a heatmap draws) with a short answer each writes
+# about 60 MB; a file of 1,001 x 100 cells with long answers (581 MB) took a minute and gigabytes to parse.
+MAX_PROGRESS_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -74,12 +80,16 @@ class PlannedSample:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PlannedSample:
-        depth = data['depth_percent']
+        # The results rows' checks: NaN, a length of 10**300 or a bool is refused, not drawn as a row.
+        length, depth = checked_cell(data['context_length'], data['depth_percent'])
+        tokens = data['tokens']
+        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+            raise ValueError(f'tokens must be an int of at least 0, got {tokens!r}')
         return cls(
             subset=str(data['subset']),
-            context_length=int(data['context_length']),
-            depth_percent=None if depth is None else float(depth),
-            tokens=int(data['tokens']),
+            context_length=length,
+            depth_percent=depth,
+            tokens=tokens,
             tokenizer=None if data.get('tokenizer') is None else str(data['tokenizer']),
         )
 
@@ -129,15 +139,19 @@ class RunProgress:
             if name == subset
         }
 
+    def tokenizer(self, subset: str) -> str | None:
+        """The tokenizer that counted `subset`'s planned lengths (None in progress files from before it was kept)."""
+        return next((sample.tokenizer for sample in self.planned if sample.subset == subset and sample.tokenizer), None)
+
     def subsets(self) -> list[str]:
         return sorted({sample.subset for sample in self.planned if sample.depth_percent is not None})
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            'format': _PROGRESS_FORMAT,
-            'status': self.status,
-            'planned': [sample.to_dict() for sample in self.planned],
-            'results': [result.to_dict() for result in self.results],
+            'format': _PROGRESS_FORMAT,  # the layout's version: a reader refuses another
+            'status': self.status,  # 'running', 'complete' or 'stopped'
+            'planned': [sample.to_dict() for sample in self.planned],  # one object per planned sample
+            'results': [result.to_dict() for result in self.results],  # the samples finished so far, as results rows
         }
 
 
@@ -155,10 +169,18 @@ def _sample_tokens(planned: Iterable[PlannedSample], finished: Counter) -> Itera
             yield sample.tokens
 
 
-def read_progress(path: str | os.PathLike[str]) -> RunProgress:
-    """A progress file as `LiveRun` writes it; ValueError naming the file when it is not one."""
+def read_progress(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> RunProgress:
+    """A progress file as `LiveRun` writes it; ValueError naming the file when it is not one. It is read as corpus
+    files are: a regular file (a FIFO would hang plot), inside ``root`` when given (no symlink pointing out), at most
+    MAX_PROGRESS_BYTES; each planned sample and result is checked as a results row is."""
     try:
-        data = json.loads(Path(path).read_text('utf-8'))
+        where = f'progress file {str(path)!r}'
+        checked = regular_file(
+            Path(path), param='progress file', where=where, root=None if root is None else Path(root)
+        )
+        data = json.loads(read_bounded(checked, limit=MAX_PROGRESS_BYTES, param='progress file', where=where))
+        if not isinstance(data, dict):
+            raise ValueError('expected a JSON object')
         if data.get('format') != _PROGRESS_FORMAT or data.get('status') not in ('running', 'complete', 'stopped'):
             raise ValueError(f'not a progress file of format {_PROGRESS_FORMAT}')
         return RunProgress(
@@ -166,8 +188,10 @@ def read_progress(path: str | os.PathLike[str]) -> RunProgress:
             results=tuple(SampleResult.from_dict(item) for item in data['results']),
             status=data['status'],
         )
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
-        raise ValueError(f'{path}: {exc}') from None
+    except NiahConfigError as exc:
+        raise ValueError(exc.detail) from None
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
+        raise ValueError(f'{path}: {str(exc)[:300]}') from None
 
 
 def live_data_file(heatmap_html: str) -> str:
@@ -196,6 +220,7 @@ def draw_progress(
             status=progress.status,
             line=line,
             data_src=live_data_file(name) if live else None,
+            tokenizer=progress.tokenizer(subset),
         )
         paths.append(
             write_live_heatmap(
@@ -208,7 +233,7 @@ def draw_progress(
 def _pending_cells(progress: RunProgress, subset: str) -> list[CellSummary]:
     """Empty cells (n=0) for the planned cells of `subset` with nothing finished: the PNG draws them grey."""
     return [
-        CellSummary(subset, length, depth, 0, None, None, None, 0, 0, None, None)
+        CellSummary(subset, length, depth, 0, None, None, None, 0, 0, None, None, tokenizer=progress.tokenizer(subset))
         for (length, depth), cell in progress.live_cells(subset).items()
         if cell.state == 'pending'
     ]
@@ -224,7 +249,7 @@ def find_unfinished_runs(root: str | os.PathLike[str]) -> list[Path]:
     found = []
     for path in sorted(path for path in root.rglob('*.json') if path.name in names):
         try:
-            finished = read_progress(path).status == 'complete'
+            finished = read_progress(path, root=root).status == 'complete'
         except ValueError:
             finished = False
         if not finished:
@@ -232,14 +257,18 @@ def find_unfinished_runs(root: str | os.PathLike[str]) -> list[Path]:
     return found
 
 
-def draw_unfinished(progress_file: str | os.PathLike[str], *, show_score: bool = False) -> list[Path]:
+def draw_unfinished(
+    progress_file: str | os.PathLike[str], *, show_score: bool = False, root: str | os.PathLike[str] | None = None
+) -> list[Path]:
     """`evalscope-niah plot` of a run still going: each subset's PNG (pending cells grey, noted in the title) and
     a page that shows pending cells as such and does not refresh. ValueError when the file is not a progress file."""
     from .plotting import plot_heatmap_png  # matplotlib only when drawing
 
     path = Path(progress_file)
     files = next(OutputFiles(prefix) for prefix in OUTPUT_PREFIXES if OutputFiles(prefix).progress == path.name)
-    progress = read_progress(path)
+    progress = read_progress(path, root=root)  # root: the work dir plot was given, which the file must not leave
+    # The results file's bounds: a grid no heatmap draws is refused before anything is drawn.
+    check_drawable(path, (_cell_of(item) for item in (*progress.planned, *progress.results)))
     results = [result for result in progress.results if not result.control]
     cells = summarize_cells(results)
     planned, done = progress.cell_counts()

@@ -308,12 +308,13 @@ def sweep_summary(sweep_plan: Mapping[str, Mapping[str, Any]]) -> dict[str, dict
     every cell it did not test."""
     return {
         subset: {
-            'stop': entry['stop'],
-            'sent_prompts': entry['sent_prompts'],
-            'grid_prompts': entry['grid_prompts'],
-            'sent_tokens': entry['sent_tokens'],
-            'grid_tokens': entry['grid_tokens'],
-            'tested_cells': len(entry['cells']) - len(untested_cells(entry)),
+            'stop': entry['stop'],  # why the sweep stopped: 'pinned', 'budget' or 'exhausted'
+            'sent_prompts': entry['sent_prompts'],  # prompts the sweep sent (cached ones included)
+            'grid_prompts': entry['grid_prompts'],  # prompts the full grid would have sent
+            'sent_tokens': entry['sent_tokens'],  # prompt tokens the sweep sent
+            'grid_tokens': entry['grid_tokens'],  # prompt tokens of the full grid
+            'tested_cells': len(entry['cells']) - len(untested_cells(entry)),  # cells of the grid it sent
+            # every cell it did not send, as [context_length, depth_percent]: no row anywhere, grey on the heatmaps
             'untested_cells': [list(cell) for cell in untested_cells(entry)],
         }
         for subset, entry in sorted(sweep_plan.items())

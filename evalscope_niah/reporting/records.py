@@ -71,6 +71,19 @@ def _as_opt_float(name: str, value: Any) -> float | None:
     return None if value is None else _as_float(name, value)
 
 
+def checked_cell(context_length: Any, depth_percent: Any) -> tuple[int, float | None]:
+    """A cell's length and depth as a results row must hold them (an int from 1 to MAX_PLAUSIBLE_TOKENS; a depth
+    from 0 to 100, or None for a control), else ValueError: the one check of every file that names cells (results
+    and progress files), so NaN or a length of 10**300 is never drawn as a row."""
+    length = _as_int('context_length', context_length)
+    depth = _as_opt_float('depth_percent', depth_percent)
+    if not 0 < length <= MAX_PLAUSIBLE_TOKENS:
+        raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {length!r}')
+    if depth is not None and not 0.0 <= depth <= 100.0:  # NaN fails this too
+        raise ValueError(f'depth_percent must be in [0, 100], got {depth!r}')
+    return length, depth
+
+
 def _as_opt_str(name: str, value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ValueError(f'{name} must be a string or None, got {value!r}')
@@ -129,7 +142,9 @@ class SampleResult:
     subset: str  # the subset the sample belongs to (a corpus and language: 'english', 'chinese', ...)
     context_length: int  # the prompt's planned length, in tokens of `tokenizer`
     depth_percent: float | None  # where the needle was placed, 0 (start) to 100 (end); None for a control sample
-    accuracy: float | None  # the final score, 0-1 (judge, or rule fallback); None when unscored (see the docstring)
+    # the final score, 0-1 (judge, or rule fallback); None when unscored: a server fault (error), a reply cut before
+    # its answer (budget_exhausted) or one with no final answer (no_answer), each counted apart, never as a 0
+    accuracy: float | None
     rule_recall: float | None  # the task's rule score, 0-1, always computed; None when there was no reply to score
     levenshtein: float | None  # similarity of the answer to the reference, 0-1 (a diagnostic, never the score)
     judge_accuracy: float | None  # the judge's verdict, 0-1; set exactly when judge_status is 'ok'
@@ -177,16 +192,13 @@ class SampleResult:
         object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
 
     def _check_dimensions(self) -> None:
-        if not 0 < self.context_length <= MAX_PLAUSIBLE_TOKENS:
-            raise ValueError(f'context_length must be from 1 to {MAX_PLAUSIBLE_TOKENS}, got {self.context_length!r}')
+        checked_cell(self.context_length, self.depth_percent)
         # depth None is how a control is recognised downstream; the flag and the depth must never disagree.
         if self.control != (self.depth_percent is None):
             raise ValueError(
                 f'depth_percent must be None exactly for control samples '
                 f'(control={self.control!r}, depth_percent={self.depth_percent!r})'
             )
-        if self.depth_percent is not None and not 0.0 <= self.depth_percent <= 100.0:
-            raise ValueError(f'depth_percent must be in [0, 100], got {self.depth_percent!r}')
 
     def _check_judge(self) -> None:
         if self.judge_status not in JUDGE_STATUSES:

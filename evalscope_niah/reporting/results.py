@@ -148,18 +148,24 @@ def _bounded_lines(handle: IO[bytes], path: str | os.PathLike[str]) -> Iterator[
 def read_results_to_draw(path: str | os.PathLike[str]) -> list[SampleResult]:
     """``read_results``, refusing a file whose grid is too large to draw (see MAX_DRAWN_CELLS)."""
     results = read_results(path)
+    check_drawable(path, ((result.subset, result.context_length, result.depth_percent) for result in results))
+    return results
+
+
+def check_drawable(path: str | os.PathLike[str], cells: Iterable[tuple[str, int, float | None]]) -> None:
+    """ValueError naming ``path`` when a subset of ``cells`` (subset, length, depth) has more lengths, depths or
+    cells than a heatmap draws: the one bound of every file plot draws (results and progress files)."""
     by_subset: dict[str, set[tuple[int, float | None]]] = {}
-    for result in results:
-        by_subset.setdefault(result.subset, set()).add((result.context_length, result.depth_percent))
-    for subset, cells in by_subset.items():
-        lengths, depths = len({cell[0] for cell in cells}), len({cell[1] for cell in cells})
-        if lengths > MAX_DRAWN_LENGTHS or depths > MAX_DRAWN_DEPTHS or len(cells) > MAX_DRAWN_CELLS:
+    for subset, length, depth in cells:
+        by_subset.setdefault(subset, set()).add((length, depth))
+    for subset, found in by_subset.items():
+        lengths, depths = len({cell[0] for cell in found}), len({cell[1] for cell in found})
+        if lengths > MAX_DRAWN_LENGTHS or depths > MAX_DRAWN_DEPTHS or len(found) > MAX_DRAWN_CELLS:
             raise ValueError(
-                f'{path}: subset {subset[:80]!r} holds {lengths} context lengths, {depths} depths and {len(cells)} '
+                f'{path}: subset {subset[:80]!r} holds {lengths} context lengths, {depths} depths and {len(found)} '
                 f'cells; a heatmap draws at most {MAX_DRAWN_LENGTHS} lengths, {MAX_DRAWN_DEPTHS} depths and '
                 f'{MAX_DRAWN_CELLS} cells'
             )
-    return results
 
 
 def write_cells_csv(

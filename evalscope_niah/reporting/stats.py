@@ -96,11 +96,17 @@ class ControlSummary:
     recorded it) whose reply stated the needle fact anyway.  Errored controls count in `errors` only.
     """
 
+    # the subset of the control cell
     subset: str
+    # the control cell's length, in tokens of the run's tokenizer
     context_length: int
+    # the scored control samples (errored ones left out)
     n: int
+    # mean score of the scored controls: the share that said the text does not hold the answer
     abstention_rate: float | None
+    # the share (of those that recorded it) whose reply stated the needle fact anyway
     guess_rate: float | None
+    # control samples left unscored by a server fault
     errors: int
 
 
@@ -108,11 +114,17 @@ class ControlSummary:
 class LengthScore:
     """Mean accuracy at one context length (all depths and repeats pooled) and whether it passes the threshold."""
 
+    # the length, in tokens of the run's tokenizer
     context_length: int
+    # the scored needle samples at this length (all depths and repeats)
     n: int
+    # their mean score; None when none was scored
     accuracy: float | None
+    # lower end of the 95% bootstrap interval of that mean
     ci_low: float | None
+    # upper end of that interval
     ci_high: float | None
+    # whether the length passes the threshold (the effective length ends before the first that does not)
     passes: bool
 
 
@@ -125,13 +137,22 @@ class EffectiveLength:
     the tested grid, None where the interval reaches below the shortest length.
     """
 
+    # the subset
     subset: str
+    # 'absolute' (mean >= threshold, RULER) or 'relative' (>= threshold x the shortest length's mean, NoLiMa)
     mode: EffectiveMode
+    # the pass mark the lengths were held to
     threshold: float
+    # the shortest length's mean accuracy that 'relative' mode scales the threshold by; None in 'absolute'
     base_score: float | None
+    # the effective context length: the longest length up to which every tested length passes; None when the
+    # shortest already fails
     length: int | None
+    # lower end of its 95% bootstrap interval, a length of the grid; None below the shortest length
     ci_low: int | None
+    # upper end of that interval
     ci_high: int | None
+    # each tested length, shortest first
     per_length: tuple[LengthScore, ...]
 
 
@@ -139,21 +160,33 @@ class EffectiveLength:
 class Agreement:
     """Judge vs rule pass/fail agreement. `share_agree` and `kappa` are None when n == 0."""
 
+    # the samples with both a judge verdict and a rule score
     n: int
+    # the share of them where judge and rule agree on pass or fail; None when n is 0
     share_agree: float | None
+    # Cohen's kappa of that agreement; None when n is 0
     kappa: float | None
 
 
 @dataclass(frozen=True)
 class SubsetSummary:
+    # the subset
     subset: str
+    # the scored needle samples of the subset
     n: int
+    # their mean final score
     accuracy: float | None
+    # mean rule score of the samples that have one
     rule_recall: float | None
+    # mean similarity of answer to reference (a diagnostic)
     levenshtein: float | None
+    # how often the judge and the rule agree
     agreement: Agreement
+    # samples whose judge call failed (scored by rule instead)
     judge_failures: int
+    # samples left unscored by a server fault
     errors: int
+    # replies cut by max_tokens or the window before any answer: not scored, not errors
     budget_exhausted: int
     # Replies with no final answer (records.SampleResult.no_answer); 0 in summaries written before it was counted.
     no_answer: int = 0
@@ -163,8 +196,11 @@ class SubsetSummary:
 class RunSummary:
     """What `write_summary_json` stores: effective length per subset, control summaries, subset summaries."""
 
+    # per needle subset, its effective context length
     effective_context_length: dict[str, EffectiveLength]
+    # per control cell (subset x length), how the model answered the needle-absent samples
     controls: tuple[ControlSummary, ...]
+    # per subset, its samples summed up
     subsets: tuple[SubsetSummary, ...]
 
 

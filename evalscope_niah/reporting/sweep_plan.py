@@ -42,23 +42,25 @@ def subset_plan(planned: Sequence[Cell], rounds: Sequence[Sequence[Cell]], *, st
     sent, round by round."""
     planned_count = Counter(planned)
     sent_count = Counter(cell for sent in rounds for cell in sent)
+    # Each key's comment is its meaning on the docs' results-files page, which is generated from them.
     return {
-        'context_lengths': sorted({length for length, _ in planned}),
-        'depth_percents': sorted({depth for _, depth in planned}),
-        'grid_prompts': len(planned),
-        'grid_tokens': sum(length for length, _ in planned),
-        'sent_prompts': sum(sent_count.values()),
-        'sent_tokens': sum(length * count for (length, _), count in sent_count.items()),
-        'stop': stop,
+        'context_lengths': sorted({length for length, _ in planned}),  # the full grid's lengths
+        'depth_percents': sorted({depth for _, depth in planned}),  # the full grid's depths
+        'grid_prompts': len(planned),  # prompts the full grid would send
+        'grid_tokens': sum(length for length, _ in planned),  # prompt tokens the full grid would send
+        'sent_prompts': sum(sent_count.values()),  # prompts the sweep sent (cached ones included)
+        'sent_tokens': sum(length * count for (length, _), count in sent_count.items()),  # prompt tokens it sent
+        'stop': stop,  # why it stopped: 'pinned', 'budget' or 'exhausted'; null while it goes
+        # each round's cells in round order, as [context_length, depth_percent, samples]
         'rounds': [
             [[length, depth, count] for (length, depth), count in sorted(Counter(sent).items())] for sent in rounds
         ],
-        'cells': [
+        'cells': [  # every cell of the full grid
             {
-                'context_length': length,
-                'depth_percent': depth,
-                'planned': count,
-                'sent': sent_count.get((length, depth), 0),
+                'context_length': length,  # the cell's length
+                'depth_percent': depth,  # the cell's depth
+                'planned': count,  # samples the full grid plans for it
+                'sent': sent_count.get((length, depth), 0),  # samples the sweep sent: 0 marks a cell not tested
             }
             for (length, depth), count in sorted(planned_count.items())
         ],
@@ -68,7 +70,12 @@ def subset_plan(planned: Sequence[Cell], rounds: Sequence[Sequence[Cell]], *, st
 def write_sweep_plan(
     path: str | os.PathLike[str], subsets: Mapping[str, Mapping[str, Any]], *, settings: Mapping[str, Any]
 ) -> Path:
-    payload = {'format': PLAN_FORMAT, 'sweep': 'adaptive', 'settings': dict(settings), 'subsets': dict(subsets)}
+    payload = {
+        'format': PLAN_FORMAT,  # the layout's version
+        'sweep': 'adaptive',  # the sweep that wrote it
+        'settings': dict(settings),  # the sweep's settings as the run had them (threshold, mode, budgets, seed, ...)
+        'subsets': dict(subsets),  # per subset, its plan (subset_plan)
+    }
     return atomic_write_text(path, json_text(payload, indent=2) + '\n')
 
 

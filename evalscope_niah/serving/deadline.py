@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
-from .reply_bounds import DEFAULT_MAX_REPLY_BYTES, ReplyTooLarge, extra_choices
+from .reply_bounds import DEFAULT_MAX_REPLY_BYTES, ReplyChoices, ReplyTooLarge
 
 __all__ = ['DeadlineExceeded', 'RequestsStopped', 'allow_requests', 'deadline_transport', 'stop_requests']
 
@@ -164,13 +164,13 @@ def _kinds(lib: ModuleType) -> _Kinds:
 
 
 class _Bound:
-    """One reply's bounds: bytes read so far against the cap; a body that is no event stream is held whole to
-    count its choices (whatever its declared type: the SDK parses a chat reply as JSON regardless)."""
+    """One reply's bounds: bytes read so far against the cap, and its choices counted as the client will parse the
+    body (:class:`ReplyChoices`: a JSON body held whole and counted, whatever its declared type; events one by one)."""
 
     def __init__(self, kinds: _Kinds, response: Any, *, max_bytes: int, max_choices: int) -> None:
         self.kinds, self.max_bytes, self.max_choices = kinds, max_bytes, max_choices
         self.read = 0
-        self.held = 'text/event-stream' not in response.headers.get('content-type', '').lower()
+        self.choices = ReplyChoices(max_choices)
 
     def refusal(self, response: Any) -> Exception | None:
         """Refused from the headers alone: a compressed body, or one declared over the cap."""
@@ -190,8 +190,20 @@ class _Bound:
         if self.read > self.max_bytes:
             raise self._over(f'went past {self.read:,} bytes')
 
-    def check_choices(self, body: bytes) -> None:
-        choices = extra_choices(body, self.max_choices)
+    def passed_on(self, chunk: bytes) -> bytes:
+        """What of ``chunk`` goes to the client now (nothing while a JSON body is held)."""
+        self.count(chunk)
+        passed, choices = self.choices.feed(chunk)
+        self._check_choices(choices)
+        return passed
+
+    def rest(self) -> bytes:
+        """At the body's end: what was held, once its choices are counted."""
+        passed, choices = self.choices.finish()
+        self._check_choices(choices)
+        return passed
+
+    def _check_choices(self, choices: int | None) -> None:
         if choices is not None:
             raise self.kinds.too_large(
                 f'the reply holds {choices:,} choices, {self.max_choices} asked for; refused before parsing (a '
@@ -213,27 +225,22 @@ class _Stream:
         self._bound = bound
 
     def __iter__(self) -> Iterator[bytes]:
-        held: list[bytes] = []  # a body that is no event stream: yielded whole once its choices are counted
         try:
             for chunk in self._inner:
                 cut = self.kinds.failure(self._watch)
                 if cut is not None:
                     raise cut
-                self._bound.count(chunk)
-                if not self._bound.held:
-                    yield chunk
-                elif chunk:
-                    held.append(chunk)
+                passed = self._bound.passed_on(chunk)
+                if passed:
+                    yield passed
         except Exception as exc:
             cut = self.kinds.failure(self._watch)
             if cut is not None:
                 raise cut from exc
             raise
-        if held:
-            body = b''.join(held)
-            held.clear()
-            self._bound.check_choices(body)
-            yield body
+        rest = self._bound.rest()
+        if rest:
+            yield rest
 
     def close(self) -> None:
         try:

@@ -6,7 +6,8 @@ Plain data checked on construction; the server (:mod:`.handler`) reads them per 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ['FAULT_KINDS', 'HUGE_SHAPES', 'TOKENIZE_LIES', 'FaultPlan', 'Lies']
@@ -50,7 +51,8 @@ class FaultPlan:
     ``huge_reply`` answers a 200 of ``huge_bytes`` bytes sent in 1 MiB chunks (chunked transfer, no Content-Length,
     so only counting what arrives bounds it; ``huge_declared`` also declares its length): ``huge_shape`` 'content' is
     the right answer followed by that many bytes of text in one choice, 'choices' that many bytes of copies of the
-    right choice (10**6 choices are 188 MB). The server never holds the body whole.
+    right choice (10**6 choices are 188 MB); ``huge_content_type`` is the type it is labelled with (a JSON body
+    labelled ``text/event-stream`` is still parsed as JSON by the SDK). The server never holds the body whole.
 
     ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
     message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
@@ -77,6 +79,7 @@ class FaultPlan:
     huge_bytes: int = 200_000_000
     huge_shape: str = 'content'
     huge_declared: bool = False
+    huge_content_type: str = 'application/json'
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -119,7 +122,10 @@ class Lies:
     ones (any JSON value: ``{'prompt_tokens': -7}``; a ``usage`` that is no mapping replaces the whole object),
     ``finish_reason`` and ``model_name`` replace the true ones when not None, and ``reply_tail`` is appended to the
     reply as raw bytes inside the JSON string (10 MB of text, or bytes that are not UTF-8; it must hold no ``"`` or
-    ``\\``).
+    ``\\``). ``message_json`` maps fields of the reply's message (``content``,
+    ``reasoning_content``, ...) to raw JSON text sent as their value, the answer replaced: a lone surrogate
+    (``'"\\ud83d"'``), a number, ``null``, a list, an object, thousands of brackets deep. ``every`` tells the lies in
+    one chat reply of that many per model (the others are true).
 
     ``window`` (when not None) is the context window /v1/models and /props give, any JSON value. ``tokenize``
     (one of :data:`TOKENIZE_LIES`): 'wrong_count' answers vLLM's ``count`` off by 7 and llama.cpp's plain id list
@@ -132,6 +138,8 @@ class Lies:
     finish_reason: Any = None
     model_name: Any = None
     reply_tail: bytes = b''
+    message_json: Mapping[str, str] = field(default_factory=dict)
+    every: int = 1
     window: Any = None
     tokenize: str | None = None
 
@@ -140,8 +148,11 @@ class Lies:
             raise ValueError(f'Lies.tokenize must be one of {TOKENIZE_LIES} or None, got {self.tokenize!r}')
         if b'"' in self.reply_tail or b'\\' in self.reply_tail:
             raise ValueError('Lies.reply_tail must hold no quote or backslash: it goes inside a JSON string as is')
+        if self.every < 1:
+            raise ValueError('Lies.every must be >= 1')
 
     def lies_for(self, model: str) -> bool:
         """Whether a chat reply to ``model`` lies in any field."""
         lying = self.usage is not None or self.finish_reason is not None or self.model_name is not None
+        lying = lying or bool(self.message_json)
         return (lying or bool(self.reply_tail)) and (not self.liars or model in self.liars)

@@ -400,7 +400,7 @@ class _Handler(BaseHTTPRequestHandler):
             owner._report_prompt_cache(completion, record.messages)
         if not owner.usage:
             del completion['usage']
-        if owner.lies.lies_for(record.model):
+        if owner._lies_now(record.model):
             return self._send_lies(completion, owner.lies)
         if fault == 'malformed_json':
             text = json.dumps(completion, ensure_ascii=False)
@@ -452,6 +452,11 @@ class _Handler(BaseHTTPRequestHandler):
             completion['model'] = lies.model_name
         marker = '\x00tail\x00'  # escaped by json.dumps, so it cannot occur in the reply's own JSON text
         choice['message']['content'] += marker
+        # Each field's whole JSON value (quotes included) goes in place of a marker of its own.
+        fields = {f'\x00{name}\x00': raw for name, raw in lies.message_json.items()}
+        choice['message'].update(zip(lies.message_json, fields, strict=True))
         body = json.dumps(completion, ensure_ascii=False).encode('utf-8')
+        for field_marker, raw in fields.items():
+            body = body.replace(json.dumps(field_marker).encode('ascii'), raw.encode('utf-8', 'surrogatepass'), 1)
         escaped = json.dumps(marker)[1:-1].encode('ascii')
         self._send_bytes(200, body.replace(escaped, lies.reply_tail, 1), 'application/json')

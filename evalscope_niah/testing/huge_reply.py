@@ -18,7 +18,7 @@ def send_huge(handler: Any, completion: dict, plan: FaultPlan) -> None:
     ``plan.huge_declared``; stops when the client stops reading or the server stops."""
     size, pieces = huge_body(completion, plan.huge_shape, plan.huge_bytes)
     handler.send_response(200)
-    handler.send_header('Content-Type', 'application/json')
+    handler.send_header('Content-Type', plan.huge_content_type)
     handler.send_header(*(('Content-Length', str(size)) if plan.huge_declared else ('Transfer-Encoding', 'chunked')))
     handler.end_headers()
     handler.close_connection = True

@@ -166,6 +166,7 @@ class OpenAICompatServer:
         self._chat_count = 0
         self._per_model_count: dict[str, int] = {}
         self._rngs: dict[str, random.Random] = {}
+        self._lie_counts: dict[str, int] = {}
         self._fault_counts: dict[str, int] = dict.fromkeys(FAULT_KINDS, 0)
         self._start(port)
 
@@ -326,6 +327,15 @@ class OpenAICompatServer:
             if fault is not None:
                 self._fault_counts[fault] += 1
             return number, fault, plan
+
+    def _lies_now(self, model: str) -> bool:
+        """Whether this chat reply to ``model`` lies: ``lies.every`` spaces the lies out per model."""
+        if not self.lies.lies_for(model):
+            return False
+        with self._lock:
+            index = self._lie_counts.get(model, 0)
+            self._lie_counts[model] = index + 1
+        return index % self.lies.every == self.lies.every - 1
 
     def _window(self) -> Any:
         return self.context_window if self.lies.window is None else self.lies.window

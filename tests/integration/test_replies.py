@@ -188,3 +188,21 @@ def test_a_reply_enters_the_records_cut_head_and_tail() -> None:
     assert text.text.endswith(' The answer is Dolores Park.') and '…[cut: 150,028 chars, kept 131,072]…' in text.text
     short = generate_checked(lambda: _output('Dolores Park.'), what='model')
     assert short.completion == 'Dolores Park.'
+
+
+def test_every_string_of_a_reply_is_made_writable_where_it_enters() -> None:
+    # A lone surrogate (half of a JSON \ud83d\ude00 pair) anywhere EvalScope writes: text, reasoning, a tool call's
+    # name and arguments (keys too), the model name. Each is U+FFFD after; the count is kept in the reply's metadata.
+    call = ToolCall(id='c\ud83d', function=ToolFunction(name='f\udc00', arguments={'k\ud800': ['v\udfff', 1]}))
+    reply = _output(
+        [ContentReasoning(reasoning='think \ud83d'), ContentText(text='Dolores\ud83d Park.')], tool_calls=[call]
+    )
+    reply.model = 'm\ud83d'
+    output = generate_checked(lambda: reply, what='model')
+    json.dumps(output.model_dump(), ensure_ascii=False).encode('utf-8')  # what EvalScope's writer does: no error
+    reasoning, text = output.message.content
+    assert (reasoning.reasoning, text.text) == ('think \ufffd', 'Dolores\ufffd Park.')
+    assert output.message.tool_calls[0].function.arguments == {'k\ufffd': ['v\ufffd', 1]}
+    assert output.model == 'm\ufffd' and output.metadata == {'niah_replaced_surrogates': 7}
+    clean = generate_checked(lambda: _output('Dolores Park. 🙂'), what='model')
+    assert clean.completion == 'Dolores Park. 🙂' and not clean.metadata  # a whole pair is one character: untouched

@@ -85,8 +85,10 @@ def test_an_oversize_reply_is_a_server_fault_never_a_score(shape: str, fixture_c
     assert _bytes_written(tmp_path) < 1_000_000  # logs, config, reports: no copy of any reply
 
 
-def test_more_choices_than_asked_for_are_a_server_fault(fixture_corpus_dir: Path, tmp_path: Path):
-    plan = FaultPlan(huge_reply=1.0, huge_bytes=300_000, huge_shape='choices')  # ~1,600 choices, under the cap
+@pytest.mark.parametrize('label', ['application/json', 'text/event-stream'])
+def test_more_choices_than_asked_for_are_a_server_fault(label: str, fixture_corpus_dir: Path, tmp_path: Path):
+    # ~1,600 choices, under the cap. Labelled an event stream, the SDK still parses the body as JSON: counted alike.
+    plan = FaultPlan(huge_reply=1.0, huge_bytes=300_000, huge_shape='choices', huge_content_type=label)
     _, results, _ = _run(fixture_corpus_dir, tmp_path, faults=plan)
     assert all(r.accuracy is None and 'choices, 1 asked for' in r.error for r in results)
 

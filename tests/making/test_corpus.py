@@ -385,7 +385,7 @@ def test_paths_outside_the_corpus_directory_are_refused(outside: tuple[Path, Pat
     with pytest.raises(NiahConfigError) as info:
         load_corpus(corpus_dir, custom(corpus_dir, **{key: value}))
     assert info.value.param == f'subsets.notes.{key}'
-    assert "'notes'" in str(info.value) and 'inside the corpus directory' in str(info.value)
+    assert "'notes'" in str(info.value) and 'inside the directory' in str(info.value)
 
 
 @pytest.mark.parametrize('key', ['corpus_file', 'file_list'])
@@ -398,7 +398,7 @@ def test_symlink_pointing_out_is_refused(outside: tuple[Path, Path], key: str) -
         with pytest.raises(NiahConfigError) as info:
             load_corpus(corpus_dir, custom(corpus_dir, **{key: value}))
         assert info.value.param == f'subsets.notes.{key}'
-        assert 'outside the corpus directory' in str(info.value) and "'notes'" in str(info.value)
+        assert 'outside the directory' in str(info.value) and "'notes'" in str(info.value)
 
 
 def test_symlinks_inside_the_directory_are_followed(outside: tuple[Path, Path]) -> None:

@@ -77,6 +77,7 @@ def test_draw_per_repeat_is_needlebench_draw() -> None:
 def test_needle_file_name_sets_the_bank_and_resolves_in_the_corpus_folder(tmp_path: Path) -> None:
     params = parse_params({'needle_file_name': 'needles.jsonl', 'num_repeats_per_file': 3})
     assert params.task_params(SingleParams).needle_bank == 'needles.jsonl'
+    (tmp_path / 'needles.jsonl').write_bytes(NEEDLES_FILE.read_bytes())
     resolved = get_task('single').with_corpus_folder(params, tmp_path)
     assert resolved.task_params(SingleParams).needle_bank == str(tmp_path / 'needles.jsonl')
     assert resolved.num_repeats == 3 and resolved.draws_per_cell() == 1

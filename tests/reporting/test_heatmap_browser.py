@@ -5,6 +5,7 @@ Chromium blocks fetch) and over http."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import http.server
 import shutil
@@ -161,3 +162,42 @@ def test_done_pending_and_untested_cells_look_different(browser: object, tmp_pat
     page.close()
     assert [look[0] for look in looks] == ['1.00', '…', '×']
     assert len({tuple(look[1:]) for look in looks}) == 3 and errors == []
+
+
+# Drawn by a browser as themselves, these reorder or hide what follows (U+202E), or are a terminal's (ESC, BEL).
+CONTROLS = 'needle \u202eevil\u202c \x1b[2J bell\x07 end'
+
+
+def test_both_pages_show_control_and_bidi_characters_escaped_alike(browser: object, tmp_path: Path) -> None:
+    # The live page's script draws answers and the progress line (with the tokenizer's name) from decoded JSON; it
+    # drew U+202E, ESC and BEL raw while the final page showed them escaped. Both now show the same text.
+    from evalscope_niah.inert import shown_text
+    from evalscope_niah.reporting.heatmap_html import plot_heatmap_html
+    from evalscope_niah.reporting.stats import samples_by_cell, summarize_cells
+
+    clock = Clock()
+    tokenizer = 'tok\u202eenizer\x1b]0;title\x07'
+    planned = [PlannedSample('english', 600, 0.0, 600, tokenizer)]
+    run = LiveRun(tmp_path, planned, files=OutputFiles(), clock=clock)
+    result = dataclasses.replace(_result(600, 0.0, CONTROLS, 1.0), tokenizer=tokenizer, reasoning=CONTROLS)
+    run.add(result)
+    run.update()
+    live_file = tmp_path / f'{OutputFiles().heatmap_prefix}_english.html'
+    final_file = tmp_path / 'final.html'
+    plot_heatmap_html(summarize_cells([result]), subset='english', path=final_file, answers=samples_by_cell([result]))
+
+    page = browser.new_page()
+    shown = {}
+    for name, path in (('live', live_file), ('final', final_file)):
+        page.goto(path.as_uri())
+        page.locator('td[data-a]').first.click()
+        pre = page.locator('section.ans:not([hidden]) pre').first
+        pre.wait_for(state='visible')
+        body = page.locator('body').text_content()
+        shown[name] = pre.text_content()
+        assert not any(char in body for char in '\u202e\u202c\x1b\x07'), name  # nothing drawn raw anywhere
+    line = page.goto(live_file.as_uri()) and page.locator('#live').text_content()
+    page.close()
+    assert shown['live'] == shown['final'] == shown_text(CONTROLS)
+    assert '\\u202e' in shown['live'] and '\\u001b' in shown['live'] and '\\u0007' in shown['live']
+    assert '\\u202eenizer' in line  # the tokenizer's name in the progress line

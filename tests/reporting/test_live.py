@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
+
+import pytest
 
 from evalscope_niah.cli import main
 from evalscope_niah.inert import script_json
+from evalscope_niah.reporting import live
 from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
 from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
 from evalscope_niah.reporting.outputs import OutputFiles
@@ -150,6 +154,21 @@ def test_plot_draws_a_running_work_dir_over_an_older_runs_results(tmp_path: Path
     assert page.count('class="p"') == 3 and '"src":null' in page and 'old run' not in page
 
 
+def test_a_subset_with_nothing_finished_names_its_tokenizer_on_the_axis(tmp_path: Path, capsys) -> None:
+    """Before any of its samples is done, the page and the PNG of a subset still say whose tokens the lengths are:
+    the plan's tokenizer."""
+    import matplotlib.image
+
+    plan = tuple(dataclasses.replace(sample, tokenizer='Qwen/Qwen3-0.6B') for sample in PLAN)
+    report_dir = tmp_path / 'reports' / 'model'
+    LiveRun(report_dir, plan, files=FILES, clock=Clock()).update()
+    assert 'Context length (Qwen3 tokens)' in (report_dir / PAGE).read_text('utf-8')
+    assert main(['plot', str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert 'Context length (Qwen3 tokens)' in (report_dir / PAGE).read_text('utf-8')
+    assert matplotlib.image.imread(report_dir / PAGE.replace('.html', '.png')).shape[0] > 100
+
+
 def test_plot_names_a_progress_file_it_cannot_read(tmp_path: Path, capsys) -> None:
     progress = tmp_path / 'reports' / 'model' / FILES.progress
     progress.parent.mkdir(parents=True)
@@ -162,3 +181,68 @@ def test_a_finished_run_is_drawn_from_its_results(tmp_path: Path) -> None:
     path = tmp_path / FILES.progress
     path.write_text(json.dumps(RunProgress(PLAN, (), 'complete').to_dict()), encoding='utf-8')
     assert find_unfinished_runs(tmp_path) == []
+
+
+# ---- a progress file is input too: the results file's checks, the corpus files' file checks ------------------------
+
+
+def _progress_text(planned: list[dict], status: str = 'running') -> str:
+    return json.dumps({'format': 1, 'status': status, 'planned': planned, 'results': []})
+
+
+def _planned(length: object, depth: object) -> dict:
+    return {'subset': 'english', 'context_length': length, 'depth_percent': depth, 'tokens': 10}
+
+
+@pytest.mark.parametrize(
+    ('length', 'depth', 'problem'),
+    [
+        (1000, float('nan'), 'depth_percent must be in [0, 100], got nan'),
+        (10**300, 50.0, 'context_length must be from 1 to'),
+        (1e300, 50.0, 'context_length must be an int'),
+        (True, 50.0, 'context_length must be an int'),
+        (1000, 150.0, 'depth_percent must be in [0, 100]'),
+    ],
+    ids=['nan-depth', 'huge-length', 'float-length', 'bool-length', 'depth-over-100'],
+)
+def test_plot_refuses_a_progress_file_with_values_a_results_file_may_not_hold(
+    length: object, depth: object, problem: str, tmp_path: Path, capsys
+) -> None:
+    progress = tmp_path / 'reports' / 'model' / FILES.progress
+    progress.parent.mkdir(parents=True)
+    progress.write_text(_progress_text([_planned(1000, 0.0), _planned(length, depth)]), encoding='utf-8')
+    assert main(['plot', str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert f'error: {progress}' in err and problem in err
+    assert not list(progress.parent.glob('*.png'))  # nothing drawn
+
+
+def test_plot_refuses_a_progress_grid_a_results_file_would_be_refused_for(tmp_path: Path, capsys) -> None:
+    progress = tmp_path / 'reports' / 'model' / FILES.progress
+    progress.parent.mkdir(parents=True)
+    planned = [_planned(length, 50.0) for length in range(1000, 2001)]  # 1,001 lengths
+    progress.write_text(_progress_text(planned), encoding='utf-8')
+    assert main(['plot', str(tmp_path)]) == 1
+    assert 'holds 1001 context lengths' in capsys.readouterr().err
+
+
+def test_a_progress_file_over_its_size_cap_is_refused_unparsed(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(live, 'MAX_PROGRESS_BYTES', 1000)  # the default (256 MiB) is the same check, larger
+    path = tmp_path / FILES.progress
+    path.write_text(_progress_text([_planned(1000, 0.0)] * 20), encoding='utf-8')
+    with pytest.raises(ValueError, match=r'at most 1,000 are read'):
+        read_progress(path)
+
+
+def test_a_progress_file_that_is_a_fifo_or_points_out_is_named_not_read(tmp_path: Path, capsys) -> None:
+    work = tmp_path / 'work' / 'reports' / 'model'
+    work.mkdir(parents=True)
+    os.mkfifo(work / FILES.progress)  # plot would wait for a writer forever
+    assert main(['plot', str(tmp_path / 'work')]) == 1
+    assert 'is not a regular file (a FIFO)' in capsys.readouterr().err
+    (work / FILES.progress).unlink()
+    outside = tmp_path / 'outside.json'
+    outside.write_text(_progress_text([_planned(1000, 0.0)]), encoding='utf-8')
+    (work / FILES.progress).symlink_to(outside)
+    assert main(['plot', str(tmp_path / 'work')]) == 1
+    assert 'a symlink pointing out' in capsys.readouterr().err

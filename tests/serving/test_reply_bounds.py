@@ -20,8 +20,10 @@ from evalscope_niah.serving.reply_bounds import (
     DEFAULT_MAX_REPLY_BYTES,
     MAX_KEPT_REPLY_CHARS,
     MIN_MAX_REPLY_BYTES,
+    ReplyChoices,
     ReplyTooLarge,
     kept_text,
+    whole_text,
 )
 from evalscope_niah.testing.openai_server import FaultPlan, OpenAICompatServer, needle_finder
 
@@ -55,6 +57,86 @@ def test_more_choices_than_asked_for_are_refused_unparsed() -> None:
             _post(server)
         with pytest.raises(ReplyTooLarge, match=r'3 asked for'):
             _post(server, max_choices=3)
+
+
+@pytest.mark.parametrize('label', ['text/event-stream', 'text/plain', 'application/octet-stream'])
+def test_the_choices_cap_holds_whatever_the_reply_is_labelled(label: str) -> None:
+    # The SDK parses a non-streamed reply as JSON whatever its Content-Type: 40,000 choices labelled as an event
+    # stream were parsed and scored. The cap applies to what the client parses.
+    plan = FaultPlan(huge_reply=1.0, huge_bytes=5_300_000, huge_shape='choices', huge_content_type=label)
+    refused = pytest.raises(ReplyTooLarge, match=r'holds 40,\d{3} choices, 1 asked for')
+    with OpenAICompatServer({MODEL: needle_finder}, {MODEL: plan}, max_seconds=60) as server, refused:
+        _post(server, max_reply_bytes=16 * CAP)
+
+
+class _Streamed(BaseHTTPRequestHandler):
+    """Answers a stream of server-sent events whose second event is ``server.event`` (bytes); its first 1,000 bytes
+    in 7-byte chunks (CRLF split across two chunks too)."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get('Content-Length', 0)))
+        chunk = b'{"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"fox"}}]}'
+        body = b'data: ' + chunk + b'\r\n\r\n' + self.server.event + b'data: [DONE]\r\n\r\n'  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header('Content-Type', 'text/event-stream')
+        self.send_header('Transfer-Encoding', 'chunked')
+        self.end_headers()
+        starts = [*range(0, min(len(body), 1000), 7), *range(1001, len(body), 1 << 16)]
+        for start, end in zip(starts, [*starts[1:], len(body)], strict=True):
+            piece = body[start:end]
+            self.wfile.write(f'{len(piece):X}\r\n'.encode() + piece + b'\r\n')
+        self.wfile.write(b'0\r\n\r\n')
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _streamed(event: bytes) -> httpx.Response:
+    server = ThreadingHTTPServer(('127.0.0.1', 0), _Streamed)
+    server.event = event  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        transport = deadline_transport(httpx.HTTPTransport(), max_reply_bytes=4 * CAP)
+        with httpx.Client(transport=transport, timeout=10) as client:
+            return client.post(f'http://127.0.0.1:{server.server_address[1]}/v1/chat/completions', json=CHAT)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+_CHOICE = b'{"index":0,"delta":{"content":"x"}}'
+
+
+@pytest.mark.parametrize(
+    'event',
+    [
+        b'data: {"choices":[' + b','.join([_CHOICE] * 40_000) + b']}\r\n\r\n',  # one event, 40,000 choices
+        b'data: {"choices":[{"index":39999,"delta":{"content":"x"}}]}\n\n',  # gathered by index: as many
+        b'data: {"choices":\ndata: [' + b','.join([_CHOICE] * 3) + b']}\r\r',  # data lines joined, CR endings
+    ],
+    ids=['choices', 'index', 'split-data'],
+)
+def test_a_streamed_event_with_more_choices_than_asked_is_refused(event: bytes) -> None:
+    with pytest.raises(ReplyTooLarge, match=r'holds (40,000|3) choices, 1 asked for'):
+        _streamed(event)
+
+
+def test_an_honest_stream_passes_through() -> None:
+    body = _streamed(b': a comment\n\nevent: ping\ndata: {"choices":[]}\n\n').text
+    assert body.count('data: ') == 3 and '"fox"' in body
+
+
+def test_reply_choices_passes_events_on_as_they_come_and_holds_json_whole() -> None:
+    events = ReplyChoices(1)
+    assert events.feed(b'  \n') == (b'', None)  # undecided: only whitespace so far
+    assert events.feed(b'data: {"choices":[]}\n\n') == (b'  \ndata: {"choices":[]}\n\n', None)
+    assert events.feed(b'data: {"choices":[{},{}]}') == (b'data: {"choices":[{},{}]}', None)  # not ended yet
+    assert events.finish() == (b'', 2)  # the last event, ended by the body's end
+    held = ReplyChoices(2)
+    assert held.feed(b'{"choices":[{},') == (b'', None)
+    assert held.feed(b'{}]}') == (b'', None)
+    assert held.finish() == (b'{"choices":[{},{}]}', None)
 
 
 def test_a_reply_under_the_cap_is_untouched() -> None:
@@ -137,3 +219,11 @@ def test_a_streamed_reply_is_counted_as_it_arrives() -> None:
                 else:
                     body = client.post('/chat/completions', json=streamed).text
                     assert body.count('data: ') >= 3 and 'fox' in body and body.rstrip().endswith('[DONE]')
+
+
+def test_whole_text_replaces_each_lone_surrogate_and_counts_them() -> None:
+    assert whole_text('plain') == ('plain', 0)
+    assert whole_text('🙂 中文') == ('🙂 中文', 0)  # JSON's escaped pairs decode to one character: nothing to replace
+    assert whole_text('a\ud83db\udc00\udfff') == ('a\ufffdb\ufffd\ufffd', 3)
+    repaired, _ = whole_text('x\ud800' * 1000)
+    repaired.encode('utf-8')  # what any UTF-8 file needs

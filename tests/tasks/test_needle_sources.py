@@ -183,7 +183,7 @@ def test_unusable_bank_files(tmp_path: Path) -> None:
     (tmp_path / 'latin1.jsonl').write_bytes('{"needle": "caf\xe9"}'.encode('latin-1'))
     assert 'not valid UTF-8' in _bank_error(tmp_path / 'latin1.jsonl').detail
     (tmp_path / 'dir.jsonl').mkdir()
-    assert 'unreadable' in _bank_error(tmp_path / 'dir.jsonl').detail
+    assert 'is not a regular file (a directory)' in _bank_error(tmp_path / 'dir.jsonl').detail
     (tmp_path / 'empty.jsonl').write_text('\n', encoding='utf-8')
     assert 'no entries' in _bank_error(tmp_path / 'empty.jsonl').detail
 

@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 
 from ...errors import NiahConfigError
 from ...params.needlebench_names import RECORD_KEYS, is_needlebench_record, needlebench_record
+from ...safe_files import read_bounded, regular_file
 from ...vocabulary import LANGUAGES, Language
 
 SampleMethod = Literal['fixed', 'sequential', 'random']
@@ -23,6 +24,8 @@ SampleMethod = Literal['fixed', 'sequential', 'random']
 SAMPLE_METHODS: tuple[str, ...] = get_args(SampleMethod)
 
 BUILTIN_BANK_FILE = Path(__file__).with_name('needle_bank.jsonl')
+# Largest needle bank read: its entries are sentences; thousands of them are well under a megabyte.
+MAX_BANK_BYTES = 16 * 1024 * 1024
 
 _BANK_REQUIRED_KEYS = ('needle', 'question', 'answer', 'language')
 _BANK_KEYS = ('id', *_BANK_REQUIRED_KEYS)
@@ -60,10 +63,14 @@ def _read_bank(path: Path) -> tuple[BankNeedle, ...]:
         raise NiahConfigError(
             'needle_bank', f"{str(path)!r}: use 'builtin', a .jsonl file (one object per line) or a .json list"
         )
+    if not path.exists() and not path.is_symlink():
+        raise NiahConfigError('needle_bank', f'{str(path)!r} does not exist')
     try:
-        text = path.read_text(encoding='utf-8')
-    except FileNotFoundError:
-        raise NiahConfigError('needle_bank', f'{str(path)!r} does not exist') from None
+        # The corpus files' checks: a FIFO or a device would hang the read or never end it; the size is capped.
+        where = f'needle bank {str(path)!r}'
+        text = read_bounded(
+            regular_file(path, param='needle_bank', where=where), limit=MAX_BANK_BYTES, param='needle_bank', where=where
+        ).decode('utf-8')
     except UnicodeDecodeError as exc:
         raise NiahConfigError('needle_bank', f'{str(path)!r} is not valid UTF-8 (byte {exc.start})') from None
     except OSError as exc:

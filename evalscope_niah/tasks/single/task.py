@@ -8,6 +8,7 @@ from ...errors import NiahConfigError
 from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
+from ...safe_files import contained_file
 from ..guide import answer_format_guide
 from ..kit import (
     GridCell,
@@ -99,9 +100,11 @@ class SingleNeedle(Task):
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
         options = params.task_params(SingleParams)
         name = options.needle_file_name
-        if name is None or Path(name).expanduser().is_absolute():
+        if name is None or Path(name).expanduser().is_absolute():  # a path the user gave: read where it points
             return params
-        return params.replacing_task_params(options.model_copy(update={'needle_bank': str(folder / name)}))
+        # Inside the corpus folder, as corpus files are: no '..', no symlink pointing out, a regular file.
+        path = contained_file(folder, name, param='needle_file_name', where=f'needle file {name!r}')
+        return params.replacing_task_params(options.model_copy(update={'needle_bank': str(path)}))
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """With a needle bank, every entry of the bank (any may be drawn)."""
