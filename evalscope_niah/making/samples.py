@@ -14,13 +14,12 @@ from ..params.run_params import NiahParams
 from ..params.run_size import check_corpus_repeats
 from ..params.sendable import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.subsets import ResolvedSubset
-from ..scoring.text import text_language
+from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
 from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
 from ..tasks.guide import guided_question
 from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
-    SENTENCE_END_RULE,
     HaystackBuilder,
     PromptFrame,
     RepeatedCorpus,
@@ -130,7 +129,7 @@ class SubsetSampler:
                 subset.corpus_param,
                 f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
                 f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
-                f'{SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
+                f'{PROSE_SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
                 f'subsets.{subset.name}.language if the file is in another language',
             )
         self.subset = subset

@@ -21,11 +21,11 @@ from ..atomic import atomic_write_text
 from ..inert import csv_cell, csv_cell_read, json_text
 from .records import SampleResult
 from .stats import (
-    Agreement,
     CellSummary,
     ControlSummary,
     EffectiveLength,
     EffectiveMode,
+    JudgeRuleAgreement,
     LengthScore,
     RunSummary,
     SubsetSummary,
@@ -273,7 +273,7 @@ def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:
 
 
 def _subset_summary_from_dict(data: Mapping[str, Any]) -> SubsetSummary:
-    return SubsetSummary(**{**data, 'agreement': Agreement(**data['agreement'])})
+    return SubsetSummary(**{**data, 'agreement': JudgeRuleAgreement(**data['agreement'])})
 
 
 def read_summary_json(path: str | os.PathLike[str]) -> RunSummary:

@@ -24,7 +24,7 @@ from .bounds import (
     UNCERTAIN_SCORE_CAP,
 )
 from .result import RuleScore
-from .text import CJK_CHAR, ZH_UNIT, answer_size, cjk_share, en_words, item_size, normalise
+from .text import ANSWER_SENTENCE_END, CJK_CHAR, ZH_UNIT, answer_size, cjk_share, en_words, item_size, normalise
 
 # Cue words near the fact that make a stated fact doubtful. Literal alternations only (linear matching).
 _EN_CUES: dict[str, re.Pattern[str]] = {
@@ -51,7 +51,6 @@ _ZH_CUES: dict[str, re.Pattern[str]] = {
 }
 
 _LIST_SEPARATORS = re.compile(r'\s*(?:[,，、;；/|]|\bor\b|\band\b|或者|或|还是|和|与|及)\s*', re.IGNORECASE)
-SENTENCE_END = re.compile(r'[.!?。！？\n]')
 
 
 def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
@@ -90,8 +89,9 @@ def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excl
         # Negation and hedging are about the key only inside its own sentence ('X. You can't tell ...' is a right
         # answer that rambles on); a retraction reaches back across the sentence end ('X. No wait, that is wrong').
         # The key itself is cut out of the window: its own words are not cues.
-        left = max([start - before, *(m.end() for m in SENTENCE_END.finditer(text, max(0, start - before), start))])
-        stop = SENTENCE_END.search(text, end, end + after)
+        ends = ANSWER_SENTENCE_END.finditer(text, max(0, start - before), start)
+        left = max([start - before, *(m.end() for m in ends)])
+        stop = ANSWER_SENTENCE_END.search(text, end, end + after)
         right = stop.start() if stop else end + after
         hits.extend(cue_hits(text[max(0, left) : start] + ' | ' + text[end:right], excluded))
         following = cue_hits(text[right : end + after], excluded) if right < end + after else []
@@ -114,8 +114,8 @@ def is_list_item(text: str, spans: Sequence[tuple[int, int]], *, language: str) 
     """True when the key is one short item among other short items ('saffron, teal or crimson', '藏青色、墨绿色')."""
     limit = LIST_ITEM_UNITS[language]
     for start, end in spans[:MAX_SPANS]:
-        left = max((m.end() for m in SENTENCE_END.finditer(text, 0, start)), default=0)
-        right_end = SENTENCE_END.search(text, end)
+        left = max((m.end() for m in ANSWER_SENTENCE_END.finditer(text, 0, start)), default=0)
+        right_end = ANSWER_SENTENCE_END.search(text, end)
         sentence = text[left : right_end.start() if right_end else len(text)]
         items = [item for item in _LIST_SEPARATORS.split(sentence) if item and item.strip()]
         if len(items) < 3:

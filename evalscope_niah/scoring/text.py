@@ -34,6 +34,35 @@ EN_WORD = re.compile(r'[^\W_]+')
 ZH_UNIT = re.compile(f'[{CJK}]|[^\\W_{CJK}]+')
 
 
+# --- where a sentence ends: the one home of the rule, for the haystack (a cut or a needle lands there) and the rules
+# (a cue counts only inside the key's sentence). The marks are shared; the two uses differ on purpose, as said below.
+EN_SENTENCE_MARKS = '.!?'
+# The strong marks end a sentence anywhere; a semicolon or an ellipsis ends one in running Chinese prose (where a cut
+# may land) but not in an answer, where the clause after it still speaks of the key.
+ZH_SENTENCE_MARKS = '。！？'
+ZH_PAUSE_MARKS = '；…'
+EN_CLOSERS = '"\'”’)]'  # a closing quote or bracket may follow the mark
+ZH_CLOSERS = '」”’』）)'
+# A sentence boundary in running prose: a mark (with its closers) and the whitespace after it. The haystack cuts and
+# inserts needles only there, so the prose around a needle stays whole sentences.
+PROSE_SENTENCE_END = {
+    'en': re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}][{re.escape(EN_CLOSERS)}]*\\s+'),
+    'zh': re.compile(f'[{ZH_SENTENCE_MARKS}{ZH_PAUSE_MARKS}]+[{re.escape(ZH_CLOSERS)}]*\\s*'),
+}
+# The same rule in words, for the error about a corpus without any sentence boundary.
+PROSE_SENTENCE_END_RULE = {
+    'en': "'.', '!' or '?' followed by whitespace (a closing quote or bracket may come between)",
+    'zh': "'。', '！', '？', '；' or '…'",
+}
+# Every character that may end a sentence of prose, marks and closers of both languages.
+PROSE_SENTENCE_END_CHARACTERS = frozenset(
+    EN_SENTENCE_MARKS + EN_CLOSERS + ZH_SENTENCE_MARKS + ZH_PAUSE_MARKS + ZH_CLOSERS
+)
+# A sentence end in an answer: any strong mark of either language (answers mix them) or a line break, whitespace or
+# not after it (models write '4821937.It is').
+ANSWER_SENTENCE_END = re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}{ZH_SENTENCE_MARKS}\\n]')
+
+
 def normalise(text: str) -> str:
     """Called on an answer (and on what it is compared with) before any span or share is looked up: the text as the
     rules compare it, full-width characters folded to ASCII (NFKC) and case folded (``casefold``); indices into the
