@@ -72,6 +72,16 @@ def measure(
     return Measured(seconds, peak_mb, process.returncode, timed_out)
 
 
+def compile_package() -> None:
+    """Byte-compile this checkout's evalscope_niah, as pip does when it installs a package, so that the measured
+    children load it as a user's install does. An editable checkout run under PYTHONDONTWRITEBYTECODE has no .pyc
+    files, and every child would compile each of our modules from source again (EvalScope's own are compiled in
+    site-packages): seconds of a smoke run that no user pays."""
+    import compileall
+
+    compileall.compile_dir(REPO_ROOT / 'evalscope_niah', quiet=1)
+
+
 def child_env(*, ours: bool, cache: Path | None = None) -> dict[str, str]:
     """Environment of a measured child: offline hubs; ours via the .pth hook, or EvalScope's own built-in."""
     env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'TRANSFORMERS_VERBOSITY': 'error'}
@@ -163,11 +173,14 @@ GRIDS: dict[str, dict[str, int]] = {
 RESULTS = REPO_ROOT / 'benchmarks' / 'results'
 
 
-def write_record(name: str, figures: dict, *, report: dict | None = None, argv: Sequence[str] | None = None) -> Path:
+def write_record(
+    name: str, figures: dict, *, report: dict | None = None, argv: Sequence[str] | None = None, notes: str | None = None
+) -> Path:
     """The dated record ``benchmarks/results/<name>-<YYYY-MM-DD>.json`` the docs quote (tests/test_benchmark_records.py
     checks each quoted figure against it): which benchmark, when, on what machine and under what load, the command,
     the package versions, ``figures`` by name (nested dicts; the docs name one as ``a/b/c``) and the script's whole
-    ``report``. A second run the same day replaces that day's record."""
+    ``report``, and the measurer's ``notes`` (what the figures cannot say: a loaded machine, what was merged). A second
+    run the same day replaces that day's record."""
     day = time.strftime('%Y-%m-%d', time.gmtime())
     script = Path(sys.argv[0]).name if argv is None else f'bench_{name}.py'
     arguments = sys.argv[1:] if argv is None else list(argv)
@@ -175,6 +188,7 @@ def write_record(name: str, figures: dict, *, report: dict | None = None, argv: 
         'benchmark': name,
         'date': day,
         'machine': machine_facts(),
+        **({'notes': notes} if notes else {}),
         'command': ' '.join(['python', f'benchmarks/{script}', *arguments]),
         'versions': versions(),
         'figures': figures,

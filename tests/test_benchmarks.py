@@ -5,6 +5,7 @@ measurement."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -43,3 +44,46 @@ def test_quick_mode_runs_and_prints_its_table(script: str) -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     assert TABLE_RULE.search(done.stdout), done.stdout[-6000:]
+
+
+def _bench_check():
+    sys.path.insert(0, str(REPO / 'benchmarks'))
+    try:
+        import bench_check
+    finally:
+        sys.path.remove(str(REPO / 'benchmarks'))
+    return bench_check
+
+
+def test_bench_check_compares_with_the_newest_record(tmp_path: Path) -> None:
+    bench_check = _bench_check()
+    for day, seconds in (('2026-11-20', 9.0), ('2026-11-28', 2.0), ('2026-11-03', 7.0)):
+        figures = {'default ours warm cache': {'seconds': seconds, 'speedup': 10.0}}
+        (tmp_path / f'generation-{day}.json').write_text(json.dumps({'figures': figures}))
+    (tmp_path / 'generation_other-2026-12-01.json').write_text('{}')  # another benchmark's record
+    name, figures = bench_check.newest_record('generation', tmp_path)
+    assert name == 'generation-2026-11-28.json' and figures['default ours warm cache']['seconds'] == 2.0
+    rows = [
+        {'grid': 'default', 'measurement': 'ours warm cache', 'seconds': 1.0, 'speedup': 12.0, 'over_generation': None},
+        {'grid': '128k', 'measurement': 'ours warm cache', 'seconds': 3.0, 'speedup': 30.0, 'over_generation': None},
+    ]
+    assert bench_check.compare('generation', rows, (name, figures)) == [
+        ('default ours warm cache / seconds', '2.00', '1.00', '-50.0%', 'better'),
+        ('default ours warm cache / speedup', '10.00', '12.00', '+20.0%', 'better'),
+        ('128k ours warm cache / seconds', '-', '3.00', '-', 'new'),
+        ('128k ours warm cache / speedup', '-', '30.00', '-', 'new'),
+    ]
+    assert bench_check.newest_record('run', tmp_path) is None
+
+
+def test_bench_check_reads_a_slower_smoke_run_as_worse() -> None:
+    bench_check = _bench_check()
+    record = ('run-x.json', {'... beyond EvalScope, ours warm cache s wall': {'ours': 2.0, 'ratio': 5.0}})
+    rows = [
+        {'measurement': '... beyond EvalScope, ours warm cache', 'unit': 's wall', 'ours': 2.5, 'ratio': 4.0},
+        {'measurement': 'smoke run peak RSS (info)', 'unit': 'MB', 'ours': 300.0, 'ratio': 1.2},
+    ]
+    assert bench_check.compare('run', rows, record) == [
+        ('... beyond EvalScope, ours warm cache s wall / ours', '2.00', '2.50', '+25.0%', 'worse'),
+        ('... beyond EvalScope, ours warm cache s wall / ratio', '5.00', '4.00', '-20.0%', 'worse'),
+    ]

@@ -4,19 +4,25 @@ built from (:class:`TokenCounter`, one shared per tokenizer and cache directory)
 
 from __future__ import annotations
 
+import array
+import ast
 import bisect
 import hashlib
 import itertools
 import math
 import os
 import re
+import sys
 import threading
+import zipfile
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ..atomic import atomic_writer
 from .tokenizer_protocol import Tokenizer
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ['TokenCounter', 'TokenIndex', 'cache_dir', 'clear_counters', 'shared_counter', 'token_index']
 
@@ -38,16 +44,34 @@ class TokenIndex:
     """Where tokens start in one text: enough to count tokens between two cut points without re-encoding.
 
     ``chars[i]`` is a character offset at which token ``tokens[i]`` starts cleanly. The last entry is the end of
-    the tokenized prefix (``covered_chars``) with the token count so far. Both are compact numpy arrays (int32
-    where the values fit: 8 bytes a token instead of ~70 for Python lists). Lookups run ``bisect`` over
-    memoryviews of them: they run tens of thousands of times per grid, and numpy's per-call overhead dominated.
+    the tokenized prefix (``covered_chars``) with the token count so far. Both are held as compact machine-integer
+    arrays (int32 where the values fit: 8 bytes a token instead of ~70 for Python lists), ``chars`` and ``tokens``
+    show them as numpy arrays. Lookups run ``bisect`` over memoryviews of them: they run tens of thousands of times
+    per grid, and numpy's per-call overhead dominated. A warm run reads them from the cache without numpy (its
+    import was a fifth of a warm run's time).
     """
 
     def __init__(self, *, chars: np.ndarray, tokens: np.ndarray) -> None:
-        self.chars = _compact(chars)
-        self.tokens = _compact(tokens)
-        self._chars = memoryview(self.chars)
-        self._tokens = memoryview(self.tokens)
+        self._chars = memoryview(_compact(chars))
+        self._tokens = memoryview(_compact(tokens))
+
+    @classmethod
+    def _of_arrays(cls, chars: array.array, tokens: array.array) -> TokenIndex:
+        index = cls.__new__(cls)
+        index._chars, index._tokens = memoryview(chars), memoryview(tokens)
+        return index
+
+    @property
+    def chars(self) -> np.ndarray:
+        import numpy as np
+
+        return np.frombuffer(self._chars, dtype=self._chars.format)
+
+    @property
+    def tokens(self) -> np.ndarray:
+        import numpy as np
+
+        return np.frombuffer(self._tokens, dtype=self._tokens.format)
 
     @property
     def covered_chars(self) -> int:
@@ -70,10 +94,28 @@ class TokenIndex:
         return self._chars[max(0, bisect.bisect_right(self._tokens, token) - 1)]
 
 
-def _compact(values: np.ndarray) -> np.ndarray:
+_INT32_MAX = 2**31 - 1
+
+
+def _narrowed(values: np.ndarray) -> np.ndarray:
+    """``values`` as a contiguous numpy array of int32 where they fit, else int64."""
+    import numpy as np
+
     values = np.asarray(values)
-    dtype = np.int32 if len(values) == 0 or int(values.max()) <= np.iinfo(np.int32).max else np.int64
-    return np.ascontiguousarray(values, dtype=dtype)
+    wide = len(values) > 0 and int(values.max()) > _INT32_MAX
+    return np.ascontiguousarray(values, dtype=np.int64 if wide else np.int32)
+
+
+def _compact(values: np.ndarray) -> array.array:
+    """``values`` as an ``array.array`` of int32 where they fit, else int64."""
+    narrowed = _narrowed(values)
+    return _machine_array('i' if narrowed.itemsize == 4 else 'q', memoryview(narrowed).cast('B'))
+
+
+def _machine_array(typecode: str, data: bytes | memoryview) -> array.array:
+    values = array.array(typecode)
+    values.frombytes(data)
+    return values
 
 
 def cache_dir() -> Path:
@@ -112,6 +154,8 @@ def token_index(
     cached = _read_index(path) if use_cache else None
     if cached is not None and (cached.covered_chars >= len(text) or (min_tokens and cached.total_tokens >= min_tokens)):
         return cached
+    import numpy as np  # tokenizing: a cold cache only
+
     chars: list[np.ndarray] = []
     tokens: list[np.ndarray] = []
     start, token_count = 0, 0
@@ -128,8 +172,8 @@ def token_index(
             start = spans[-1][1]
         encoded = tokenizer.boundaries_many([text[low:high] for low, high in spans])
         for (low, _), (chunk_chars, chunk_tokens) in zip(spans, encoded, strict=True):
-            chars.append(_compact(chunk_chars[:-1] + low))
-            tokens.append(_compact(chunk_tokens[:-1] + token_count))
+            chars.append(_narrowed(chunk_chars[:-1] + low))
+            tokens.append(_narrowed(chunk_tokens[:-1] + token_count))
             token_count += int(chunk_tokens[-1])
     index = TokenIndex(
         chars=np.concatenate([*chars, np.array([start], dtype=np.int64)]),
@@ -166,6 +210,8 @@ def _joins_previous(character: str) -> bool:
 
 def _is_seam(tokenizer: Tokenizer, text: str, cut: int) -> bool:
     """True when the text around ``cut`` encodes as its two sides encoded apart: same tokens either side."""
+    import numpy as np
+
     low, high = max(0, cut - _SEAM_CHECK_CHARS), min(len(text), cut + _SEAM_CHECK_CHARS)
     (both_chars, both_tokens), (left_chars, left_tokens), (right_chars, right_tokens) = tokenizer.boundaries_many(
         [text[low:high], text[low:cut], text[cut:high]]
@@ -183,13 +229,49 @@ def _is_seam(tokenizer: Tokenizer, text: str, cut: int) -> bool:
 
 def _read_index(path: Path) -> TokenIndex | None:
     try:
-        with np.load(path) as data:
-            return TokenIndex(chars=data['chars'], tokens=data['tokens'])
-    except Exception:  # a truncated or foreign file (zipfile.BadZipFile, ...) is recomputed, never fatal
+        with zipfile.ZipFile(path) as archive:
+            chars, tokens = _read_npy(archive.read('chars.npy')), _read_npy(archive.read('tokens.npy'))
+    except Exception:  # a truncated or foreign file (zipfile.BadZipFile, KeyError, ...) is recomputed, never fatal
         return None
+    if chars is None or tokens is None or len(chars) != len(tokens) or len(chars) == 0:
+        return None
+    return TokenIndex._of_arrays(chars, tokens)
+
+
+# The .npy headers np.savez writes for our two arrays: little-endian int32 or int64, one dimension.
+_NPY_MAGIC = b'\x93NUMPY'
+_NPY_TYPECODES = {'<i4': 'i', '<i8': 'q'}
+_NPY_HEADER_MAX = 4096  # numpy's own are 118 bytes or so; a longer one is no file of ours
+
+
+def _read_npy(data: bytes) -> array.array | None:
+    """One array of the index as numpy wrote it (format 1.0-3.0), read without importing numpy; None if it is not
+    a one-dimensional little-endian int32/int64 array of the length its header says."""
+    if not data.startswith(_NPY_MAGIC) or len(data) < 10:
+        return None
+    major = data[6]
+    size_bytes = 2 if major == 1 else 4
+    header_length = int.from_bytes(data[8 : 8 + size_bytes], 'little')
+    if header_length > _NPY_HEADER_MAX:
+        return None
+    start = 8 + size_bytes + header_length
+    header = ast.literal_eval(data[8 + size_bytes : start].decode('latin-1'))
+    if not isinstance(header, dict) or header.get('fortran_order') is not False:
+        return None
+    typecode, shape = _NPY_TYPECODES.get(header.get('descr')), header.get('shape')
+    if typecode is None or not (isinstance(shape, tuple) and len(shape) == 1 and isinstance(shape[0], int)):
+        return None
+    values = _machine_array(typecode, memoryview(data)[start:])
+    if len(values) != shape[0]:
+        return None
+    if sys.byteorder == 'big':
+        values.byteswap()
+    return values
 
 
 def _write_index(path: Path, index: TokenIndex) -> None:
+    import numpy as np
+
     with atomic_writer(path, binary=True) as handle:
         np.savez(handle, chars=index.chars, tokens=index.tokens)
 

@@ -16,6 +16,7 @@ Only the fast ``tokenizers`` library and jinja2 are imported here: ``transformer
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import hashlib
 import json
@@ -26,16 +27,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from ..atomic import atomic_write_bytes
 from ..errors import NiahConfigError
-from ..serving.token_bytes import boundaries_from_byte_lengths
 from ..vocabulary import SERVER_TOKENIZER
 from .token_cache import TokenCounter, TokenIndex, cache_dir, clear_counters, shared_counter, token_index
 from .tokenizer_protocol import Message, Tokenizer
 
 if TYPE_CHECKING:
     from collections.abc import Hashable
+
+    import numpy as np
 
 __all__ = [
     'SERVER_TOKENIZER',
@@ -126,6 +127,8 @@ class HFTokenizer:
 
     def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
         """``boundaries`` of several texts, encoded in parallel by the tokenizers library."""
+        import numpy as np  # boundaries are computed on a cold cache only; a warm run never imports numpy
+
         results = []
         encodings = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
         for text, encoding in zip(texts, encodings, strict=True):
@@ -136,9 +139,23 @@ class HFTokenizer:
     def render_chat(self, messages: Sequence[Message]) -> str:
         if self.chat_template is None:
             return plain_prompt(messages)
+        # A render depends on the template, its variables and the messages alone (unless the template reads the
+        # clock), so a warm run reads it from the cache: importing jinja2 and compiling the template was a tenth
+        # of a warm run's time, for the few prompt frames of a grid.
+        cached = None if _TIME_DEPENDENT in self.chat_template else _render_cache_path(self, messages)
+        if cached is not None:
+            try:
+                return cached.read_bytes().decode('utf-8', 'surrogatepass')
+            except (OSError, UnicodeDecodeError):  # not rendered yet (or unreadable): render and store it
+                pass
         if self._compiled is None:
             self._compiled = _compile_template(self.chat_template, where=str(self.directory))
-        return self._compiled.render(messages=list(messages), add_generation_prompt=True, **self._template_vars)
+        rendered = self._compiled.render(messages=list(messages), add_generation_prompt=True, **self._template_vars)
+        if cached is not None:
+            # A cache that cannot be written costs the next run a render, nothing more.
+            with contextlib.suppress(OSError):
+                atomic_write_bytes(cached, rendered.encode('utf-8', 'surrogatepass'))
+        return rendered
 
 
 # ---- tiktoken --------------------------------------------------------------------------------------------------
@@ -161,6 +178,8 @@ class TiktokenTokenizer:
         return len(self._encoding.encode_ordinary(text))
 
     def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        from ..serving.token_bytes import boundaries_from_byte_lengths  # numpy: a cold cache only
+
         ids = self._encoding.encode_ordinary(text)
         return boundaries_from_byte_lengths(text, [len(self._encoding.decode_single_token_bytes(t)) for t in ids])
 
@@ -355,6 +374,18 @@ def _read_json(path: Path) -> dict[str, Any]:
     return value
 
 
+# The one global of our template environment whose value changes between renders of the same input.
+_TIME_DEPENDENT = 'strftime_now'
+
+
+def _render_cache_path(tokenizer: HFTokenizer, messages: Sequence[Message]) -> Path:
+    key = json.dumps(
+        [tokenizer.chat_template, tokenizer._template_vars, list(messages)], ensure_ascii=True, sort_keys=True
+    )
+    digest = hashlib.sha256(key.encode('ascii')).hexdigest()
+    return cache_dir() / 'chat' / tokenizer.fingerprint[:40] / f'{digest}.txt'
+
+
 def _token_text(value: Any) -> str | None:
     return value.get('content') if isinstance(value, dict) else value
 
@@ -401,6 +432,8 @@ def _compile_template(template: str, *, where: str = 'the tokenizer') -> Any:
 
 def _clean_starts(starts: np.ndarray, ends: np.ndarray, text_length: int) -> tuple[np.ndarray, np.ndarray]:
     """Tokens whose start is not inside an earlier token (byte-level BPE splits a CJK character over two)."""
+    import numpy as np
+
     if len(starts) == 0:
         return np.array([0, text_length], dtype=np.int64), np.array([0, 0], dtype=np.int64)
     reach = np.maximum.accumulate(ends)

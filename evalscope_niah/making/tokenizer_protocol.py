@@ -5,9 +5,10 @@ here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # annotations only: a warm run builds its samples without importing numpy
+    import numpy as np
 
 __all__ = ['Message', 'Tokenizer']
 

@@ -15,11 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from matplotlib.colors import to_hex
-
 from ..atomic import atomic_write_text
 from ..inert import html_text, script_json, shown_text
-from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
+from .heatmap_style import EMPTY_COLOR, accuracy_hex, effective_column, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .stats import CellKey, CellSummary
 
@@ -156,7 +154,7 @@ def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[s
 
 def _color(value: float) -> str:
     """'#rrggbb' of an accuracy on the fixed 0-1 scale, exactly as the PNG colours it."""
-    return to_hex(CMAP(value))
+    return accuracy_hex(value)
 
 
 def _esc(text: str) -> str:

@@ -6,17 +6,59 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-
-from matplotlib.colors import LinearSegmentedColormap
+from functools import cache
+from typing import Any
 
 from .labels import tokenizer_display_name
 from .stats import CellSummary
 
-__all__ = ['CMAP', 'EMPTY_COLOR', 'effective_column', 'title_parts']
+__all__ = ['EMPTY_COLOR', 'accuracy_hex', 'effective_column', 'title_parts']  # and CMAP, built on first use
 
 # Kamradt's red -> yellow -> green scale, shared by PNG and HTML so both read the same.
 _COLORS = ('#F0496E', '#EBB839', '#0CD79F')
-CMAP = LinearSegmentedColormap.from_list('niah_accuracy', list(_COLORS))
+# The PNG's colormap quantizes the scale into this many colours (matplotlib's default); the HTML uses the same ones.
+_LEVELS = 256
+
+
+def __getattr__(name: str) -> Any:
+    # CMAP (matplotlib's colormap, for the PNG) is built on first use: importing matplotlib costs a smoke run about
+    # 0.2 s, and every run imports this module at registration (the live page) long before any PNG is drawn.
+    if name == 'CMAP':
+        return _matplotlib_cmap()
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+
+
+@cache
+def _matplotlib_cmap() -> Any:
+    from matplotlib.colors import LinearSegmentedColormap
+
+    return LinearSegmentedColormap.from_list('niah_accuracy', list(_COLORS), N=_LEVELS)
+
+
+def _rgb(color: str) -> tuple[float, float, float]:
+    return (int(color[1:3], 16) / 255, int(color[3:5], 16) / 255, int(color[5:7], 16) / 255)
+
+
+@cache
+def _level_hex(level: int) -> str:
+    # Level i of matplotlib's lookup table: the colour at i / (levels - 1), linear between the evenly spaced stops.
+    stops = [_rgb(color) for color in _COLORS]
+    position = level / (_LEVELS - 1) * (len(stops) - 1)
+    segment = min(int(position), len(stops) - 2)
+    fraction = position - segment
+    low, high = stops[segment], stops[segment + 1]
+    channels = (fraction * (b - a) + a for a, b in zip(low, high, strict=True))
+    return '#' + ''.join(format(round(min(1.0, max(0.0, c)) * 255), '02x') for c in channels)
+
+
+def accuracy_hex(value: float) -> str:
+    """'#rrggbb' of an accuracy on the fixed 0-1 scale: the colour the PNG's colormap gives it (the same lookup
+    table, computed without importing matplotlib; tests/reporting/test_heatmap_style.py checks every level)."""
+    if math.isnan(value):
+        return '#000000'  # matplotlib's 'bad' colour; no scored cell has a NaN accuracy
+    return _level_hex(min(max(int(value * _LEVELS), 0), _LEVELS - 1))
+
+
 # Empty cells (no scored sample) must not look like any score on the red-green scale.
 EMPTY_COLOR = '#D9D9D9'
 _DEFAULT_TITLE = 'Needle in a haystack'

@@ -713,3 +713,39 @@ def test_samples_index_only_the_corpus_span_they_need(
         # Repeats spread over a fixed span (not the corpus size), each start with a whole prompt after it.
         starts = [sample.start_token for sample in produced]
         assert starts[0] == 0 and starts[0] < starts[1] < starts[2] < covered_tokens - 1000
+
+
+# ---- rendered chat templates, cached -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def own_cache(fresh, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv('EVALSCOPE_NIAH_CACHE', str(tmp_path / 'cache'))
+
+
+def _renders() -> list[Path]:
+    return sorted((tokenization.cache_dir() / 'chat').rglob('*.txt'))
+
+
+def test_a_render_is_read_back_from_the_cache_and_keyed_by_its_input(own_cache, tmp_path: Path, hf_qwen) -> None:
+    directory = tmp_path / 'copy'
+    shutil.copytree(shipped_qwen3_dir(), directory)
+    first = load_tokenizer(str(directory))
+    expected = hf_qwen.apply_chat_template(CHATS[1], tokenize=False, add_generation_prompt=True)
+    assert first.render_chat(CHATS[1]) == expected and len(_renders()) == 1
+    tokenization.clear_caches()
+    second = load_tokenizer(str(directory))
+    assert second.render_chat(CHATS[1]) == expected and second._compiled is None  # read, not rendered
+    other = [{'role': 'user', 'content': 'another question \ud800'}]  # a lone surrogate survives the round trip
+    assert second.render_chat(other) == second.render_chat(other) and len(_renders()) == 2
+    assert second._compiled is not None
+
+
+def test_a_template_that_reads_the_clock_is_never_cached(own_cache, tmp_path: Path) -> None:
+    directory = tmp_path / 'dated'
+    shutil.copytree(shipped_qwen3_dir(), directory)
+    (directory / 'chat_template.jinja').write_text(
+        "{{ strftime_now('%Y') }}{% for m in messages %}{{ m['content'] }}{% endfor %}", encoding='utf-8'
+    )
+    tokenizer = load_tokenizer(str(directory))
+    assert tokenizer.render_chat(CHATS[1]).startswith('20') and _renders() == []
