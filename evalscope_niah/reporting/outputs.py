@@ -19,7 +19,7 @@ from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .labels import file_name_part
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
-from .results import write_cells_csv, write_results, write_summary_json
+from .results import effective_lengths, write_cells_csv, write_results, write_summary_json
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 
@@ -197,8 +197,16 @@ def write_run_outputs(
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, files.summary)
     sweep = sweep_summary(sweep_plan) if sweep_plan else None
+    # Computed once (a bootstrap per subset) for the summary file and the heatmaps alike.
+    effective = effective_lengths(results, threshold=threshold, mode=mode)
     write_summary_json(
-        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep
+        summary_path,
+        results,
+        threshold=threshold,
+        pass_mark=RULE_PASS_THRESHOLD,
+        mode=mode,
+        sweep=sweep,
+        effective=effective,
     )
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
@@ -206,15 +214,21 @@ def write_run_outputs(
         write_judge_check(output_dir, judge_check, files=files)
     if not plot:
         return
-    effective = {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
+    # A subset of controls only has no summary entry; the heatmap still asks its (absent) length as it always did.
+    lengths = {
+        subset: (
+            effective[subset]
+            if subset in effective
+            else effective_context_length(results, subset=subset, threshold=threshold, mode=mode)
+        ).length
         for subset in sorted({result.subset for result in results})
     }
     try:
         paths = draw_heatmaps(
             output_dir,
             results,
-            effective_lengths=effective,
+            effective_lengths=lengths,
+            cells=cells,
             show_score=show_score,
             prefix=files.heatmap_prefix,
             sweep_plan=sweep_plan,
@@ -273,13 +287,15 @@ def draw_heatmaps(
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
+    cells: Sequence[CellSummary] | None = None,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
-    ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note."""
+    ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
+    ``cells``: ``summarize_cells(results)`` when the caller has it already (the run's outputs); None computes it."""
     from .plotting import plot_all  # matplotlib only when drawing
 
     notes = scoring_notes(results)
-    cells = summarize_cells(results)
+    cells = list(summarize_cells(results) if cells is None else cells)
     for subset, entry in (sweep_plan or {}).items():
         untested = untested_cells(entry)
         cells += [_not_tested(subset, length, depth) for length, depth in untested]
