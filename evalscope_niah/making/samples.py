@@ -15,7 +15,8 @@ from ..params.run_size import check_corpus_repeats
 from ..params.sendable import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.subsets import ResolvedSubset
 from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
-from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
+from ..tasks import ABSENT_REFERENCE, get_task
+from ..tasks.base import PlanContext
 from ..tasks.guide import guided_question
 from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus

@@ -25,7 +25,6 @@ __all__ = [
     'NeedleChoice',
     'PlanContext',
     'ReportedValue',
-    'RuleScore',
     'RuleTarget',
     'SampleData',
     'Task',

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD, strip_reasoning
-from evalscope_niah.tasks import RuleScore, score_answer
+from evalscope_niah.scoring.result import RuleScore
+from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.associative.task import AssociativeData
 
 # Where a source checkout keeps the sets (they are test data, not shipped in the wheel).
