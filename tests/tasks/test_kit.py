@@ -232,3 +232,15 @@ def test_the_builtin_tasks_take_the_kits_names_from_the_kit() -> None:
             if isinstance(node, ast.ImportFrom) and node.level and node.module != 'kit':
                 offenders += [f'{path.parent.name}/{path.name}: {a.name}' for a in node.names if a.name in kit.__all__]
     assert offenders == []
+
+
+def test_every_kit_function_and_task_hook_has_a_docstring() -> None:
+    """An author learns what a piece does, when it is called and what it returns from its docstring, not its source."""
+    import inspect
+
+    from evalscope_niah.tasks.base import Task
+
+    missing = [name for name in kit.__all__ if callable(getattr(kit, name)) and not inspect.getdoc(getattr(kit, name))]
+    hooks = [name for name, member in vars(Task).items() if inspect.isfunction(member) and not name.startswith('_')]
+    missing += [f'Task.{name}' for name in hooks if not (vars(Task)[name].__doc__ or '').strip()]
+    assert missing == []
