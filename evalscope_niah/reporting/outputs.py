@@ -20,7 +20,7 @@ from .labels import file_name_part
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
 from .results import effective_lengths, write_cells_csv, write_results, write_summary_json
-from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
+from .stats import CellSummary, EffectiveLength, effective_context_length, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 
 __all__ = [
@@ -214,6 +214,26 @@ def write_run_outputs(
         write_judge_check(output_dir, judge_check, files=files)
     if not plot:
         return
+    _draw_run_heatmaps(
+        output_dir, results, cells, effective, threshold=threshold, mode=mode, show_score=show_score, files=files,
+        sweep_plan=sweep_plan,
+    )  # fmt: skip
+
+
+def _draw_run_heatmaps(
+    output_dir: str | os.PathLike[str],
+    results: Sequence[SampleResult],
+    cells: Sequence[CellSummary],
+    effective: Mapping[str, EffectiveLength],
+    *,
+    threshold: float,
+    mode: str,
+    show_score: bool,
+    files: OutputFiles,
+    sweep_plan: Mapping[str, Mapping[str, Any]] | None,
+) -> None:
+    """The run's heatmaps from the cells and effective lengths its files were written from; a drawing failure is
+    logged, never raised (the scores are written already), except a full disk."""
     # A subset of controls only has no summary entry; the heatmap still asks its (absent) length as it always did.
     lengths = {
         subset: (
