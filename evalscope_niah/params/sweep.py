@@ -14,14 +14,17 @@ class SweepParams(BaseModel):
 
     sweep: SweepMode = Field(
         'grid',
-        description="'grid': every sample of the grid. 'adaptive': rounds of samples chosen from the scores so far "
-        '(the shortest and middle lengths first, then where the score crosses effective_length_threshold) until '
-        'the effective context length is pinned to one step of the length grid at sweep_confidence, or the budget '
-        'is spent. Cells it did not send are reported as not tested (see the adaptive sweep page).',
+        description="'grid': every sample of the grid. 'adaptive': rounds of samples chosen from the scores so far, "
+        'walking up the lengths from the shortest: each length is sent samples until its pass or fail is settled at '
+        'sweep_confidence (a few where the answers are clear, more near effective_length_threshold), and the sweep '
+        'stops at the first length that fails, when errors leave a length undecided, or when the budget is spent. '
+        'A length it has not sent never counts as passed. Cells it did not send are reported as not tested (see the '
+        'adaptive sweep page).',
         json_schema_extra={
-            'description_zh': "'grid'：发送网格的每个样本。'adaptive'：按已有得分分轮挑选样本（先最短与中间长度，"
-            '再到得分越过 effective_length_threshold 之处），直到有效上下文长度以 sweep_confidence 的置信度被定到'
-            '长度网格的一步之内，或预算用尽。未发送的单元格报告为“未测试”（见自适应扫描一页）。'
+            'description_zh': "'grid'：发送网格的每个样本。'adaptive'：按已有得分分轮挑选样本，从最短长度起逐个向上："
+            '每个长度发送样本，直到其通过与否以 sweep_confidence 的置信度判定（答案明确时少发，接近 '
+            'effective_length_threshold 时多发）；遇到第一个未通过的长度、错误使某长度无法判定或预算用尽时停止。'
+            '未发送的长度绝不算作通过。未发送的单元格报告为“未测试”（见自适应扫描一页）。'
         },
     )
     sweep_budget_prompts: int | None = Field(
@@ -39,12 +42,12 @@ class SweepParams(BaseModel):
     )
     sweep_confidence: float = Field(
         0.95,
-        description='Adaptive sweep: the confidence with which a length must be shown above or below the threshold '
-        '(one-sided Wilson bound) before it counts as decided; a length whose samples are all sent is decided by its '
-        'mean.',
+        description='Adaptive sweep: the confidence that every length up to the effective length is judged as the '
+        "full grid would judge it (each length's samples, an exact hypergeometric test); a length whose samples are "
+        'all sent is decided by its mean.',
         json_schema_extra={
-            'description_zh': '自适应扫描：某长度须以此置信度（单侧 Wilson 界）被判定高于或低于阈值，才算已定；'
-            '样本全部发送过的长度按其均值判定。'
+            'description_zh': '自适应扫描：有效长度及其以下每个长度的判定与完整网格一致的置信度（每个长度按其样本做'
+            '精确超几何检验）；样本全部发送过的长度按其均值判定。'
         },
     )
 
