@@ -159,12 +159,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         refuse_mixed_inputs(self._task_config, self.name, datasets, by_subset, self._prompt_spec())
         judge_check = self._qualify_judges(samplers)
         # The run's plan, in one place: every hook after load() reads it, none changes it.
-        self._plan = RunPlan(
-            samplers=by_subset,
-            expected_cells=expected_cells,
-            judge_check=judge_check,
-            rule_fallback=frozenset(subset for subset, result in judge_check.items() if not result.qualified),
-        )
+        self._plan = RunPlan(samplers=by_subset, expected_cells=expected_cells, judge_check=judge_check)
         return DatasetDict(datasets), None
 
     def _qualify_judges(self, samplers: list[Any]) -> dict[str, Any]:

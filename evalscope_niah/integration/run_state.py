@@ -28,4 +28,8 @@ class RunPlan:
     # subset -> sample id -> its cell in this grid: reviews reject a cached prediction of another grid's row
     expected_cells: Mapping[str, Mapping[Any, GridCell]] = field(default_factory=dict)
     judge_check: Mapping[str, Any] = field(default_factory=dict)  # subset -> the judge's QualificationResult
-    rule_fallback: frozenset[str] = frozenset()  # subsets scored by rule: the judge failed its check for them
+
+    @property
+    def rule_fallback(self) -> frozenset[str]:
+        """The subsets scored by rule because the judge failed its check for them."""
+        return frozenset(subset for subset, result in self.judge_check.items() if not result.qualified)

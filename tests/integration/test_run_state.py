@@ -19,7 +19,16 @@ def test_before_load_no_subset_is_planned() -> None:
     plan = RunPlan()
     assert (plan.samplers, plan.expected_cells, plan.judge_check, plan.rule_fallback) == ({}, {}, {}, frozenset())
     with pytest.raises(dataclasses.FrozenInstanceError):
-        plan.rule_fallback = frozenset({'english'})  # type: ignore[misc]
+        plan.judge_check = {}  # type: ignore[misc]
+
+
+def test_the_subsets_scored_by_rule_are_those_whose_judge_failed_its_check() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Verdict:
+        qualified: bool
+
+    plan = RunPlan(judge_check={'english': Verdict(qualified=True), 'chinese': Verdict(qualified=False)})
+    assert plan.rule_fallback == frozenset({'chinese'})
 
 
 def test_the_adapter_sets_the_plan_in_one_place() -> None:
