@@ -17,10 +17,12 @@ from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
 from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .labels import file_name_part
+from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
 from .results import effective_lengths, write_cells_csv, write_results, write_summary_json
-from .stats import CellSummary, EffectiveLength, effective_context_length, samples_by_cell, summarize_cells
+from .run_metrics import effective_length_message
+from .stats import CellSummary, EffectiveLength, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 
 __all__ = [
@@ -200,54 +202,21 @@ def write_run_outputs(
     # Computed once (a bootstrap per subset) for the summary file and the heatmaps alike.
     effective = effective_lengths(results, threshold=threshold, mode=mode)
     write_summary_json(
-        summary_path,
-        results,
-        threshold=threshold,
-        pass_mark=RULE_PASS_THRESHOLD,
-        mode=mode,
-        sweep=sweep,
+        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep,
         effective=effective,
-    )
+    )  # fmt: skip
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
         write_judge_check(output_dir, judge_check, files=files)
+    bounds = _effective_bounds(results, effective)
     if not plot:
         return
-    _draw_run_heatmaps(
-        output_dir, results, cells, effective, threshold=threshold, mode=mode, show_score=show_score, files=files,
-        sweep_plan=sweep_plan,
-    )  # fmt: skip
-
-
-def _draw_run_heatmaps(
-    output_dir: str | os.PathLike[str],
-    results: Sequence[SampleResult],
-    cells: Sequence[CellSummary],
-    effective: Mapping[str, EffectiveLength],
-    *,
-    threshold: float,
-    mode: str,
-    show_score: bool,
-    files: OutputFiles,
-    sweep_plan: Mapping[str, Mapping[str, Any]] | None,
-) -> None:
-    """The run's heatmaps from the cells and effective lengths its files were written from; a drawing failure is
-    logged, never raised (the scores are written already), except a full disk."""
-    # A subset of controls only has no summary entry; the heatmap still asks its (absent) length as it always did.
-    lengths = {
-        subset: (
-            effective[subset]
-            if subset in effective
-            else effective_context_length(results, subset=subset, threshold=threshold, mode=mode)
-        ).length
-        for subset in sorted({result.subset for result in results})
-    }
     try:
         paths = draw_heatmaps(
             output_dir,
             results,
-            effective_lengths=lengths,
+            effective_lengths=bounds,
             cells=cells,
             show_score=show_score,
             prefix=files.heatmap_prefix,
@@ -260,6 +229,22 @@ def _draw_run_heatmaps(
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
+def _effective_bounds(
+    results: Sequence[SampleResult], effective: Mapping[str, EffectiveLength]
+) -> dict[str, EffectiveBound]:
+    """Every needle subset's effective length (a subset of controls only has none), from the run's ``effective``
+    (computed once, as the summary file holds it); one that is a bound is said on the console too, as the summary
+    and the heatmaps say it."""
+    bounds = {}
+    for subset, length in effective.items():
+        bounds[subset] = length.bound
+        tokenizer = next((r.tokenizer for r in results if r.subset == subset and r.tokenizer), None)
+        message = effective_length_message(bounds[subset], subset=subset, tokenizer=tokenizer)
+        if message:
+            logger.warning('needle_haystack: %s', message)
+    return bounds
+
+
 # The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
 # results file does not name the served model unless the run counted with tokenizer_path 'server' already).
 _SERVED_TOKENS = served_tokenizer_name('served')
@@ -270,8 +255,8 @@ def _served_unit(tokenizer: str | None) -> str:
 
 
 def in_served_tokens(
-    results: Sequence[SampleResult], effective_lengths: Mapping[str, int | None]
-) -> tuple[list[SampleResult], dict[str, int | None]]:
+    results: Sequence[SampleResult], effective_lengths: Mapping[str, EffectiveBound | int | None]
+) -> tuple[list[SampleResult], dict[str, EffectiveBound]]:
     """The results with each length replaced by the median prompt tokens the server reported for it (per subset),
     so a heatmap's length axis reads in the model's own tokens. A length without served counts keeps its label."""
     served: dict[tuple[str, int], list[int]] = {}
@@ -286,8 +271,10 @@ def in_served_tokens(
         for r in results
     ]
     effective = {
-        subset: None if length is None else label.get((subset, length), length)
-        for subset, length in effective_lengths.items()
+        subset: EffectiveBound.of(value).relabelled(
+            {length: served for (name, length), served in label.items() if name == subset}
+        )
+        for subset, value in effective_lengths.items()
     }
     return relabelled, effective
 
@@ -302,7 +289,7 @@ def draw_heatmaps(
     output_dir: str | os.PathLike[str],
     results: Sequence[SampleResult],
     *,
-    effective_lengths: Mapping[str, int | None],
+    effective_lengths: Mapping[str, EffectiveBound | int | None],
     show_score: bool = False,
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,

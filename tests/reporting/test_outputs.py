@@ -64,8 +64,7 @@ def test_the_run_summary_is_computed_once_and_passed_on(tmp_path: Path, monkeypa
 
         return wrapper
 
-    for module in (outputs, results):
-        monkeypatch.setattr(module, 'effective_context_length', counted('effective', stats.effective_context_length))
+    monkeypatch.setattr(results, 'effective_context_length', counted('effective', stats.effective_context_length))
     monkeypatch.setattr(outputs, 'summarize_cells', counted('cells', stats.summarize_cells))
     outputs.write_run_outputs(tmp_path, curve(1.0, 0.9, 0.2), threshold=0.8, mode='absolute')
     assert calls == {'cells': 1, 'effective': 1}
