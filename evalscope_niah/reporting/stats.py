@@ -187,8 +187,7 @@ class EffectiveLength:
 
 @dataclass(frozen=True)
 class JudgeRuleAgreement:
-    """How often a run's judge and rule agree on pass or fail over its samples. `share_agree` and `kappa` are None
-    when n == 0."""
+    """How often a run's judge and rule agree on pass or fail. `share_agree` and `kappa` are None when n == 0."""
 
     # the samples with both a judge verdict and a rule score
     n: int
