@@ -64,6 +64,7 @@ def sample_result(sample_score: SampleScore) -> SampleResult:
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
         no_answer=extra.get('no_answer'),
         tokenizer=meta.tokenizer,
+        answer_keys=meta.answer_keys,
     )
 
 

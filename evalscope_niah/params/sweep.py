@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..vocabulary import SweepMode
+from ..errors import NiahConfigError
+from ..vocabulary import SERVER_TOKENIZER, SweepMode
 
 
 class SweepParams(BaseModel):
@@ -29,15 +32,18 @@ class SweepParams(BaseModel):
     )
     sweep_budget_prompts: int | None = Field(
         None,
-        description="Adaptive sweep: most prompts it may send (None: up to the whole grid's).",
-        json_schema_extra={'description_zh': '自适应扫描：最多发送的提示数（None：至多整个网格的提示数）。'},
+        description="Adaptive sweep: most prompts it may send, a whole number from 1 (None: up to the whole grid's).",
+        json_schema_extra={
+            'description_zh': '自适应扫描：最多发送的提示数，为不小于 1 的整数（None：至多整个网格的提示数）。'
+        },
     )
     sweep_budget_tokens: int | None = Field(
         None,
-        description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths "
-        "(None: up to the whole grid's).",
+        description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths; at "
+        "least one prompt of the shortest length (None: up to the whole grid's).",
         json_schema_extra={
-            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计（None：至多整个网格的词元数）。'
+            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计，至少为最短长度的一个提示'
+            '（None：至多整个网格的词元数）。'
         },
     )
     sweep_confidence: float = Field(
@@ -50,6 +56,14 @@ class SweepParams(BaseModel):
             '精确超几何检验）；样本全部发送过的长度按其均值判定。'
         },
     )
+
+    @field_validator('sweep_budget_prompts', 'sweep_budget_tokens', mode='before')
+    @classmethod
+    def _not_a_bool(cls, value: Any) -> Any:
+        # A bool is an int to pydantic: 'sweep_budget_prompts: true' would run as a budget of one prompt.
+        if isinstance(value, bool):
+            raise ValueError('must be a whole number, not true or false (or None for no budget beyond the grid)')
+        return value
 
     @field_validator('sweep_budget_prompts', 'sweep_budget_tokens')
     @classmethod
@@ -64,3 +78,32 @@ class SweepParams(BaseModel):
         if not 0.5 < value < 1:
             raise ValueError('must be between 0.5 and 1 (both excluded), e.g. 0.95')
         return value
+
+
+BUDGETS = ('sweep_budget_prompts', 'sweep_budget_tokens')
+
+
+def check_budget_fits(budget_tokens: int | None, *, shortest_length: int, tokenizer: str) -> None:
+    """Refuse a token budget below the cheapest sample (one prompt of the shortest length): the sweep could send
+    nothing, and would end with no summary."""
+    if budget_tokens is not None and budget_tokens < shortest_length:
+        raise NiahConfigError(
+            'sweep_budget_tokens',
+            f'{budget_tokens:,} is below the cheapest sample: {_cheapest(shortest_length, tokenizer)}; allowed: at '
+            f'least {shortest_length:,}, or None (no budget beyond the grid)',
+        )
+
+
+def refuse_bool_budget(name: str, value: bool, *, shortest_length: int, tokenizer: str) -> None:
+    """A budget given as true or false (a bool is an int to pydantic: 'true' would run as a budget of 1)."""
+    allowed = (
+        f'a whole number of prompts, at least 1 (the cheapest sample: {_cheapest(shortest_length, tokenizer)})'
+        if name == 'sweep_budget_prompts'
+        else f'a whole number of tokens, at least the cheapest sample: {_cheapest(shortest_length, tokenizer)}'
+    )
+    raise NiahConfigError(name, f'{str(value).lower()} is not a budget; allowed: {allowed}, or None (no budget)')
+
+
+def _cheapest(shortest_length: int, tokenizer: str) -> str:
+    counted_by = "the model server's tokenizer" if tokenizer == SERVER_TOKENIZER else tokenizer
+    return f'one prompt of the shortest context length, {shortest_length:,} tokens of {counted_by}'
