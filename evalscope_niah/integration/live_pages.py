@@ -12,6 +12,7 @@ from ..metadata import SampleMeta
 from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
 from ..tasks.compose import effective_length_mode
+from .run_state import RunPlan
 from .sample_results import sample_result
 
 __all__ = ['LivePages']
@@ -22,14 +23,14 @@ class LivePages:
 
     name: str
     params: Any  # the run's NiahParams (the adapter's)
-    _samplers: dict[str, Any]  # subset -> its sampler (the adapter's, filled by load)
+    _plan: RunPlan  # the adapter's, set by load: the subsets' samplers
     _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
 
     def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
         """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
         metas = [SampleMeta.from_dict(sample.metadata) for sample in samples]
         # A sample's prompt is built when it is sent: the tokenizer that will count it is its subset sampler's.
-        counted_by = {name: sampler.tokenizer.name for name, sampler in self._samplers.items()}
+        counted_by = {name: sampler.tokenizer.name for name, sampler in self._plan.samplers.items()}
         planned = [
             PlannedSample(
                 m.subset, m.context_length, m.depth_percent, m.context_length, tokenizer=counted_by.get(m.subset)

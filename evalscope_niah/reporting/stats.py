@@ -21,12 +21,12 @@ from .records import GUESSED, SampleResult
 
 __all__ = [
     'EFFECTIVE_MODES',
-    'Agreement',
     'CellKey',
     'CellSummary',
     'ControlSummary',
     'EffectiveLength',
     'EffectiveMode',
+    'JudgeRuleAgreement',
     'LengthScore',
     'RunSummary',
     'SubsetSummary',
@@ -186,8 +186,8 @@ class EffectiveLength:
 
 
 @dataclass(frozen=True)
-class Agreement:
-    """Judge vs rule pass/fail agreement. `share_agree` and `kappa` are None when n == 0."""
+class JudgeRuleAgreement:
+    """How often a run's judge and rule agree on pass or fail. `share_agree` and `kappa` are None when n == 0."""
 
     # the samples with both a judge verdict and a rule score
     n: int
@@ -210,7 +210,7 @@ class SubsetSummary:
     # mean similarity of answer to reference (a diagnostic)
     levenshtein: float | None
     # how often the judge and the rule agree
-    agreement: Agreement
+    agreement: JudgeRuleAgreement
     # samples whose judge call failed (scored by rule instead)
     judge_failures: int
     # samples left unscored by a server fault
@@ -341,7 +341,7 @@ def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
     return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
 
 
-def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agreement:
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> JudgeRuleAgreement:
     """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
 
     A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in
@@ -362,8 +362,8 @@ def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agre
         pass_a += a_pass
         pass_b += b_pass
     if n == 0:
-        return Agreement(n=0, share_agree=None, kappa=None)
-    return Agreement(n=n, share_agree=agree / n, kappa=_cohen_kappa(n, agree, pass_a, pass_b))
+        return JudgeRuleAgreement(n=0, share_agree=None, kappa=None)
+    return JudgeRuleAgreement(n=n, share_agree=agree / n, kappa=_cohen_kappa(n, agree, pass_a, pass_b))
 
 
 def _cohen_kappa(n: int, agree: int, pass_a: int, pass_b: int) -> float:
