@@ -281,7 +281,8 @@ def _compare(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     from .making.corpus import resolve_corpus_dir
     from .making.prompts import PromptSpec
-    from .making.samples import iter_record_lines, iter_samples
+    from .making.record_lines import iter_record_lines
+    from .making.samples import iter_samples
     from .tasks.compose import check_dataset_args, dataset_entry, parse_params
 
     dataset_args = dataset_entry(args.dataset_args)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 
 from ..errors import NiahConfigError
 from .prompts import PromptSpec
-from .repeated_corpus import COPY_SEPARATOR, RepeatedCorpus, json_body
+from .repeated_corpus import COPY_SEPARATOR, RepeatedCorpus
 from .tokenization import TokenCounter, Tokenizer
 
 WINDOW_TOKENS = 32  # re-encoded on each side of an edit; doubled to check stability
@@ -84,7 +84,7 @@ class Haystack:
     start: int
     end: int
     # Every text spliced into [start, end) in corpus order, a control's padding included (``insertions`` holds the
-    # needles only): what ``HaystackBuilder.context_json`` rebuilds the context from.
+    # needles only): what ``record_lines.context_json`` rebuilds the context from.
     spliced: tuple[Insertion, ...] = field(default=(), repr=False, compare=False)
 
 
@@ -221,18 +221,6 @@ class HaystackBuilder:
             end=end,
             spliced=tuple(insertions),
         )
-
-    def context_json(self, haystack: Haystack) -> bytes:
-        """``repeated_corpus.json_body(haystack.context)``, the corpus stretches taken from the corpus's escaped
-        blocks (see ``RepeatedCorpus.json_body``): the same bytes without escaping the whole context again."""
-        pieces = []
-        cursor = haystack.start
-        for item in haystack.spliced:  # as _render places them between start and end
-            if haystack.start <= item.position <= haystack.end:
-                pieces += [self.corpus.json_body(cursor, item.position), json_body(item.text)]
-                cursor = item.position
-        pieces.append(self.corpus.json_body(cursor, haystack.end))
-        return b''.join(pieces)
 
     def _fit(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:
         """Move the cut until the whole prompt measures ``target`` tokens: by tokens, then bisecting characters.

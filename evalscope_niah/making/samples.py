@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger, json_text
+from ..inert import inert_logger
 from ..metadata import GridCell, SampleMeta
 from ..params.run_params import NiahParams
 from ..params.run_size import check_corpus_repeats
@@ -34,7 +34,6 @@ from .haystack import (
     spread_depths,
 )
 from .prompts import PromptSpec
-from .repeated_corpus import json_body
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
 logger = inert_logger(__name__)
@@ -47,7 +46,6 @@ __all__ = [
     'cells_within_limit',
     'grid',
     'iter_plans',
-    'iter_record_lines',
     'iter_samples',
     'subset_samplers',
 ]
@@ -329,23 +327,10 @@ class SubsetSampler:
         return self.build(self.plan(cell))
 
     def build(self, plan: SamplePlan) -> NeedleSample:
-        return self._build(plan)[0]
+        return self.build_with_haystack(plan)[0]
 
-    def record_line(self, cell: GridCell) -> bytes:
-        """``json_text(sample.to_record())`` of the cell's sample, UTF-8 encoded: what `preview` writes, with the
-        context's JSON joined from the corpus escaped once (see ``HaystackBuilder.context_json``) instead of
-        serializing and scanning every prompt whole (most of a whole-grid preview's time: 114 MB at 128k)."""
-        plan = self.plan(cell)
-        sample, builder, haystack = self._build(plan)
-        record = sample.to_record()
-        record['messages'][-1]['content'] = self.prompt.user_message(context=_CONTEXT_MARK, question=plan.question)
-        line = json_text(record, allow_nan=True).encode('utf-8')
-        if line.count(_CONTEXT_MARK_JSON) != 1:  # the mark in a needle or question: serialize it whole
-            return json_text(sample.to_record(), allow_nan=True).encode('utf-8')
-        before, after = line.split(_CONTEXT_MARK_JSON)
-        return before + builder.context_json(haystack) + after
-
-    def _build(self, plan: SamplePlan) -> tuple[NeedleSample, HaystackBuilder, Haystack]:
+    def build_with_haystack(self, plan: SamplePlan) -> tuple[NeedleSample, HaystackBuilder, Haystack]:
+        # The builder and haystack too: record_lines serializes the context from them.
         cell, subset = plan.cell, self.subset
         builder = self.builder(plan.inserted, plan.question)
         haystack = builder.build(
@@ -383,18 +368,12 @@ class SubsetSampler:
             corpus_sha256=self.corpus.sha256,
             tokenizer=self.tokenizer.name,
         )
-        sample = NeedleSample(
-            meta=meta,
-            system_prompt=self.prompt.system_prompt,
-            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
-        )
+        user_prompt = self.prompt.user_message(context=haystack.context, question=plan.question)
+        sample = NeedleSample(meta=meta, system_prompt=self.prompt.system_prompt, user_prompt=user_prompt)
         return sample, builder, haystack
 
 
 _MAX_BUILDERS = 64
-# Stands for the context in a record serialized before the context's own JSON is put in its place (record_line).
-_CONTEXT_MARK = '\ue001NIAH-CONTEXT-JSON\ue001'
-_CONTEXT_MARK_JSON = json_body(_CONTEXT_MARK)
 # Characters of a generated haystack its language is read from (it is one text repeated or drawn in one language).
 _LANGUAGE_SAMPLE_CHARS = 4000
 # Corpus spans at least this long are announced before they are tokenized.
@@ -510,14 +489,6 @@ def iter_samples(params: NiahParams, **options) -> Iterator[NeedleSample]:
     for sampler, cells in subset_samplers(params, **options):
         for cell in cells:
             yield sampler.sample(cell)
-
-
-def iter_record_lines(params: NiahParams, **options) -> Iterator[bytes]:
-    """``iter_samples``'s samples as the UTF-8 JSON lines `preview` writes (``SubsetSampler.record_line``), without
-    the line end."""
-    for sampler, cells in subset_samplers(params, **options):
-        for cell in cells:
-            yield sampler.record_line(cell)
 
 
 def _indexed_span(*, num_repeats: int, max_context_length: int) -> int:
