@@ -1,7 +1,18 @@
-"""Simulated models for bench_adaptive: answers right with a probability that falls with length beyond a limit and
-dips at middle depths, with a fixed per-cell offset (noise), drawn per sample. Their true effective length is known.
+"""Simulated models for bench_adaptive: the shapes real evaluations meet, drawn at random per family, and the two
+sweeps (full grid, adaptive) run on the same answers.
 
-Kept apart from the script so the study (plan + estimator, no server) reads as the benchmark's one idea.
+A model is p(length, depth), the chance of a right answer, built from parts a family switches on:
+
+- falling: ``top`` up to a limit on the length axis, falling linearly to ``floor`` beyond it;
+- dip: a dip at middle lengths that recovers at longer ones (a bump of ``dip_depth`` centred on ``dip_at``);
+- lost in the middle: middle depths lose up to ``middle`` of it, more at longer lengths;
+- noisy: a fixed offset per (length, depth) cell.
+
+Each sample's answer is drawn once (a model answering the same prompt the same way, as at temperature 0): the grid
+reads all of them, the adaptive sweep those it sends. The question is whether the sweep names what the full grid
+names, so both read the same answers and the same estimator (reporting/stats.effective_context_length).
+
+Kept apart from the script so the study reads as the benchmark's one idea.
 """
 
 from __future__ import annotations
@@ -15,56 +26,66 @@ from evalscope_niah.making.adaptive_plan import AdaptiveSettings, PlanUnit, next
 from evalscope_niah.reporting.records import SampleResult
 from evalscope_niah.reporting.stats import effective_context_length
 
+FAMILIES = ('falling', 'dip_and_recover', 'lost_in_the_middle', 'noisy', 'all_combined')
+
 
 @dataclass(frozen=True)
 class SimModel:
-    """p(length, depth): ``top`` up to ``limit``, falling linearly to ``floor`` over ``fall`` tokens beyond it, times a
-    middle-depth dip that deepens with length; ``offsets`` is the fixed noise of each (length, depth) cell."""
+    """p(length, depth) on a grid; positions on the length axis are shares of its span (0 shortest, 1 longest)."""
 
-    limit: float
-    fall: float
+    family: str
     top: float
+    limit: float  # where the fall starts (may lie outside [0, 1]: fails from the start, or never falls)
+    fall: float  # share of the axis over which it falls to floor
     floor: float
-    dip: float
-    offsets: dict[tuple[int, float], float]
-    max_length: int
+    dip_at: float  # centre of the dip at middle lengths
+    dip_width: float
+    dip_depth: float  # 0: no dip
+    middle: float  # what middle depths lose at the longest length (lost in the middle); 0: none
+    middle_width: float  # in depth percent
+    offsets: dict[tuple[int, float], float]  # the fixed noise of each cell
+    axis: tuple[int, int]  # shortest and longest length
 
     def p(self, length: int, depth: float) -> float:
-        beyond = max(0.0, (length - self.limit) / self.fall)
-        base = self.top - (self.top - self.floor) * min(1.0, beyond)
-        dip = self.dip * (length / self.max_length) * math.exp(-(((depth - 50.0) / 20.0) ** 2))
-        return min(1.0, max(0.0, base * (1.0 - dip) + self.offsets[(length, depth)]))
+        low, high = self.axis
+        x = (length - low) / (high - low) if high > low else 0.0
+        base = self.top - (self.top - self.floor) * min(1.0, max(0.0, (x - self.limit) / self.fall))
+        dip = self.dip_depth * math.exp(-(((x - self.dip_at) / self.dip_width) ** 2))
+        middle = self.middle * x * math.exp(-(((depth - 50.0) / self.middle_width) ** 2))
+        return min(1.0, max(0.0, base * (1.0 - middle) - dip + self.offsets.get((length, depth), 0.0)))
 
 
-def make_models(count: int, lengths: Sequence[int], depths: Sequence[float], *, seed: int) -> list[SimModel]:
-    """``count`` models whose limits are spread evenly from below the shortest length to past the longest."""
-    rng = random.Random(seed)
-    span = lengths[-1] - lengths[0]
+def make_models(
+    family: str, count: int, lengths: Sequence[int], depths: Sequence[float], *, seed: int
+) -> list[SimModel]:
+    """``count`` random models of one family; limits and dips spread over the whole length axis."""
+    rng = random.Random(f'{family}:{seed}')
+    dips = family in ('dip_and_recover', 'all_combined')
+    middles = family in ('lost_in_the_middle', 'all_combined')
+    noise = rng.uniform if family in ('noisy', 'all_combined') else None
     models = []
     for index in range(count):
         share = (index + rng.random()) / count  # one model per slice of the axis, placed at random within it
+        sd = noise(0.04, 0.12) if noise else 0.0
         models.append(
             SimModel(
-                limit=lengths[0] - 0.15 * span + 1.3 * span * share,
-                fall=span * rng.uniform(0.05, 0.5),
-                top=rng.uniform(0.93, 1.0),
-                floor=rng.uniform(0.0, 0.4),
-                dip=rng.uniform(0.0, 0.25),
-                offsets={(length, depth): rng.gauss(0.0, 0.03) for length in lengths for depth in depths},
-                max_length=lengths[-1],
+                family=family,
+                top=rng.uniform(0.9, 1.0),
+                # Falling models cross the threshold anywhere (or nowhere); the others mostly fall late or never, so
+                # what decides their effective length is the dip or the middle depths.
+                limit=-0.15 + 1.3 * share if not (dips or middles) else rng.uniform(0.3, 1.5),
+                fall=rng.uniform(0.05, 0.5),
+                floor=rng.uniform(0.0, 0.5),
+                dip_at=0.1 + 0.8 * share if dips else 0.5,
+                dip_width=rng.uniform(0.03, 0.2),
+                dip_depth=rng.uniform(0.03, 0.6) if dips else 0.0,
+                middle=rng.uniform(0.1, 0.9) if middles else 0.0,
+                middle_width=rng.uniform(8.0, 30.0),
+                offsets={(length, depth): rng.gauss(0.0, sd) for length in lengths for depth in depths} if sd else {},
+                axis=(lengths[0], lengths[-1]),
             )
         )
     return models
-
-
-def true_effective_length(model: SimModel, lengths: Sequence[int], depths: Sequence[float], *, threshold: float):
-    """The longest length up to which every length's mean probability over the depths reaches the threshold."""
-    found = None
-    for length in lengths:
-        if math.fsum(model.p(length, depth) for depth in depths) / len(depths) < threshold:
-            break
-        found = length
-    return found
 
 
 def grid_units(lengths: Sequence[int], depths: Sequence[float], repeats: int) -> list[PlanUnit]:
@@ -76,8 +97,10 @@ def grid_units(lengths: Sequence[int], depths: Sequence[float], repeats: int) ->
     ]
 
 
-def answer(model: SimModel, rng: random.Random) -> Callable[[PlanUnit], float]:
-    return lambda unit: 1.0 if rng.random() < model.p(unit.context_length, unit.depth_percent) else 0.0
+def answers(model: SimModel, units: Sequence[PlanUnit], *, seed: str) -> dict[Hashable, float]:
+    """Every sample's answer, drawn once: right (1) with the model's probability at its cell."""
+    rng = random.Random(seed)
+    return {unit.key: 1.0 if rng.random() < model.p(unit.context_length, unit.depth_percent) else 0.0 for unit in units}
 
 
 def estimate(scores: dict[Hashable, float | None], units: Sequence[PlanUnit], *, threshold: float) -> int | None:
@@ -99,21 +122,19 @@ def estimate(scores: dict[Hashable, float | None], units: Sequence[PlanUnit], *,
     return effective_context_length(results, subset='sim', threshold=threshold).length
 
 
-def run_grid(units: Sequence[PlanUnit], ask: Callable[[PlanUnit], float]) -> dict[Hashable, float | None]:
-    return {unit.key: ask(unit) for unit in units}
-
-
 def run_adaptive(
-    units: Sequence[PlanUnit], ask: Callable[[PlanUnit], float], settings: AdaptiveSettings
-) -> tuple[dict[Hashable, float | None], int, str]:
-    """Rounds of the plan until it stops: (scores, rounds, why it stopped)."""
-    by_key = {unit.key: unit for unit in units}
+    units: Sequence[PlanUnit], ask: Callable[[Hashable], float | None], settings: AdaptiveSettings
+) -> tuple[dict[Hashable, float | None], int, int, str]:
+    """Rounds of the plan until it stops: (scores, sends, rounds, why it stopped). ``ask`` answers a sample's key,
+    None for a sample that errored; such a sample may be sent again."""
     scores: dict[Hashable, float | None] = {}
+    attempts: dict[Hashable, int] = {}
     rounds = 0
     while True:
-        planned = next_round(units, scores, settings)
+        planned = next_round(units, scores, settings, attempts)
         if not planned.keys:
-            return scores, rounds, planned.stop or ''
+            return scores, sum(attempts.values()), rounds, planned.stop or ''
         rounds += 1
         for key in planned.keys:
-            scores[key] = ask(by_key[key])
+            scores[key] = ask(key)
+            attempts[key] = attempts.get(key, 0) + 1

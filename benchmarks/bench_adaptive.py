@@ -1,30 +1,30 @@
-"""Adaptive sweep vs the full grid (issue 39): how often each names a model's true effective context length, and what
-share of the full grid's prompt tokens the adaptive sweep spends.
+"""Adaptive sweep vs the full grid (issue 43): on the model families real evaluations meet, how often the adaptive sweep
+names the full grid's effective context length (within one grid step, and exactly), and what share of the grid's
+prompt tokens it spends.
 
 usage: python benchmarks/bench_adaptive.py [--models N] [--quick] [--no-record] [--smollm2]
 
-1. The study: 100 simulated models (benchmarks/adaptive_sim.py: right with a probability that falls with length beyond
-   a limit and dips at middle depths, with a fixed noise per cell; limits spread evenly over the grid), each measured
-   once by the full grid and once by the adaptive sweep (making/adaptive_plan.py, its default confidence), both read by
-   the run's own estimator (reporting/stats.effective_context_length). The grid is bench_scale's 100k-1M x 10 depths,
-   with 3 haystacks per cell in four independent draws of the 100 models (one draw's count moves by a few models
-   from noise alone; the pooled 400 are the steadier figure), and with 1 haystack per cell on the first draw.
-   Goals: the adaptive sweep names the true length at least as often as the grid, on at most 25 % of its prompt
-   tokens.
+1. The study: per family (benchmarks/adaptive_sim.py: falling with length; dipping at middle lengths and recovering;
+   lost in the middle by depth; noisy; all of these at once) ``--models`` random models (limits, dips and thresholds
+   crossings spread over the length axis), each on five grid shapes (Kamradt's 35 lengths x 35 depths, its first 21
+   lengths, 21 x 12 depths, 10 x 10 x 3 haystacks at 100k-1M, 12 doubling-every-two lengths x 5 depths x 3). Every
+   sample's answer is drawn once; the full grid reads all of them, the adaptive sweep (making/adaptive_plan.py, its
+   default confidence) those it sends, and both are read by the run's own estimator
+   (reporting/stats.effective_context_length). Goals: within one grid step of the grid in at least 98 % of the runs
+   of every family, at most 30 % of the grid's prompt tokens overall (the mean of the runs' shares).
 2. End to end: one simulated model on the test server, the same grid run twice through EvalScope's run_task (sweep
    grid, then adaptive), on the shipped demo corpus: both effective lengths and what each sent.
 3. With --smollm2: the demo's SmolLM2-135M (llama.cpp on this machine's CPUs) on a 4 x 3 x 1 grid of 250-1000
    tokens, grid then adaptive (minutes on 2 cores).
 
 Figures are printed; without --quick (or with --no-record) a dated JSON record goes to benchmarks/results/.
-``--quick``: 10 models and a tiny end-to-end grid: checks the script runs; figures mean nothing.
+``--quick``: 4 models per family and a tiny end-to-end grid: checks the script runs; figures mean nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
 import sys
 import tempfile
 from pathlib import Path
@@ -32,58 +32,76 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import QUICK_HELP, format_table, quick_corpus, verdict, write_record
-from adaptive_sim import (
-    answer,
-    estimate,
-    grid_units,
-    make_models,
-    run_adaptive,
-    run_grid,
-    true_effective_length,
-)
+from adaptive_sim import FAMILIES, answers, estimate, grid_units, make_models, run_adaptive
 
 from evalscope_niah.making.adaptive_plan import AdaptiveSettings
 from evalscope_niah.params.grading import ScoringParams
 from evalscope_niah.params.sweep import SweepParams
 
-LENGTHS = [100_000 * (i + 1) for i in range(10)]  # bench_scale's grid: 100k..1M
-DEPTHS = [float(round(i * 100 / 9)) for i in range(10)]
-GOAL_TOKEN_SHARE = 0.25
-# Independent draws of the 100 models: one draw's count moves by a few models from noise alone.
-MODEL_SEEDS = (1, 2, 3, 4)
+_KAMRADT = [1000 + round(i * 127_000 / 34) for i in range(35)]  # 1k-128k in 35 steps, as his published grids
+# name -> (lengths, depths, haystacks per cell)
+GRIDS: dict[str, tuple[list[int], list[float], int]] = {
+    '35 x 35 x 1': (_KAMRADT, [round(i * 100 / 34, 2) for i in range(35)], 1),
+    '21 x 35 x 1': (_KAMRADT[:21], [round(i * 100 / 34, 2) for i in range(35)], 1),
+    '21 x 12 x 1': (_KAMRADT[:21], [round(i * 100 / 11, 2) for i in range(12)], 1),
+    '10 x 10 x 3': ([100_000 * (i + 1) for i in range(10)], [float(round(i * 100 / 9)) for i in range(10)], 3),
+    '12 x 5 x 3': ([round(4000 * 2 ** (i / 2)) for i in range(12)], [0.0, 25.0, 50.0, 75.0, 100.0], 3),
+}
+GOAL_WITHIN_ONE_STEP = 0.98
+GOAL_TOKEN_SHARE = 0.30
+MODEL_SEED = 1
 
 
-def study(count: int, repeats: int, *, seed: int) -> dict:
-    """The full grid and the adaptive sweep on the same ``count`` simulated models."""
+def study(count: int) -> list[dict]:
+    """One row per (family, grid): the adaptive sweep against the full grid on ``count`` random models."""
     threshold = ScoringParams().effective_length_threshold
     settings = AdaptiveSettings(threshold=threshold, confidence=SweepParams().sweep_confidence, seed=0)
-    units = grid_units(LENGTHS, DEPTHS, repeats)
-    grid_tokens = sum(unit.context_length for unit in units)
-    named = {'grid': 0, 'adaptive': 0}
-    spent_tokens = spent_prompts = 0
-    rounds: list[int] = []
-    for index, model in enumerate(make_models(count, LENGTHS, DEPTHS, seed=seed)):
-        truth = true_effective_length(model, LENGTHS, DEPTHS, threshold=threshold)
-        # Separate draws for the two sweeps: each is one run of the model, as two real runs would be.
-        grid_scores = run_grid(units, answer(model, random.Random(f'grid{index}')))
-        scores, used_rounds, _ = run_adaptive(units, answer(model, random.Random(f'adaptive{index}')), settings)
-        named['grid'] += estimate(grid_scores, units, threshold=threshold) == truth
-        named['adaptive'] += estimate(scores, units, threshold=threshold) == truth
-        spent_tokens += sum(key[0] for key in scores)
-        spent_prompts += len(scores)
-        rounds.append(used_rounds)
+    rows = []
+    for family in FAMILIES:
+        for grid, (lengths, depths, repeats) in GRIDS.items():
+            units = grid_units(lengths, depths, repeats)
+            grid_tokens = sum(unit.context_length for unit in units)
+            index = {length: position for position, length in enumerate(lengths)}
+            within = exact = rounds = 0
+            shares: list[float] = []
+            for number, model in enumerate(make_models(family, count, lengths, depths, seed=MODEL_SEED)):
+                answered = answers(model, units, seed=f'{family}:{grid}:{number}')
+                by_grid = estimate(answered, units, threshold=threshold)
+                scores, _, used_rounds, _ = run_adaptive(units, answered.__getitem__, settings)
+                by_sweep = estimate(scores, units, threshold=threshold)
+                steps = abs(index.get(by_grid, -1) - index.get(by_sweep, -1))  # None: below the shortest, -1
+                within += steps <= 1
+                exact += steps == 0
+                shares.append(sum(key[0] for key in scores) / grid_tokens)
+                rounds += used_rounds
+            rows.append(
+                {
+                    'family': family,
+                    'grid': grid,
+                    'models': count,
+                    'within_one_step': within / count,
+                    'same_length': exact / count,
+                    'token_share': sum(shares) / count,
+                    'rounds_mean': rounds / count,
+                }
+            )
+    return rows
+
+
+def _pooled(rows: list[dict]) -> dict:
+    """Rows together (equal model counts: rates and shares average)."""
     return {
-        'models': count,
-        'model_seed': seed,
-        'repeats': repeats,
-        'grid_prompts_per_model': len(units),
-        'grid_named_true_length': named['grid'],
-        'adaptive_named_true_length': named['adaptive'],
-        'adaptive_token_share': spent_tokens / (grid_tokens * count),
-        'adaptive_prompt_share': spent_prompts / (len(units) * count),
-        'adaptive_rounds_mean': sum(rounds) / count,
-        'adaptive_rounds_max': max(rounds),
-    }
+        key: sum(row[key] for row in rows) / len(rows)
+        for key in ('within_one_step', 'same_length', 'token_share', 'rounds_mean')
+    } | {'models': sum(row['models'] for row in rows)}
+
+
+def summarize(rows: list[dict]) -> dict:
+    families = {family: _pooled([row for row in rows if row['family'] == family]) for family in FAMILIES}
+    grids = {grid: _pooled([row for row in rows if row['grid'] == grid]) for grid in GRIDS}
+    overall = _pooled(rows)
+    overall['worst_family_within_one_step'] = min(figures['within_one_step'] for figures in families.values())
+    return {'families': families, 'grids': grids, 'overall': overall, 'runs': rows}
 
 
 def end_to_end(quick: bool) -> dict:
@@ -189,56 +207,61 @@ def _run_figures(reports: Path) -> dict:
     }
 
 
-def _row(figures: dict) -> list[str]:
-    goals = (
-        figures['adaptive_named_true_length'] >= figures['grid_named_true_length'],
-        figures['adaptive_token_share'] <= GOAL_TOKEN_SHARE,
-    )
-    return [
-        f'10 x 10 x {figures["repeats"]}',
-        f'seed {figures["model_seed"]}' if 'model_seed' in figures else f'{figures["models"]} (all draws)',
-        str(figures['grid_named_true_length']),
-        str(figures['adaptive_named_true_length']),
-        f'{figures["adaptive_token_share"]:.1%}',
-        f'{figures["adaptive_prompt_share"]:.1%}',
-        f'{figures["adaptive_rounds_mean"]:.1f} / {figures["adaptive_rounds_max"]}',
-        ' '.join(verdict(ok) for ok in goals),
-    ]
-
-
-def _pooled(studies: list[dict]) -> dict:
-    """The draws together (equal sizes: shares and means average)."""
-    count = len(studies)
-    return {
-        'models': sum(figures['models'] for figures in studies),
-        'repeats': studies[0]['repeats'],
-        'grid_named_true_length': sum(figures['grid_named_true_length'] for figures in studies),
-        'adaptive_named_true_length': sum(figures['adaptive_named_true_length'] for figures in studies),
-        'adaptive_token_share': sum(figures['adaptive_token_share'] for figures in studies) / count,
-        'adaptive_prompt_share': sum(figures['adaptive_prompt_share'] for figures in studies) / count,
-        'adaptive_rounds_mean': sum(figures['adaptive_rounds_mean'] for figures in studies) / count,
-        'adaptive_rounds_max': max(figures['adaptive_rounds_max'] for figures in studies),
-    }
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    parser.add_argument('--models', type=int, default=100, help='simulated models in the study (default 100)')
+    parser.add_argument('--models', type=int, default=100, help='random models per family (default 100)')
     parser.add_argument('--quick', action='store_true', help=QUICK_HELP)
     parser.add_argument('--no-record', action='store_true', help='do not write the dated record in benchmarks/results')
     parser.add_argument(
         '--smollm2', action='store_true', help="also the demo's SmolLM2 (local llama.cpp): grid vs adaptive, minutes"
     )
     args = parser.parse_args(argv)
-    count = 10 if args.quick else args.models
-    seeds = MODEL_SEEDS[:1] if args.quick else MODEL_SEEDS
-    studies = [study(count, 3, seed=seed) for seed in seeds] + [study(count, 1, seed=seeds[0])]
-    rows = [_row(figures) for figures in studies]
-    if len(seeds) > 1:
-        rows.append(_row(_pooled(studies[: len(seeds)])))
-    print(f'{count} simulated models per draw, lengths 100k-1M, threshold {ScoringParams().effective_length_threshold}')
-    header = ['grid (len x depth x rep)', 'models', 'grid named', 'adaptive named', 'token share', 'prompt share']
-    print(format_table([*header, 'rounds mean/max', 'goals'], rows))
+    count = 4 if args.quick else args.models
+    study_figures = summarize(study(count))
+    threshold = ScoringParams().effective_length_threshold
+    print(f'{count} random models per family and grid, threshold {threshold}, same answers for grid and adaptive')
+    header = ['', 'models', 'within one step', 'same length', 'token share', 'rounds (mean)', 'goal']
+    table = [
+        [
+            name,
+            str(figures['models']),
+            f'{figures["within_one_step"]:.1%}',
+            f'{figures["same_length"]:.1%}',
+            f'{figures["token_share"]:.1%}',
+            f'{figures["rounds_mean"]:.1f}',
+            verdict(figures['within_one_step'] >= GOAL_WITHIN_ONE_STEP),
+        ]
+        for name, figures in study_figures['families'].items()
+    ]
+    overall = study_figures['overall']
+    table.append(
+        [
+            'overall',
+            str(overall['models']),
+            f'{overall["within_one_step"]:.1%}',
+            f'{overall["same_length"]:.1%}',
+            f'{overall["token_share"]:.1%}',
+            f'{overall["rounds_mean"]:.1f}',
+            verdict(overall['token_share'] <= GOAL_TOKEN_SHARE),
+        ]
+    )
+    print(format_table(header, table))
+    print('\nper grid (length x depth x haystacks), all families:')
+    print(
+        format_table(
+            ['grid', 'within one step', 'same length', 'token share', 'rounds (mean)'],
+            [
+                [
+                    grid,
+                    f'{figures["within_one_step"]:.1%}',
+                    f'{figures["same_length"]:.1%}',
+                    f'{figures["token_share"]:.1%}',
+                    f'{figures["rounds_mean"]:.1f}',
+                ]
+                for grid, figures in study_figures['grids'].items()
+            ],
+        )
+    )
     e2e = end_to_end(args.quick)
     print('\nend to end through run_task (test server, simulated model, demo corpus):')
     print(
@@ -269,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     if not (args.quick or args.no_record):
-        figures = {'study': studies, 'end_to_end': e2e, **({'smollm2': real} if real is not None else {})}
+        figures = {'study': study_figures, 'end_to_end': e2e, **({'smollm2': real} if real is not None else {})}
         write_record('adaptive', figures)
     return 0
 

@@ -20,6 +20,7 @@ from .inert import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
+    from .reporting.length_status import EffectiveBound
     from .reporting.outputs import OutputFiles
     from .reporting.records import SampleResult
     from .reporting.stats import CellSummary
@@ -187,8 +188,11 @@ def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -
     return 0
 
 
-def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files: OutputFiles) -> dict[str, int | None]:
-    """Effective lengths as the run stored them (its threshold and mode), else computed with the defaults."""
+def _effective_lengths(
+    report_dir: Path, results: Sequence[SampleResult], files: OutputFiles
+) -> dict[str, EffectiveBound]:
+    """Effective lengths (a bound names its unknown length) as the run stored them (its threshold and mode), else
+    computed with the defaults."""
     from .reporting.results import read_summary_json
     from .reporting.stats import effective_context_length
 
@@ -199,17 +203,21 @@ def _effective_lengths(report_dir: Path, results: Sequence[SampleResult], files:
     stored = report_dir / files.summary
     if stored.is_file():
         try:
-            lengths = {s: e.length for s, e in read_summary_json(stored).effective_context_length.items()}
+            bounds = {s: e.bound for s, e in read_summary_json(stored).effective_context_length.items()}
             # A summary from another grid (a rerun that left it behind) would mark a column that is not there.
-            if all(length is None or length in grid.get(subset, ()) for subset, length in lengths.items()):
-                return lengths
+            if all(
+                length is None or length in grid.get(subset, ())
+                for subset, bound in bounds.items()
+                for length in (bound.at_least, bound.unknown_length)
+            ):
+                return bounds
             print(f'evalscope-niah plot: ignoring {stored}: it does not match {files.results}', file=sys.stderr)
         except ValueError as exc:
             print(f'evalscope-niah plot: ignoring {stored}: {exc}', file=sys.stderr)
     fields = NiahParams.model_fields  # the parameter model owns the defaults
     threshold, mode = fields['effective_length_threshold'].default, fields['effective_length_mode'].default
     return {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
+        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).bound
         for subset in sorted(grid)
     }
 

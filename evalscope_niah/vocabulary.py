@@ -17,6 +17,13 @@ LANGUAGES: tuple[str, ...] = get_args(Language)
 EffectiveLengthMode = Literal['absolute', 'relative']
 EFFECTIVE_LENGTH_MODES: tuple[str, ...] = get_args(EffectiveLengthMode)
 
+# What the data says of a length of the grid (and of the effective length it bounds): it passes, it fails, or it
+# cannot be told (no scored sample, or too few: the unscored ones could still tip it). A server outage is never a
+# finding about the model, so errors make a length 'unknown', never 'fail'. reporting/stats.py decides it for the
+# results; the adaptive planner (making/adaptive_plan.py) uses the same words.
+LengthStatus = Literal['pass', 'fail', 'unknown']
+LENGTH_STATUSES: tuple[str, ...] = get_args(LengthStatus)
+
 # What became of a sample's judge call: graded, called and failed (the rule score stands in), or never asked.
 JudgeStatus = Literal['ok', 'failed', 'not_called']
 JUDGE_STATUSES: tuple[str, ...] = get_args(JudgeStatus)

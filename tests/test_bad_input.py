@@ -637,6 +637,32 @@ CASES = [
         param='dataset_args',
         fragments=("unknown key 'subsetlist'", 'subset_list'),
     ),
+    # ---- adaptive sweep budgets ----
+    Case(
+        'sweep_budget_below_the_cheapest_sample',
+        {
+            'context_lengths': [600, 900],
+            'document_depth_percents': [50],
+            'sweep': 'adaptive',
+            'sweep_budget_tokens': 599,
+        },
+        param='sweep_budget_tokens',
+        fragments=('below the cheapest sample', '600 tokens of Qwen/Qwen3-0.6B', 'at least 600'),
+    ),
+    Case(
+        'sweep_budget_prompts_true',
+        {**GOOD_LENGTHS, 'sweep': 'adaptive', 'sweep_budget_prompts': True},
+        entry='cli',
+        param='sweep_budget_prompts',
+        fragments=('true is not a budget', 'whole number of prompts', '600 tokens of Qwen/Qwen3-0.6B'),
+    ),
+    Case(
+        'sweep_budget_tokens_false',
+        {**GOOD_LENGTHS, 'sweep': 'adaptive', 'sweep_budget_tokens': False},
+        entry='preview',
+        param='sweep_budget_tokens',
+        fragments=('false is not a budget', 'at least the cheapest sample', '600 tokens'),
+    ),
     # ---- judge ----
     Case(
         'judge_without_model',

@@ -201,6 +201,18 @@ def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) 
     assert 'ignoring' in capsys.readouterr().err
     page = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
     assert 'effective context length: 2k' in page
+    # A stored bound is drawn as one; one naming an unknown length off this grid is stale like any other.
+    summary['effective_context_length']['english'].update(
+        length=1000, unknown_length=2000, unknown_reason='2 cut replies'
+    )
+    (report_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding='utf-8')
+    assert main(['plot', str(tmp_path / 'run')]) == 0
+    page = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert 'effective context length: at least 1k; 2k unknown: 2 cut replies' in page
+    summary['effective_context_length']['english']['unknown_length'] = 3000
+    (report_dir / SUMMARY_FILE).write_text(json.dumps(summary), encoding='utf-8')
+    assert main(['plot', str(tmp_path / 'run')]) == 0
+    assert 'ignoring' in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -355,6 +367,7 @@ def test_compare_errors(tmp_path: Path, capsys) -> None:
 
 
 def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.length_status import EffectiveBound
     from evalscope_niah.reporting.outputs import RESULTS_FILE as RESULTS
     from evalscope_niah.reporting.outputs import in_served_tokens
 
@@ -370,7 +383,12 @@ def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> 
     ]  # fmt: skip
     write_results(report_dir / RESULTS, results)
     relabelled, effective = in_served_tokens(results, {'chinese': 2000})
-    assert sorted({r.context_length for r in relabelled}) == [2180, 4350] and effective == {'chinese': 4350}
+    assert sorted({r.context_length for r in relabelled}) == [2180, 4350] and effective == {
+        'chinese': EffectiveBound(4350)
+    }
+    # A bound's unknown length is relabelled too.
+    _, bound = in_served_tokens(results, {'chinese': EffectiveBound(1000, 2000, '2 server errors')})
+    assert bound == {'chinese': EffectiveBound(2180, 4350, '2 server errors')}
     assert main(['plot', str(tmp_path), '--served-tokens']) == 0
     html = (report_dir / 'needle_haystack_heatmap_served_chinese.html').read_text(encoding='utf-8')
     assert 'tokens the model read' in html and '2,180' in html and '4,350' in html

@@ -122,8 +122,8 @@ ZH_DESCRIPTIONS = {
         "任务 'reasoning'（不写 task 也是），按此关键词评分。"
     ),
     'answer': (
-        "retrieval_question 的答案：任务 'single' 时为针中的简短答案（用于 guide 与猜测识别）；与 keyword "
-        '一起时为完整参考答案（CDME 的 answer）。'
+        "retrieval_question 的答案：任务 'single' 时为针中的简短答案（用于 guide 与猜测识别；给出自己的 needles "
+        '而不写它时，每根针的关键事实由针和问题推出）；与 keyword 一起时为完整参考答案（CDME 的 answer）。'
     ),
     'language': "没有自己语言设置的子集所用的语言：'en' 或 'zh'，或 CDME 的 'English' / 'Chinese'（不区分大小写）。",
     'file_list': (

@@ -8,7 +8,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import threading
 from collections import defaultdict
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
@@ -48,7 +47,7 @@ from .replies import budget_failure, generate_checked, judge_generate, model_cal
 from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .safe_paths import claim_safe_model_id
-from .sample_results import SampleLedger, error_result, sample_result, score_meta
+from .sample_results import ErrorRows, SampleLedger, error_result, sample_result, score_meta
 from .secrets import redacting, run_redactor
 from .semantics import declare_metric_semantics, fix_overall_rows
 from .window_check import check_model_window, model_endpoint
@@ -85,9 +84,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
         self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
-        # Samples that raised after every retry, per subset (worker threads append: hence the lock).
-        self._errors: dict[str, list[SampleResult]] = defaultdict(list)
-        self._errors_lock = threading.Lock()
+        self._errors = ErrorRows()  # samples that raised after every retry
         self._ledger = SampleLedger()  # every sample asked ends as a row: a score, or an error (lost ones too)
         self._report_dir: str | None = None
         # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
@@ -262,18 +259,21 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
         self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
         self._ledger.ended(meta.subset, [sample_id])
-        self._add_error(error_result(meta, f'{type(exc).__name__}: {exc}'))
+        self._add_error(error_result(meta, f'{type(exc).__name__}: {exc}'), sample_id)
 
-    def _add_error(self, result: SampleResult) -> None:
-        with self._errors_lock:
-            self._errors[result.subset].append(result)
+    def _add_error(self, result: SampleResult, sample_id: Any) -> None:
+        self._errors.add(sample_id, result)
         if self._live is not None:  # a worker thread: the page shows it at the next update
             self._live.add(result)
 
     def _add_lost(self, subsets: Any = None) -> None:
         """Error rows for the samples of ``subsets`` (None: all) that were asked and ended in no row."""
-        for result in self._ledger.lost(subsets):
-            self._add_error(result)
+        for sample_id, result in self._ledger.lost(subsets):
+            self._add_error(result, sample_id)
+
+    def forget_errors(self, subset: str, sample_ids: Any) -> None:
+        """Samples the adaptive sweep asks again: their error leaves the results (one row per sample, its last try)."""
+        self._errors.forget(subset, sample_ids)
 
     def init_llm_judges(self) -> list[Any]:
         judges = super().init_llm_judges()
@@ -408,7 +408,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             self._ledger.ended(subset, [score.sample_id for score, result in scored if result.subset == subset])
         self._add_lost(subsets)  # after EvalScope's pool: a sample still open had its reply and no row
         # Samples that errored this run have no SampleScore; count them beside the scored ones.
-        errors = [error for subset in sorted(subsets) for error in self._errors.get(subset, [])]
+        errors = [error for subset in sorted(subsets) for error in self._errors.of(subset)]
         params = self.params
         for subset in sorted(subsets):
             for message in (
@@ -459,14 +459,16 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         ignore_errors = self._task_config is not None and self._task_config.ignore_errors
         if ignore_errors:
             self._add_lost()
-        if ignore_errors and self._errors and not self._outputs_written and self._report_dir is not None:
+        if ignore_errors and self._errors.subsets() and not self._outputs_written and self._report_dir is not None:
             self._write_outputs(self._report_dir, plot=False)
         super().finalize(*args, **kwargs)
 
     def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
         self._add_lost()  # subsets EvalScope did not aggregate: every sample of theirs ended without a score
-        subsets = sorted(set(self._results) | set(self._errors))
-        results = [result for subset in subsets for result in [*self._results.get(subset, []), *self._errors[subset]]]
+        subsets = sorted(set(self._results) | self._errors.subsets())
+        results = [
+            result for subset in subsets for result in [*self._results.get(subset, []), *self._errors.of(subset)]
+        ]
         if not results:
             return
         self._outputs_written = True

@@ -5,15 +5,18 @@ Each round asks ``making.adaptive_plan.next_round`` which samples to send, from 
 far; a chosen sample whose review is cached is read from the cache (no request), the others go through EvalScope's own
 pool (``_run_pool``: predict and review, eval_batch_size at a time, in the prefix-friendly order). A resumed run
 (--use-cache) re-derives every earlier round from the cached scores, so it chooses what the uninterrupted run would
-have and sends only what that run had not finished. Cached rows of samples the sweep did not choose (an earlier grid
-run in the same work dir) are left out: they would make the choice depend on what happened to be cached.
+have and sends only what that run had not finished. A sample that errored (no score; ``ignore_errors``) is no answer:
+the plan asks it again in a later round while its length is undecided (``adaptive_plan.ERROR_ATTEMPTS`` sends in
+all), and its earlier error leaves the results, which keep one row per sample. Cached rows of samples the sweep did
+not choose (an earlier grid run in the same work dir) are left out: they would make the choice depend on what
+happened to be cached.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable
 from typing import Any
 
@@ -55,6 +58,8 @@ class AdaptiveRounds:
         self._settings = sweep_settings(benchmark.params)
         self._units = {subset: [_unit(sample) for sample in dataset] for subset, dataset in dataset_dict.items()}
         self._scores: dict[str, dict[Hashable, float | None]] = {subset: {} for subset in dataset_dict}
+        # Sends per sample in this run (a cached one counts once): the plan retries errors only so often.
+        self._attempts: dict[str, Counter[Hashable]] = {subset: Counter() for subset in dataset_dict}
         self._rounds: dict[str, list[list[tuple[int, float]]]] = {subset: [] for subset in dataset_dict}
         self._stops: dict[str, str | None] = dict.fromkeys(dataset_dict)
 
@@ -75,7 +80,10 @@ class AdaptiveRounds:
                     kept[subset].append(cached[(subset, key)])
                     self._scores[subset][key] = sample_result(cached[(subset, key)]).accuracy
                 else:
+                    if key in self._scores[subset]:  # errored before: asked again, its error row goes
+                        self._benchmark.forget_errors(subset, [key])
                     to_send.append(items[(subset, key)])
+                self._attempts[subset][key] += 1
             logger.info('needle_haystack adaptive sweep: round of %d samples, %d to send', len(chosen), len(to_send))
             for subset, pairs in (self._run_round(context, to_send) if to_send else {}).items():
                 results[subset].extend(pairs)
@@ -94,7 +102,7 @@ class AdaptiveRounds:
     def _next_round(self) -> list[tuple[str, Hashable]]:
         chosen = []
         for subset, units in self._units.items():
-            planned = next_round(units, self._scores[subset], self._settings)
+            planned = next_round(units, self._scores[subset], self._settings, self._attempts[subset])
             if planned.stop is not None:
                 self._stops[subset] = planned.stop
             by_key = {unit.key: unit for unit in units}

@@ -11,6 +11,7 @@ from evalscope.api.metric import SampleScore
 from ..metadata import SampleMeta
 from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
+from ..tasks.compose import effective_length_mode
 from .sample_results import sample_result
 
 __all__ = ['LivePages']
@@ -20,6 +21,7 @@ class LivePages:
     """Mixed into the adapter (which has ``name``): a sweep you can watch."""
 
     name: str
+    params: Any  # the run's NiahParams (the adapter's)
     _samplers: dict[str, Any]  # subset -> its sampler (the adapter's, filled by load)
     _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
 
@@ -45,5 +47,8 @@ class LivePages:
             self._live.update()
 
     def finish_live(self, *, complete: bool) -> None:
+        """The run is over: an open page ends as the final one does (the effective length judged as the run's)."""
         if self._live is not None:
-            self._live.finish(complete=complete)
+            params = self.params
+            threshold, mode = params.effective_length_threshold, effective_length_mode(params)
+            self._live.finish(complete=complete, threshold=threshold, mode=mode)

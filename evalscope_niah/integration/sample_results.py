@@ -64,6 +64,7 @@ def sample_result(sample_score: SampleScore) -> SampleResult:
         scoring='judge' if judge_ok else extra.get('scoring', 'rule'),
         no_answer=extra.get('no_answer'),
         tokenizer=meta.tokenizer,
+        answer_keys=meta.answer_keys,
     )
 
 
@@ -107,13 +108,39 @@ class SampleLedger:
             for sample_id in sample_ids:
                 self._open[subset].pop(sample_id, None)
 
-    def lost(self, subsets: Iterable[str] | None = None) -> list[SampleResult]:
-        """An error row for each sample of ``subsets`` (None: all) asked and never ended; they end with it."""
+    def lost(self, subsets: Iterable[str] | None = None) -> list[tuple[Hashable, SampleResult]]:
+        """(sample id, error row) for each sample of ``subsets`` (None: all) asked and never ended; they end with it."""
         with self._lock:
             chosen = list(self._open) if subsets is None else [subset for subset in subsets if subset in self._open]
             rows = [
-                error_result(meta, LOST_SAMPLE_ERROR)
+                (sample_id, error_result(meta, LOST_SAMPLE_ERROR))
                 for subset in sorted(chosen)
-                for meta in self._open.pop(subset).values()  # in the order they were asked
+                for sample_id, meta in self._open.pop(subset).items()  # in the order they were asked
             ]
         return rows
+
+
+class ErrorRows:
+    """The error row of each sample that raised after every retry, per subset and sample id: a sample the adaptive
+    sweep asks again keeps one row, its last try's. Worker threads add: hence the lock."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._rows: dict[str, dict[Hashable, SampleResult]] = defaultdict(dict)
+
+    def add(self, sample_id: Hashable, result: SampleResult) -> None:
+        with self._lock:
+            self._rows[result.subset][sample_id] = result
+
+    def forget(self, subset: str, sample_ids: Iterable[Hashable]) -> None:
+        with self._lock:
+            for sample_id in sample_ids:
+                self._rows.get(subset, {}).pop(sample_id, None)
+
+    def of(self, subset: str) -> list[SampleResult]:
+        with self._lock:
+            return list(self._rows.get(subset, {}).values())
+
+    def subsets(self) -> set[str]:
+        with self._lock:
+            return {subset for subset, rows in self._rows.items() if rows}

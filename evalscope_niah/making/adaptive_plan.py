@@ -1,35 +1,57 @@
 """The adaptive sweep's plan: which grid samples to send next, from the scores of those sent so far.
 
-Pure and stateless: ``next_round(units, scores, settings)`` reads only the scores of the samples it chose before
-(key -> score, None for a sample that gave no score), so a run resumed from its cache re-derives every earlier
-decision from the cached scores and picks what the uninterrupted run would have. The only randomness, the order of
-depths within a length, comes from the seed.
+Pure and stateless: ``next_round(units, scores, settings, attempts)`` reads only the scores of the samples it chose
+before (key -> score, None for a sample that was sent and gave no score) and how often each was sent, so a run resumed
+from its cache re-derives every earlier decision from the cached scores and picks what the uninterrupted run would
+have. The only randomness, the order of depths within a length, comes from the seed.
 
-The search (the effective length is the longest length up to which every tested length passes, as ``stats`` computes
-it): a coarse round probes the shortest length and the middle one; then, round by round, the lowest tested length that
-is not yet a settled pass gets more samples while it is undecided (the fewest that could settle it, at most half its
-depths), and once it settles as a fail the untested gap below it is bisected. A length is settled when a one-sided
-Wilson bound at ``confidence`` puts its mean on one side of the threshold, or when every sample of it was sent (the full
-grid could not know more). The sweep stops when the effective length is pinned to one step of the grid (the lengths on
-both sides of it settled), or when the next round would pass the budget. It assumes what the effective length itself
-assumes: a model that fails at one length does not recover at a longer one; a failing length between two tested ones
-that pass goes unseen.
+The promise: a length it has not sent can never count as passed. The effective length (as ``reporting.stats``
+computes it on the full grid) is the longest length up to which every length passes, and real models dip at middle
+lengths and recover at longer ones, so nothing about one length is inferred from another. The sweep walks up the
+lengths from the shortest: each is sent a few samples (the fewest that, all right, would settle it), then more while
+it is undecided, until it is settled; the first length that settles as a fail pins the effective length to the length
+below it, and nothing above that is ever sent (the grid's effective length does not depend on it).
+
+A length is settled when the grid's verdict on it is already fixed whatever its unsent samples would score, or when
+what its samples showed is too unlikely to come from a length the grid would judge the other way: the exact
+hypergeometric chance of drawing them from the length's samples in the grid, were just too few of those right to pass
+(or just enough), is at most (1 - ``confidence``) / number of lengths (the effective length is wrong when any length
+up to it is misjudged, so the confidence holds for the walk as a whole). A length whose answers are clear settles on
+part of its samples; one near the threshold is sent until the grid could know no more.
+
+Errors are not answers. A sample that was sent and errored (score None) does not count as a fail: it is asked again
+in a later round, up to ``ERROR_ATTEMPTS`` sends in all, while its length is undecided. A length that no sample left
+to send could settle, because errored samples might still tip it, is unknown: the sweep stops there with ``errors``
+and the effective length is at least the length below it.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import random
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal
 
-__all__ = ['AdaptiveSettings', 'PlanUnit', 'Round', 'StopReason', 'length_statuses', 'next_round', 'sweep_order']
+__all__ = [
+    'ERROR_ATTEMPTS',
+    'AdaptiveSettings',
+    'PlanUnit',
+    'Round',
+    'StopReason',
+    'length_statuses',
+    'next_round',
+    'sweep_order',
+]
 
-StopReason = Literal['pinned', 'budget', 'exhausted']
-Status = Literal['untested', 'open', 'pass', 'fail']
+StopReason = Literal['pinned', 'budget', 'exhausted', 'errors']
+Status = Literal['untested', 'open', 'pass', 'fail', 'unknown']
+
+# How many times one sample may be sent within a run before its error stands (each send is itself a request with the
+# model client's own retries): a burst of server faults is ridden out, an outage at one length ends the sweep.
+ERROR_ATTEMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -59,10 +81,8 @@ class Round:
     stop: StopReason | None = None
 
 
-# Lengths the coarse round probes besides the shortest (shares of the axis' index range). The middle alone: on the
-# 100 simulated models of benchmarks/bench_adaptive.py, probing thirds or the longest length too spent more tokens
-# and named the true effective length less often (the longest length is the dearest probe of all).
-_COARSE_SHARES = (0.5,)
+Scores = Mapping[Hashable, 'float | None']
+Attempts = Mapping[Hashable, int]
 
 
 def sweep_order(units: Sequence[PlanUnit], *, seed: int) -> dict[int, list[PlanUnit]]:
@@ -93,147 +113,200 @@ def _van_der_corput(index: int) -> float:
     return value
 
 
-def _wilson(mean: float, n: int, z: float) -> tuple[float, float]:
-    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(mean * (1 - mean) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
+@dataclass(frozen=True)
+class _Tally:
+    """One length's samples as the plan sees them: the scores it has, and what might still change its mean."""
+
+    population: int  # the length's samples in the full grid
+    total: float  # sum of the scores received
+    scored: int  # samples with a score
+    pending: tuple[PlanUnit, ...]  # may still be sent: never sent, or errored with attempts left (these first)
+    errored: int  # errored with no attempt left: their score stays unknown
+    sent: bool  # any of its samples was sent
+
+    @property
+    def open_count(self) -> int:
+        return len(self.pending) + self.errored
+
+
+def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Tally:
+    total, scored, errored = 0.0, 0, 0
+    retry, unsent = [], []
+    for unit in units:
+        if unit.key not in scores:
+            unsent.append(unit)
+        elif (score := scores[unit.key]) is not None:
+            total, scored = total + score, scored + 1
+        elif attempts.get(unit.key, 1) < ERROR_ATTEMPTS:
+            retry.append(unit)
+        else:
+            errored += 1
+    return _Tally(len(units), total, scored, (*retry, *unsent), errored, len(unsent) < len(units))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _tail(population: int, right: int, sent: int, seen: int, *, upper: bool) -> float:
+    """P(at least ``seen`` right among ``sent`` samples drawn from ``population`` holding ``right`` right ones), or at
+    most ``seen`` when not ``upper``: the hypergeometric tail (in logarithms: a length of many samples stays cheap)."""
+    low, high = max(0, sent - (population - right)), min(sent, right)
+    hits = range(max(low, seen), high + 1) if upper else range(low, min(high, seen) + 1)
+    whole = _log_comb(population, sent)
+    return math.fsum(math.exp(_log_comb(right, k) + _log_comb(population - right, sent - k) - whole) for k in hits)
+
+
+def _log_comb(n: int, k: int) -> float:
+    return math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+
+
+def _status(tally: _Tally, threshold: float, alpha: float) -> Status:
+    if not tally.sent:
+        return 'untested'
+    # Fixed whatever the samples not yet scored would score: the grid's verdict is already known.
+    rest = tally.open_count
+    if tally.scored + rest and tally.total / (tally.scored + rest) >= threshold:
+        return 'pass'
+    if tally.scored + rest and (tally.total + rest) / (tally.scored + rest) < threshold:
+        return 'fail'
+    if tally.scored and math.isfinite(threshold):
+        # The grid passes the length when at least ``needed`` of its samples are right. Could what was seen come
+        # from a length the grid fails (needed - 1 right at most), or from one it passes (needed at least)? Exact for
+        # right/wrong scores; partial ones (a multi-needle share) count by their sum, rounded against the verdict.
+        needed = math.ceil(round(threshold * tally.population, 9))
+        seen_low, seen_high = math.floor(tally.total + 1e-9), math.ceil(tally.total - 1e-9)
+        if needed > 0 and _tail(tally.population, needed - 1, tally.scored, seen_high, upper=True) <= alpha:
+            return 'pass'
+        if needed <= tally.population and _tail(tally.population, needed, tally.scored, seen_low, upper=False) <= alpha:
+            return 'fail'
+    # Undecided: more samples may settle it; with none left, only its errors keep it open.
+    return 'open' if tally.pending else 'unknown'
 
 
 def length_statuses(
-    order: Mapping[int, Sequence[PlanUnit]], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings
+    order: Mapping[int, Sequence[PlanUnit]],
+    scores: Scores,
+    settings: AdaptiveSettings,
+    attempts: Attempts | None = None,
 ) -> dict[int, Status]:
-    """Per length: untested, open (undecided, samples left), pass or fail (settled)."""
-    z = NormalDist().inv_cdf(settings.confidence)
-    means = {length: _scored(units, scores) for length, units in order.items()}
+    """Per length: untested, open (undecided, samples left to send), pass or fail (settled), or unknown (undecided,
+    and only errored samples, with no attempt left, could decide it)."""
+    attempts = attempts or {}
     threshold = _threshold(order, scores, settings)
-    statuses: dict[int, Status] = {}
-    for length, units in order.items():
-        tested = sum(unit.key in scores for unit in units)
-        exhausted = tested == len(units)
-        if not tested:
-            statuses[length] = 'untested'
-        elif means[length] is None:  # only samples without a score so far: they never pass
-            statuses[length] = 'fail' if exhausted else 'open'
-        else:
-            mean, n = means[length]
-            low, high = _wilson(mean, n, z)
-            if low >= threshold or (exhausted and mean >= threshold):
-                statuses[length] = 'pass'
-            elif high < threshold or exhausted:
-                statuses[length] = 'fail'
-            else:
-                statuses[length] = 'open'
-    return statuses
+    alpha = _alpha(settings, len(order))
+    return {
+        length: _status(_tally(units, scores, attempts), threshold if threshold is not None else math.inf, alpha)
+        for length, units in order.items()
+    }
 
 
-def _threshold(
-    order: Mapping[int, Sequence[PlanUnit]], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings
-) -> float:
+def _alpha(settings: AdaptiveSettings, lengths: int) -> float:
+    """The chance of misjudging one length that the plan accepts: the effective length is wrong when any length up to
+    it is misjudged, so ``confidence`` holds for the walk as a whole (Bonferroni)."""
+    return (1.0 - settings.confidence) / max(1, lengths)
+
+
+def _threshold(order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings: AdaptiveSettings) -> float | None:
+    """The mark a length's mean must reach; None in relative mode while the shortest length has no score."""
     if settings.mode == 'absolute':
         return settings.threshold
-    base = _scored(order[min(order)], scores)
-    # A shortest length scoring 0 (or nothing) gives no baseline: nothing passes, as in stats._passes.
-    return settings.threshold * base[0] if base and base[0] > 0 else math.inf
+    values = [scores[unit.key] for unit in order[min(order)] if scores.get(unit.key) is not None]
+    if not values:
+        return None
+    base = math.fsum(values) / len(values)
+    # A shortest length scoring 0 gives no baseline: nothing passes, as in stats._passes.
+    return settings.threshold * base if base > 0 else math.inf
 
 
-def _settling_step(
-    units: Sequence[PlanUnit],
-    scores: Mapping[Hashable, float | None],
-    threshold: float,
-    settings: AdaptiveSettings,
-    step: int,
-) -> int:
-    """Samples to add to an open length: the fewest that could settle it (all right, or all wrong), at most
-    ``step``; a length two samples short of a decision is not sent a whole step."""
-    scored = _scored(units, scores)
-    if scored is None:
-        return step
-    total, n = scored[0] * scored[1], scored[1]
-    z = NormalDist().inv_cdf(settings.confidence)
-    for extra in range(1, step):
-        if _wilson((total + extra) / (n + extra), n + extra, z)[0] >= threshold:
-            return extra
-        if _wilson(total / (n + extra), n + extra, z)[1] < threshold:
-            return extra
-    return step
-
-
-def _scored(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]) -> tuple[float, int] | None:
-    values = [scores[unit.key] for unit in units if scores.get(unit.key) is not None]
-    return (math.fsum(values) / len(values), len(values)) if values else None
-
-
-def next_round(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None], settings: AdaptiveSettings) -> Round:
-    """The next samples to send, given the scores of every sample sent so far (keys absent: not sent)."""
+def next_round(
+    units: Sequence[PlanUnit], scores: Scores, settings: AdaptiveSettings, attempts: Attempts | None = None
+) -> Round:
+    """The next samples to send, given the scores of every sample sent so far (keys absent: not sent; None: sent and
+    errored) and how many times each was sent (absent: once)."""
     order = sweep_order(units, seed=settings.seed)
     if not order:
         return Round((), 'exhausted')
-    step = _step(units)
-    wanted = _wanted(order, scores, settings, step)
-    if wanted is None:
-        return Round((), 'pinned')
-    if not wanted:
-        return Round((), 'exhausted')
-    return _within_budget(wanted, units, scores, settings)
-
-
-def _step(units: Sequence[PlanUnit]) -> int:
-    # Half a length's depths per step (at least 3): two steps see every depth once.
-    depths = len({unit.depth_percent for unit in units})
-    return max(3, math.ceil(depths / 2))
+    attempts = attempts or {}
+    wanted = _wanted(order, scores, settings, attempts)
+    if isinstance(wanted, str):
+        return Round((), wanted)
+    return _within_budget(wanted, units, scores, settings, attempts)
 
 
 def _wanted(
-    order: Mapping[int, Sequence[PlanUnit]],
-    scores: Mapping[Hashable, float | None],
-    settings: AdaptiveSettings,
-    step: int,
-) -> list[PlanUnit] | None:
-    """The units wanted next (before the budget), [] when nothing is left to send, None when the length is pinned."""
+    order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings: AdaptiveSettings, attempts: Attempts
+) -> list[PlanUnit] | StopReason:
+    """The units wanted next (before the budget), or why the sweep stops."""
     lengths = sorted(order)
-    if not any(unit.key in scores for units in order.values() for unit in units):
-        return [unit for index in _coarse(len(lengths)) for unit in order[lengths[index]][:step]]
-    first = lengths[0]
-    if settings.mode == 'relative' and not all(unit.key in scores for unit in order[first]):
-        return _untested(order[first], scores)  # the baseline every threshold scales by: all of it, first
-    statuses = length_statuses(order, scores, settings)
-    tested = [index for index, length in enumerate(lengths) if statuses[length] != 'untested']
-    blocking = next((index for index in tested if statuses[lengths[index]] != 'pass'), None)
-    if blocking is None:  # every tested length passes: look above the longest tested
-        top = tested[-1]
-        if top == len(lengths) - 1:
-            return None
-        return _untested(order[lengths[(top + len(lengths)) // 2]], scores)[:step]
-    if statuses[lengths[blocking]] == 'open':
-        units = order[lengths[blocking]]
-        return _untested(units, scores)[
-            : _settling_step(units, scores, _threshold(order, scores, settings), settings, step)
-        ]
-    below = max((index for index in tested if index < blocking), default=-1)
-    if blocking == below + 1:
-        return None
-    return _untested(order[lengths[(below + blocking + 1) // 2]], scores)[:step]
+    shortest = _tally(order[lengths[0]], scores, attempts)
+    if settings.mode == 'relative' and shortest.pending:
+        return list(shortest.pending)  # the baseline every threshold scales by: all of it, first
+    threshold = _threshold(order, scores, settings)
+    if threshold is None:  # relative, and the whole shortest length errored: no baseline to judge by
+        return 'errors'
+    alpha = _alpha(settings, len(lengths))
+    for length in lengths:  # the walk: the first length not settled as a pass is where the sweep works
+        tally = _tally(order[length], scores, attempts)
+        status = _status(tally, threshold, alpha)
+        if status == 'pass':
+            continue
+        if status == 'fail':
+            return 'pinned'
+        if status == 'unknown':
+            return 'errors'
+        return list(tally.pending[: _settling_step(tally, threshold, alpha)])
+    return 'pinned'  # every length passes
 
 
-def _coarse(count: int) -> list[int]:
-    return sorted({0, *(round(share * (count - 1)) for share in _COARSE_SHARES)})
+def _settling_step(tally: _Tally, threshold: float, alpha: float) -> int:
+    """Samples to send to an undecided length: a length not yet sent gets the fewest that, all right, would settle it
+    as a pass (most lengths below a model's limit then settle in one round); a length already sent the fewest that
+    could settle it either way, all right or all wrong."""
+
+    def settles(extra: int, right: bool) -> bool:
+        more = _Tally(
+            tally.population,
+            tally.total + (extra if right else 0),
+            tally.scored + extra,
+            tally.pending[extra:],
+            tally.errored,
+            True,
+        )
+        return _status(more, threshold, alpha) == ('pass' if right else 'fail')
+
+    steps = [_fewest(len(tally.pending), lambda extra: settles(extra, True))]
+    if tally.scored:
+        steps.append(_fewest(len(tally.pending), lambda extra: settles(extra, False)))
+    return min(steps)
 
 
-def _untested(units: Sequence[PlanUnit], scores: Mapping[Hashable, float | None]) -> list[PlanUnit]:
-    return [unit for unit in units if unit.key not in scores]
+def _fewest(most: int, enough: Callable[[int], bool]) -> int:
+    """The fewest extra samples, 1 to ``most``, for which ``enough`` holds (it holds for every count above one that
+    it holds for: more of the same answers only strengthen a verdict), else ``most``: a bisection."""
+    low, high = 1, most
+    while low < high:
+        middle = (low + high) // 2
+        if enough(middle):
+            high = middle
+        else:
+            low = middle + 1
+    return low
 
 
 def _within_budget(
     wanted: Sequence[PlanUnit],
     units: Sequence[PlanUnit],
-    scores: Mapping[Hashable, float | None],
+    scores: Scores,
     settings: AdaptiveSettings,
+    attempts: Attempts,
 ) -> Round:
-    """The wanted units that fit what is left of the budget, in order; a stop when none fits."""
-    sent = [unit for unit in units if unit.key in scores]
-    prompts_left = math.inf if settings.budget_prompts is None else settings.budget_prompts - len(sent)
+    """The wanted units that fit what is left of the budget, in order; a stop when none fits. Every send counts,
+    a sample asked again after an error too."""
+    sends = {unit.key: attempts.get(unit.key, 1) for unit in units if unit.key in scores}
+    lengths = {unit.key: unit.context_length for unit in units}
+    prompts_left = math.inf if settings.budget_prompts is None else settings.budget_prompts - sum(sends.values())
     tokens_left = (
-        math.inf if settings.budget_tokens is None else settings.budget_tokens - sum(u.context_length for u in sent)
+        math.inf
+        if settings.budget_tokens is None
+        else settings.budget_tokens - sum(lengths[key] * count for key, count in sends.items())
     )
     keys = []
     for unit in wanted:

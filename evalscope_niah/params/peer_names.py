@@ -4,7 +4,8 @@ Each tool is a ``Dialect``: the names only it uses (their presence says whose co
 them into ours. A config in two tools' names is refused, naming both, since the same name can mean different
 grids: inspect_evals' ``n_contexts=1`` is one length at ``max_context``, EvalScope's ``context_lengths_num_intervals
 =1`` one at the minimum. EvalScope's built-in names are ours; Kamradt's tester shares most of them and is told apart
-by the names only it uses (``params/kamradt_names.py``).
+by the names only it uses (``params/kamradt_names.py``); RULER's niah arguments choose its task
+(``params/ruler_names.py``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import NiahConfigError
-from . import inspect_names, kamradt_names
+from . import inspect_names, kamradt_names, ruler_names
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,8 @@ DIALECTS = (
         neutral=inspect_names.BANK_DEFAULTS,
     ),
     Dialect(kamradt_names.TOOL, kamradt_names.OWNS, kamradt_names.expand),
+    # RULER's niah arguments: they make the config RULER's (task ruler_niah with RULER's defaults).
+    Dialect(ruler_names.TOOL, ruler_names.OWNS, ruler_names.expand),
     # CDME's one-to-one names are resolved by params/aliases.py; listed here so a mix with another tool is refused.
     Dialect("OpenCompass' CDME", ('num_repeats_per_file', 'tokenizer_model', 'length', 'depth'), _unchanged),
 )
@@ -70,8 +73,8 @@ def resolve(values: Mapping[str, Any]) -> dict[str, Any]:
         raise NiahConfigError(
             first_names[0],
             f'mixes {first.tool} names ({", ".join(first_names)}) with {second.tool} names '
-            f'({", ".join(second_names)}); the same name means different grids in each, so write the config in '
-            'one tool\'s names (docs: "Coming from other tools")',
+            f'({", ".join(second_names)}); each tool reads its names its own way (a grid, a needle, a sample), so '
+            'write the config in one tool\'s names (docs: "Coming from other tools")',
         )
     if not used:
         return values

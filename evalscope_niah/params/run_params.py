@@ -26,7 +26,7 @@ from .run_size import check_sample_count
 from .sending import SendingParams
 from .subset_params import SubsetParams
 from .subsets import ResolvedSubset, check_subset_list
-from .sweep import SweepParams
+from .sweep import SweepParams, check_budget_fits
 
 __all__ = ['ALIASES', 'NiahParams', 'TaskParams']
 
@@ -77,6 +77,12 @@ class NiahParams(
                 'sweep',
                 "'adaptive' does not send needle-absent controls (it chooses needle samples by their scores): "
                 "run absent_control with sweep: 'grid'",
+            )
+        else:
+            check_budget_fits(
+                self.sweep_budget_tokens,
+                shortest_length=min(self.context_length_grid()),
+                tokenizer=self.tokenizer_path,
             )
         return self
 

@@ -45,7 +45,8 @@ class SubsetParams(BaseModel):
     answer: str | None = Field(
         None,
         description="The answer to retrieval_question: task 'single': the short answer inside the needle (for the "
-        "guide and guess detection); with keyword: the full reference answer (CDME's answer).",
+        "guide and guess detection; None with needles you give: each needle's key fact is derived from it and the "
+        "question); with keyword: the full reference answer (CDME's answer).",
     )
     language: str | None = Field(
         None,

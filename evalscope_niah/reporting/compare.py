@@ -63,6 +63,9 @@ COMPARE_CSV_COLUMNS: tuple[str, ...] = (
     'ci_high',
     'shortest_length',
     'longest_length',
+    # When effective_length is a bound (length_status.py): the first length the data could not decide, and why.
+    'unknown_length',
+    'unknown_reason',
 )
 _NONE_LABEL = 'none'  # effective length below the shortest tested length
 _MISSING_LABEL = 'n/a'  # the model has no results for this subset
@@ -235,7 +238,8 @@ def format_comparison_table(comparison: Comparison) -> str:
     rule = 'accuracy' if comparison.mode == 'absolute' else 'accuracy / shortest length accuracy'
     heading = (
         f'effective context length ({comparison.mode}: {rule} >= {comparison.threshold:g}; '
-        f'95% bootstrap CI; {_NONE_LABEL} = shortest length fails, {_MISSING_LABEL} = no results)'
+        f'95% bootstrap CI; {_NONE_LABEL} = shortest length fails, {_MISSING_LABEL} = no results; a length the data '
+        'cannot decide is unknown, and the effective length before it a bound)'
     )
     rows = [['model', *comparison.subsets]]
     for run in comparison.runs:
@@ -270,6 +274,8 @@ def write_comparison_csv(path: str | os.PathLike[str], comparison: Comparison) -
             'ci_high': e.ci_high,
             'shortest_length': e.per_length[0].context_length,
             'longest_length': e.per_length[-1].context_length,
+            'unknown_length': e.unknown_length,
+            'unknown_reason': e.unknown_reason,
         }
         rows.append([values[column] for column in COMPARE_CSV_COLUMNS])
     return atomic_write_text(path, csv_text(rows))
@@ -307,10 +313,12 @@ def _draw_missing(ax: Axes, subset: str) -> None:
 
 
 def _effective_text(effective: EffectiveLength, labels: dict[int, str]) -> str:
-    return (
-        f'{_length_text(effective.length, labels)} '
-        f'[{_length_text(effective.ci_low, labels)}, {_length_text(effective.ci_high, labels)}]'
-    )
+    ci = f'[{_length_text(effective.ci_low, labels)}, {_length_text(effective.ci_high, labels)}]'
+    if effective.unknown_length is None:
+        return f'{_length_text(effective.length, labels)} {ci}'
+    # A bound, worded as every report words one (length_status.EffectiveBound.describe), with its interval.
+    known = 'unknown' if effective.length is None else f'at least {labels[effective.length]} {ci}'
+    return f'{known}; {labels[effective.unknown_length]} unknown: {effective.unknown_reason}'
 
 
 def _build_comparison_figure(comparison: Comparison, *, show_score: bool) -> Figure:

@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING
 
 from ..atomic import atomic_write_text
 from ..inert import html_text, script_json, shown_text
-from .heatmap_style import EMPTY_COLOR, accuracy_hex, effective_column, title_parts
+from .heatmap_style import EMPTY_COLOR, accuracy_hex, effective_mark, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
+    from .length_status import EffectiveBound
     from .records import SampleResult
 
 __all__ = ['PageParts', 'plot_heatmap_html']
@@ -142,7 +143,8 @@ def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[s
     return [
         f'{length:,}',
         format_depth(depth),
-        _fmt(cell.accuracy),
+        # A cell with samples and no score is unknown (why: '3 server errors'), never a 0 (length_status.py).
+        f'unknown ({cell.unknown})' if cell.unknown else _fmt(cell.accuracy),
         str(cell.n),
         _fmt(cell.rule_recall),
         str(cell.judge_failures),
@@ -370,7 +372,7 @@ def _heatmap_html(
     *,
     subset: str,
     title: str | None = None,
-    effective_length: int | None = None,
+    effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     live: PageParts | None = None,
@@ -378,13 +380,13 @@ def _heatmap_html(
     """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources.
     One template filled top to bottom: each piece is built above and only put together here."""
     lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
-    column = effective_column(lengths, effective_length, subset=subset)
+    column, effective_text = effective_mark(lengths, effective_length, subset=subset)
     labels = length_labels(lengths)
     tokenizer = subset_tokenizer(cells, subset=subset) or (live.tokenizer if live is not None else None)
     unit = length_unit(tokenizer)
     heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
-    if column is not None:
-        subheading = f'{subheading} · effective context length: {labels[column]}'
+    if effective_text is not None:
+        subheading = f'{subheading} · effective context length: {effective_text}'
     panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit) if live is None else ({}, [])
     rows = _table_rows(lengths, depths, grid, column=column, panel_ids=panel_ids, live=live)
     css, script, note = _css_script_note(_empty_cell_note(lengths, depths, grid), panels, unit=unit, live=live)
@@ -409,7 +411,7 @@ def plot_heatmap_html(
     subset: str,
     path: str | os.PathLike[str],
     title: str | None = None,
-    effective_length: int | None = None,
+    effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     live: PageParts | None = None,
@@ -418,7 +420,8 @@ def plot_heatmap_html(
 
     The file is self-contained (plain HTML table, inline CSS and a few lines of inline JS for the hover tooltip;
     no external resources, works offline); identical inputs give identical bytes.  `effective_length` marks that
-    length's column (header and a dashed border) and is stated under the title; `scoring_note` is a line under
+    length's column (header and a dashed border) and is stated under the title (a bound, length_status.EffectiveBound,
+    marks the lengths known to pass and is stated as a bound, naming the unknown length); `scoring_note` is a line under
     it.  `answers` maps (subset, context_length, depth_percent), as `stats.samples_by_cell` gives it, to the
     samples of that cell: a click on the cell then shows their answers, reasoning, score, judge rating and status
     (at most 20 per cell; all text HTML-escaped).  `live` (heatmap_live.py) draws the page of a run still going:

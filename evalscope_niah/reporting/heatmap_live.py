@@ -29,8 +29,9 @@ from .heatmap_html import (
     _score,
     plot_heatmap_html,
 )
-from .heatmap_style import EMPTY_COLOR
+from .heatmap_style import EMPTY_COLOR, effective_mark, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels, length_unit, subset_tokenizer
+from .length_status import EffectiveBound
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -74,6 +75,8 @@ class LivePage:
     `cells` maps (context_length, depth_percent) -> `LiveCell` for every cell of the subset's plan; `status` and
     `line` (the progress line) are shown above the table; `data_src` is the sibling data file (`live_data_js`) the
     page re-reads while the run is 'running' (None: a snapshot, as `evalscope-niah plot` draws a running work dir).
+    `effective` (once the run is complete) is stated under the title as the final page states it, so a page left
+    open ends where the final page ends.
     """
 
     cells: Mapping[tuple[int, float], LiveCell]
@@ -82,6 +85,7 @@ class LivePage:
     data_src: str | None = None
     # The tokenizer that counted the plan's lengths (its planned samples'): the axis names it before any cell is done.
     tokenizer: str | None = None
+    effective: EffectiveBound | None = None
 
 
 _LIVE_CSS = """\
@@ -112,12 +116,14 @@ if(c.m)kids.push(el('p','meta',c.m+' more in the results file'));
 p.replaceChildren.apply(p,kids);
 }
 function apply(d){
+document.title=d.doc;document.querySelector('h1').textContent=d.head;document.querySelector('p.sub').textContent=d.sub;
 Object.keys(d.cells).forEach(function(k){
 var c=d.cells[k],td=tds[k];if(!td)return;
 td.textContent=c.t;td.className=c.c;td.style.background=c.bg;td.setAttribute('data-h',c.h);
 if(c.a.length){td.setAttribute('data-a',k);panel(k,c);}else td.removeAttribute('data-a');
 });
 st.textContent=d.line;
+var nt=document.getElementById('ntl');if(nt)nt.hidden=!g.querySelector('td.nt');
 if(d.status!=='running'&&timer!==null){clearInterval(timer);timer=null;}
 }
 function reload(){var s=document.createElement('script');s.src=O.src+'?t='+Date.now();
@@ -204,8 +210,19 @@ def _live_td(cell: Mapping[str, Any]) -> str:
     )
 
 
-def _live_data(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> dict[str, Any]:
-    data = {'status': live.status, 'line': live.line, 'cells': {cell['k']: cell for cell in cells.values()}}
+def _live_data(
+    live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]], heading: tuple[str, str]
+) -> dict[str, Any]:
+    head, sub = heading
+    data = {
+        'status': live.status,
+        'line': live.line,
+        # The title and the line under it as the page would draw them now (its first load's go stale).
+        'head': head,
+        'sub': sub,
+        'doc': f'{head} · {sub}'.replace('\n', ' '),
+        'cells': {cell['k']: cell for cell in cells.values()},
+    }
     return _shown(data)
 
 
@@ -221,23 +238,33 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _live_script(live: LivePage, cells: Mapping[tuple[float, int], Mapping[str, Any]]) -> str:
-    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': _live_data(live, cells)}
-    return _LIVE_JS % script_json(options)
+def _live_script(live: LivePage, data: Mapping[str, Any]) -> str:
+    return _LIVE_JS % script_json({'src': live.data_src, 'every': _RELOAD_MS, 'data': data})
 
 
-def _live_note(*, untested: bool) -> str:
-    """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end)."""
+def _live_note(*, untested: bool, rereads: bool) -> str:
+    """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end).
+    A page that re-reads its data has it hidden: its script shows it when the run ends with cells it never sent."""
+    not_tested = (_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)', 'ntl')
     swatches = (
-        (_PENDING_BACKGROUND, f'{PENDING_CELL} = pending (planned, not answered yet)'),
-        *([(_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)')] if untested else []),
-        (EMPTY_COLOR, f'{EMPTY_CELL} = no scored sample'),
+        (_PENDING_BACKGROUND, f'{PENDING_CELL} = pending (planned, not answered yet)', ''),
+        *([not_tested] if untested or rereads else []),
+        (EMPTY_COLOR, f'{EMPTY_CELL} = no scored sample', ''),
     )
-    legend = ' &nbsp; '.join(f'<span class="sw" style="background:{bg}"></span> {_esc(text)}' for bg, text in swatches)
+    legend = ' &nbsp; '.join(
+        f'<span{_legend_attrs(key, untested)}><span class="sw" style="background:{bg}"></span> {_esc(text)}</span>'
+        for bg, text, key in swatches
+    )
     return (
         f'<p class="note">{legend}; a score in italics: some of its samples are still pending.</p>\n'
         '<p class="note">Click a cell to show its answers below.</p>\n<div id="answers"></div>\n'
     )
+
+
+def _legend_attrs(key: str, untested: bool) -> str:
+    if not key:
+        return ''
+    return f' id="{key}"' + ('' if untested else ' hidden')
 
 
 def _page_grid(
@@ -255,26 +282,52 @@ def _page_grid(
     return lengths, depths, grid
 
 
+def _heading(
+    cells: Sequence[CellSummary],
+    subset: str,
+    live: LivePage,
+    axes: tuple[Sequence[int], Mapping[tuple[float, int], CellSummary]],
+    title: str | None,
+) -> tuple[str, str]:
+    """(title, the line under it), as the final page words them: with the effective length once the run is done."""
+    lengths, grid = axes
+    tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
+    _, effective_text = effective_mark(lengths, live.effective, subset=subset)
+    if effective_text is not None:
+        subheading = f'{subheading} · effective context length: {effective_text}'
+    return heading, subheading
+
+
 def _page_parts(
-    cells: Sequence[CellSummary], *, subset: str, live: LivePage, answers: Mapping[CellKey, Sequence[SampleResult]]
+    cells: Sequence[CellSummary],
+    *,
+    subset: str,
+    live: LivePage,
+    answers: Mapping[CellKey, Sequence[SampleResult]],
+    title: str | None,
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
     tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
     unit = length_unit(tokenizer)
     live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit)
+    data = _live_data(live, live_cells, _heading(cells, subset, live, (lengths, grid), title))
     parts = PageParts(
         lengths=lengths,
         depths=depths,
         grid=grid,
         tds={key: _live_td(cell) for key, cell in live_cells.items()},
         css=_ANSWERS_CSS + _LIVE_CSS,
-        script=_ANSWERS_JS + _live_script(live, live_cells),
-        note=_live_note(untested=any(cell['c'] == 'nt' for cell in live_cells.values())),
+        script=_ANSWERS_JS + _live_script(live, data),
+        note=_live_note(
+            untested=any(cell['c'] == 'nt' for cell in live_cells.values()),
+            rereads=live.data_src is not None and live.status == 'running',
+        ),
         line=live.line,
         tokenizer=tokenizer,
     )
-    return parts, _live_data(live, live_cells)
+    return parts, data
 
 
 def write_live_heatmap(
@@ -290,7 +343,7 @@ def write_live_heatmap(
     """Write a live page's data file (`live.data_src`, beside `path`) and, with `page`, the page itself; both
     atomically, the data first.  A run that has ended rewrites only the data (`page=False`): the page then holds
     the final heatmap, and the data tells a page still open on the live one that the run is over."""
-    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {})
+    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {}, title=title)
     if live.data_src is not None:
         atomic_write_text(Path(path).parent / live.data_src, f'niahLive({script_json(data)});\n')
     if page:

@@ -9,10 +9,17 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
-from .labels import tokenizer_display_name
+from .labels import length_labels, tokenizer_display_name
+from .length_status import EffectiveBound
 from .stats import CellSummary
 
-__all__ = ['EMPTY_COLOR', 'accuracy_hex', 'effective_column', 'title_parts']  # and CMAP, built on first use
+__all__ = [
+    'EMPTY_COLOR',
+    'accuracy_hex',
+    'effective_column',
+    'effective_mark',
+    'title_parts',
+]  # and CMAP, built on first use
 
 # Kamradt's red -> yellow -> green scale, shared by PNG and HTML so both read the same.
 _COLORS = ('#F0496E', '#EBB839', '#0CD79F')
@@ -95,3 +102,16 @@ def effective_column(lengths: Sequence[int], effective_length: int | None, *, su
             f'effective_length {effective_length} is not a context length of subset {subset!r} ({list(lengths)})'
         )
     return list(lengths).index(effective_length)
+
+
+def effective_mark(
+    lengths: Sequence[int], effective: EffectiveBound | int | None, *, subset: str
+) -> tuple[int | None, str | None]:
+    """(column to mark, what the title states) of an effective length or bound, in the axis' labels: the column of
+    the lengths known to pass, and '16k' or 'at least 2.5k; 3k unknown: 3 server errors'."""
+    bound = EffectiveBound.of(effective)
+    column = effective_column(lengths, bound.at_least, subset=subset)
+    labels = length_labels(lengths)
+    if bound.unknown_length is not None:
+        effective_column(lengths, bound.unknown_length, subset=subset)  # the same check: a length of this grid
+    return column, bound.describe(lambda length: labels[list(lengths).index(length)])

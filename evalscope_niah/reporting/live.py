@@ -27,10 +27,11 @@ from ..inert import inert_logger, json_text
 from ..safe_files import read_bounded, regular_file
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens, tokenizer_display_name
+from .length_status import EffectiveBound
 from .outputs import OUTPUT_PREFIXES, OutputFiles
 from .records import SampleResult, checked_cell
 from .results import check_drawable
-from .stats import CellSummary, samples_by_cell, summarize_cells
+from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
 
 __all__ = [
     'WRITE_INTERVAL_S',
@@ -130,14 +131,20 @@ class RunProgress:
         return planned, sum(1 for cell, n in planned.items() if finished[cell] >= n)
 
     def live_cells(self, subset: str) -> dict[tuple[int, float], LiveCell]:
-        """(context_length, depth_percent) -> LiveCell for every planned needle cell of one subset."""
+        """(context_length, depth_percent) -> LiveCell for every planned needle cell of one subset. Once the run is
+        complete nothing is pending: what it did not send (an adaptive sweep's choice) was not tested."""
         planned, _ = self.cell_counts()
         finished = Counter(_cell_of(result) for result in self.results)
-        return {
-            (length, depth): LiveCell(planned=n, finished=finished[(name, length, depth)])
-            for (name, length, depth), n in planned.items()
-            if name == subset
-        }
+        complete = self.status == 'complete'
+        cells = {}
+        for (name, length, depth), n in planned.items():
+            if name == subset:
+                done = finished[(name, length, depth)]
+                # A complete run's cell holds what it sent: all of that is finished.
+                cells[(length, depth)] = LiveCell(
+                    planned=done if complete else n, finished=done, untested=complete and not done
+                )
+        return cells
 
     def tokenizer(self, subset: str) -> str | None:
         """The tokenizer that counted `subset`'s planned lengths (None in progress files from before it was kept)."""
@@ -207,8 +214,10 @@ def draw_progress(
     live: bool,
     page: bool = True,
     title: str | None = None,
+    effective: Mapping[str, EffectiveBound] | None = None,
 ) -> list[Path]:
-    """Each subset's page of a running (or stopped) run in `report_dir`: `live` ones re-read their data file."""
+    """Each subset's page of a running (or stopped) run in `report_dir`: `live` ones re-read their data file.
+    ``effective`` (a complete run's, per subset) is stated under the title as the final page states it."""
     results = [result for result in progress.results if not result.control]
     cells, answers = summarize_cells(results), samples_by_cell(results)
     line = f'{progress.line(name=prefix.removesuffix("_heatmap"))} · updated {_now()}'
@@ -221,6 +230,7 @@ def draw_progress(
             line=line,
             data_src=live_data_file(name) if live else None,
             tokenizer=progress.tokenizer(subset),
+            effective=(effective or {}).get(subset),
         )
         paths.append(
             write_live_heatmap(
@@ -326,27 +336,41 @@ class LiveRun:
             logger.info('%s', progress.line(name=self._files.prefix))
             self._logged_at = now
 
-    def finish(self, *, complete: bool) -> None:
+    def finish(self, *, complete: bool, threshold: float | None = None, mode: str = 'absolute') -> None:
         """The run ended (`complete`) or stopped: the data and progress files say so, and open pages stop
-        re-reading. The pages themselves are left to the final outputs (`write_run_outputs`)."""
+        re-reading. The pages themselves are left to the final outputs (`write_run_outputs`); a page left open ends
+        as they do: the cells never sent shown as not tested, its title current, and (given the run's ``threshold``
+        and ``mode``) the effective length, a bound worded as one."""
         if self._finished:
             return
         self._finished = True
         progress = self.progress('complete' if complete else 'stopped')
+        effective = _effective_bounds(progress, threshold, mode) if complete and threshold is not None else None
         try:
-            self._write(progress, page=not complete)
+            self._write(progress, page=not complete, effective=effective)
         except Exception as exc:  # a full disk: the run is over either way, and says so through its own error
             logger.warning('%s: the live pages could not be marked %s: %s', self._files.prefix, progress.status, exc)
         logger.info('%s', progress.line(name=self._files.prefix))
 
-    def _write(self, progress: RunProgress, *, page: bool) -> None:
+    def _write(
+        self, progress: RunProgress, *, page: bool, effective: Mapping[str, EffectiveBound] | None = None
+    ) -> None:
         try:
             atomic_write_text(self._dir / self._files.progress, json_text(progress.to_dict()))
-            draw_progress(self._dir, progress, prefix=self._files.heatmap_prefix, live=True, page=page)
+            prefix = self._files.heatmap_prefix
+            draw_progress(self._dir, progress, prefix=prefix, live=True, page=page, effective=effective)
         except Exception as exc:  # a page that cannot be drawn must not stop the run; the final outputs come anyway
             if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)
                 raise
             logger.exception('%s: writing the live heatmap pages failed', self._files.prefix)
+
+
+def _effective_bounds(progress: RunProgress, threshold: float, mode: str) -> dict[str, EffectiveBound]:
+    needles = [result for result in progress.results if not result.control]
+    return {
+        subset: effective_context_length(needles, subset=subset, threshold=threshold, mode=mode).bound
+        for subset in sorted({result.subset for result in needles})
+    }
 
 
 def _now() -> str:

@@ -17,9 +17,11 @@ from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
 from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .labels import file_name_part
+from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .records import SampleResult
 from .results import write_cells_csv, write_results, write_summary_json
+from .run_metrics import effective_length_message
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 
@@ -204,12 +206,9 @@ def write_run_outputs(
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
         write_judge_check(output_dir, judge_check, files=files)
+    effective = _effective_bounds(results, threshold=threshold, mode=mode)
     if not plot:
         return
-    effective = {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).length
-        for subset in sorted({result.subset for result in results})
-    }
     try:
         paths = draw_heatmaps(
             output_dir,
@@ -226,6 +225,19 @@ def write_run_outputs(
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
+def _effective_bounds(results: Sequence[SampleResult], *, threshold: float, mode: str) -> dict[str, EffectiveBound]:
+    """Every needle subset's effective length (a subset of controls only has none); one that is a bound is said on
+    the console too, as the summary and the heatmaps say it."""
+    bounds = {}
+    for subset in sorted({result.subset for result in results if not result.control}):
+        bounds[subset] = effective_context_length(results, subset=subset, threshold=threshold, mode=mode).bound
+        tokenizer = next((r.tokenizer for r in results if r.subset == subset and r.tokenizer), None)
+        message = effective_length_message(bounds[subset], subset=subset, tokenizer=tokenizer)
+        if message:
+            logger.warning('needle_haystack: %s', message)
+    return bounds
+
+
 # The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
 # results file does not name the served model unless the run counted with tokenizer_path 'server' already).
 _SERVED_TOKENS = served_tokenizer_name('served')
@@ -236,8 +248,8 @@ def _served_unit(tokenizer: str | None) -> str:
 
 
 def in_served_tokens(
-    results: Sequence[SampleResult], effective_lengths: Mapping[str, int | None]
-) -> tuple[list[SampleResult], dict[str, int | None]]:
+    results: Sequence[SampleResult], effective_lengths: Mapping[str, EffectiveBound | int | None]
+) -> tuple[list[SampleResult], dict[str, EffectiveBound]]:
     """The results with each length replaced by the median prompt tokens the server reported for it (per subset),
     so a heatmap's length axis reads in the model's own tokens. A length without served counts keeps its label."""
     served: dict[tuple[str, int], list[int]] = {}
@@ -252,8 +264,10 @@ def in_served_tokens(
         for r in results
     ]
     effective = {
-        subset: None if length is None else label.get((subset, length), length)
-        for subset, length in effective_lengths.items()
+        subset: EffectiveBound.of(value).relabelled(
+            {length: served for (name, length), served in label.items() if name == subset}
+        )
+        for subset, value in effective_lengths.items()
     }
     return relabelled, effective
 
@@ -268,7 +282,7 @@ def draw_heatmaps(
     output_dir: str | os.PathLike[str],
     results: Sequence[SampleResult],
     *,
-    effective_lengths: Mapping[str, int | None],
+    effective_lengths: Mapping[str, EffectiveBound | int | None],
     show_score: bool = False,
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,

@@ -27,7 +27,7 @@ from matplotlib.text import Text
 from ..atomic import atomic_write_bytes
 from ..inert import inert_logger, terminal_text
 from .heatmap_html import plot_heatmap_html
-from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, title_parts
+from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, effective_mark, title_parts
 from .labels import (
     EMPTY_CELL,
     cell_grid,
@@ -37,6 +37,7 @@ from .labels import (
     length_labels,
     subset_tokenizer,
 )
+from .length_status import EffectiveBound
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -209,19 +210,19 @@ def _build_heatmap_figure(
     subset: str,
     show_score: bool = False,
     title: str | None = None,
-    effective_length: int | None = None,
+    effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
 ) -> Figure:
     """Draw the heatmap on a fresh Agg-backed Figure (not registered with pyplot); the caller owns and closes it."""
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    column = effective_column(lengths, effective_length, subset=subset)
-    effective_label = None if column is None else length_labels(lengths)[column]
+    column, effective_label = effective_mark(lengths, effective_length, subset=subset)
+    marked = None if column is None else lengths[column]
     fig = Figure(figsize=_figure_size(len(lengths), len(depths)), layout='constrained')
     FigureCanvasAgg(fig)  # attaches itself to fig; the constrained layout measures tick labels through it
     ax = fig.add_subplot()
     try:
         has_empty = draw_heatmap(
-            ax, cells, subset=subset, show_score=show_score, effective_length=effective_length, colorbar=True
+            ax, cells, subset=subset, show_score=show_score, effective_length=marked, colorbar=True
         )
     except BaseException:
         fig.clear()
@@ -311,13 +312,15 @@ def plot_heatmap_png(
     path: str | os.PathLike[str],
     show_score: bool = False,
     title: str | None = None,
-    effective_length: int | None = None,
+    effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
 ) -> Path:
     """Save the accuracy heatmap of one subset as PNG (atomically); ValueError when the subset has no cells.
 
     `effective_length`, a context length of the subset, is marked by a dashed line and stated in the title
-    ('effective: 16k').  `scoring_note` (e.g. 'scored by rule (judge failed qualification)') is a last title line.
+    ('effective: 16k'); a bound (length_status.EffectiveBound) marks the lengths known to pass and is stated as one
+    ('effective: at least 2.5k; 3k unknown: 3 server errors').  `scoring_note` (e.g. 'scored by rule (judge failed
+    qualification)') is a last title line.
     Titles are drawn literally: a '$' in a subset name or title is not mathtext.
     """
     fig = _build_heatmap_figure(
@@ -346,14 +349,15 @@ def plot_all(
     output_dir: str | os.PathLike[str],
     prefix: str,
     show_score: bool = False,
-    effective_lengths: Mapping[str, int | None] | None = None,
+    effective_lengths: Mapping[str, EffectiveBound | int | None] | None = None,
     title: str | None = None,
     scoring_notes: Mapping[str, str | None] | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
 ) -> list[Path]:
     """Write `{prefix}_{subset}.png` and `.html` for every subset, in subset order.
 
-    `effective_lengths` maps subset -> effective context length to mark (a missing subset or None: no mark).
+    `effective_lengths` maps subset -> effective context length to mark, or the bound to state (a missing subset or
+    None: no mark).
     `scoring_notes` maps subset -> a subtitle line such as 'scored by rule (judge failed qualification)'.
     `answers` ((subset, length, depth) -> samples, as `stats.samples_by_cell` gives it) lets a click on a cell of
     the HTML heatmap show its answers.

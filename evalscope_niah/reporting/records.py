@@ -165,6 +165,9 @@ class SampleResult:
     # The tokenizer that counted context_length (SampleMeta.tokenizer: 'Qwen/Qwen3-0.6B', 'server:<model>', ...):
     # the unit of every length shown. None in files written before it was recorded.
     tokenizer: str | None = None
+    # The key facts the rule looked for in the answer: given with the needle, or derived from the needles you wrote
+    # and the question; each cut to 1,000 characters. Absent when the sample has none (the needle recall decided).
+    answer_keys: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self._check_dimensions()
@@ -188,6 +191,9 @@ class SampleResult:
                 raise ValueError(f'{name} must be an int from 0 to {MAX_PLAUSIBLE_TOKENS} or None, got {value!r}')
         # Frozen, so the bound is applied through object.__setattr__; bounded_text is idempotent, so a record
         # read back from a file is unchanged.
+        object.__setattr__(
+            self, 'answer_keys', tuple(bounded_text(key) or '' for key in _answer_keys(self.answer_keys))
+        )
         object.__setattr__(self, 'answer', bounded_text(self.answer))
         object.__setattr__(self, 'reasoning', bounded_text(self.reasoning))
 
@@ -240,7 +246,8 @@ class SampleResult:
         return self.accuracy is None and self.error is None and self.budget_exhausted
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields; the optional ones (`answer` ... `scoring`, `task_values`, `tokenizer`) only when set."""
+        """All fields; the optional ones (`answer` ... `scoring`, `task_values`, `tokenizer`, `answer_keys`) only when
+        set."""
         data = asdict(self)
         for name in _OMIT_WHEN_NONE:
             if data[name] is None:
@@ -248,6 +255,10 @@ class SampleResult:
         data['task_values'] = dict(self.task_values)
         if not data['task_values']:
             del data['task_values']
+        if self.answer_keys:
+            data['answer_keys'] = list(self.answer_keys)
+        else:
+            del data['answer_keys']
         return data
 
     @classmethod
@@ -290,9 +301,16 @@ class SampleResult:
                 no_answer=_as_opt_str('no_answer', data.get('no_answer')),
                 task_values=_task_values(data),
                 tokenizer=_as_opt_str('tokenizer', data.get('tokenizer')),
+                answer_keys=_answer_keys(data.get('answer_keys', [])),
             )
         except KeyError as exc:
             raise ValueError(f'missing SampleResult field: {exc.args[0]}') from None
+
+
+def _answer_keys(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple) or not all(isinstance(key, str) for key in value):
+        raise ValueError(f'answer_keys must be a list of strings, got {value!r}')
+    return tuple(value)
 
 
 def _task_values(data: Mapping[str, Any]) -> dict[str, float]:

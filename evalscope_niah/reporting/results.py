@@ -19,6 +19,7 @@ from typing import IO, Any
 
 from ..atomic import atomic_write_text
 from ..inert import csv_cell, csv_cell_read, json_text
+from ..vocabulary import LENGTH_STATUSES
 from .records import SampleResult
 from .stats import (
     Agreement,
@@ -38,6 +39,7 @@ from .stats import (
 __all__ = [
     'CELL_CSV_COLUMNS',
     'NO_ANSWER_COLUMN',
+    'UNKNOWN_COLUMN',
     'csv_text',
     'read_cells_csv',
     'read_results',
@@ -52,6 +54,8 @@ __all__ = [
 # line is not a results row, and is refused before it is read whole.
 MAX_RESULT_LINE_BYTES = 1_000_000
 _MAX_PROBLEM_CHARS = 300  # of a malformed row's problem in its error: a hostile value may be megabytes long
+# Of a bound's reason read from a summary ('3 server errors, 1 cut reply'): more is not one we wrote.
+_MAX_REASON_CHARS = 200
 # What plot and compare draw from a results file, per subset: beyond this a heatmap is unreadable, and drawing it
 # (one HTML cell each, a bootstrap over every length) would take minutes and gigabytes.
 MAX_DRAWN_LENGTHS = 1000
@@ -77,6 +81,9 @@ NO_ANSWER_COLUMN = 'no_answer'
 # Then the tokenizer that counted context_length (``CellSummary.tokenizer``, e.g. 'Qwen/Qwen3-0.6B'), empty when
 # unknown; a cells CSV written before it was recorded lacks the column and its lengths read as plain 'tokens'.
 TOKENIZER_COLUMN = 'tokenizer'
+# Then why a cell with samples has no score (``CellSummary.unknown``: '3 server errors'), empty when it has one: such a
+# cell is unknown, not failed. A cells CSV written before it was recorded lacks the column.
+UNKNOWN_COLUMN = 'unknown'
 # After these columns, one per task value the cells report (``CellSummary.task_values``), in name order; a cells CSV
 # of an older version ends with `precision` or with nothing, and reads the same way.
 
@@ -172,8 +179,8 @@ def write_cells_csv(
     path: str | os.PathLike[str], cells: Iterable[CellSummary], *, value_columns: Sequence[str] = ()
 ) -> Path:
     """Write one CSV row per subset x length x depth (atomically): `CELL_CSV_COLUMNS`, `no_answer`, `tokenizer`,
-    then a column per task value of the cells and per name in ``value_columns`` (the values the run's tasks declare,
-    so the header does not depend on which cells happen to hold one), in name order."""
+    `unknown`, then a column per task value of the cells and per name in ``value_columns`` (the values the run's
+    tasks declare, so the header does not depend on which cells happen to hold one), in name order."""
     cells = list(cells)
     values = sorted({*value_columns, *(name for cell in cells for name in cell.task_values)})
     rows = [
@@ -181,11 +188,13 @@ def write_cells_csv(
             *(getattr(cell, column) for column in CELL_CSV_COLUMNS),
             cell.no_answer,
             cell.tokenizer,
+            cell.unknown,
             *(cell.task_values.get(name) for name in values),
         ]
         for cell in cells
     ]
-    return atomic_write_text(path, csv_text([(*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, *values), *rows]))
+    header = (*CELL_CSV_COLUMNS, NO_ANSWER_COLUMN, TOKENIZER_COLUMN, UNKNOWN_COLUMN, *values)
+    return atomic_write_text(path, csv_text([header, *rows]))
 
 
 def _parse_opt_float(text: str) -> float | None:
@@ -207,6 +216,7 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
         ci_high=_parse_opt_float(row['ci_high']),
         no_answer=int(row[NO_ANSWER_COLUMN]) if NO_ANSWER_COLUMN in row else 0,
         tokenizer=spreadsheet_unescape(row.get(TOKENIZER_COLUMN) or '') or None,
+        unknown=spreadsheet_unescape(row.get(UNKNOWN_COLUMN) or '') or None,
         task_values={
             spreadsheet_unescape(name): value
             for name in value_names
@@ -216,8 +226,8 @@ def _cell_from_row(row: Mapping[str, str], value_names: Sequence[str]) -> CellSu
 
 
 def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
-    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer` and `tokenizer` (when written),
-    then task-value columns."""
+    """Read a CSV written by `write_cells_csv`: `CELL_CSV_COLUMNS`, `no_answer`, `tokenizer` and `unknown` (when
+    written), then task-value columns."""
     with open(path, encoding='utf-8', newline='') as handle:
         reader = csv.DictReader(handle)
         header = tuple(reader.fieldnames or ())
@@ -226,7 +236,7 @@ def read_cells_csv(path: str | os.PathLike[str]) -> list[CellSummary]:
                 f'{path}: unexpected CSV header {reader.fieldnames!r}, expected {list(CELL_CSV_COLUMNS)} and then '
                 'task-value columns'
             )
-        extra = (NO_ANSWER_COLUMN, TOKENIZER_COLUMN)
+        extra = (NO_ANSWER_COLUMN, TOKENIZER_COLUMN, UNKNOWN_COLUMN)
         value_names = [name for name in header[len(CELL_CSV_COLUMNS) :] if name not in extra]
         cells: list[CellSummary] = []
         for row in reader:
@@ -248,7 +258,9 @@ def write_summary_json(
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
 
-    Effective lengths are computed for every subset that has needle samples; see `effective_context_length`. An
+    Effective lengths are computed for every subset that has needle samples; see `effective_context_length`: when
+    one is a bound, its `length` is the lengths known to pass and `unknown_length` / `unknown_reason` name the length
+    the data could not decide and why; each of its `per_length` entries has a `status` (pass, fail, unknown). An
     adaptive sweep adds 'sweep' (outputs.sweep_summary: per subset, why it stopped and the cells not tested), so the
     effective length is never read as if the whole grid had been measured.
     """
@@ -269,7 +281,22 @@ def write_summary_json(
 
 
 def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:
-    return EffectiveLength(**{**data, 'per_length': tuple(LengthScore(**item) for item in data['per_length'])})
+    per_length = tuple(_length_score_from_dict(item) for item in data['per_length'])
+    unknown_length, reason = data.get('unknown_length'), data.get('unknown_reason')
+    # What reports print of a bound, from a file anyone may have edited: a length, and a short reason.
+    if unknown_length is not None and (isinstance(unknown_length, bool) or not isinstance(unknown_length, int)):
+        raise ValueError(f'unknown_length must be an int or null, got {str(unknown_length)[:40]!r}')
+    if reason is not None and (not isinstance(reason, str) or len(reason) > _MAX_REASON_CHARS):
+        raise ValueError(f'unknown_reason must be a text of at most {_MAX_REASON_CHARS} characters or null')
+    return EffectiveLength(**{**data, 'per_length': per_length})
+
+
+def _length_score_from_dict(data: Mapping[str, Any]) -> LengthScore:
+    # Summaries from before the three outcomes knew two: a length passed, or it did not.
+    status = data.get('status', 'pass' if data['passes'] else 'fail')
+    if status not in LENGTH_STATUSES:
+        raise ValueError(f'status must be one of {list(LENGTH_STATUSES)}, got {str(status)[:40]!r}')
+    return LengthScore(**{**data, 'status': status})
 
 
 def _subset_summary_from_dict(data: Mapping[str, Any]) -> SubsetSummary:

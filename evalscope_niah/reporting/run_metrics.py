@@ -12,12 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..scoring import RULE_PASS_THRESHOLD
+from .labels import length_unit
+from .length_status import EffectiveBound
 from .records import GUESSED, SampleResult
 from .stats import effective_context_length, summarize_subsets
 
 __all__ = [
     'OVERALL_AGGREGATION',
     'MetricRecord',
+    'effective_length_message',
     'judge_failure_message',
     'served_drift_message',
     'served_ratios',
@@ -85,6 +88,17 @@ def judge_failure_message(results: Sequence[SampleResult], *, subset: str) -> st
     )
 
 
+def effective_length_message(bound: EffectiveBound, *, subset: str, tokenizer: str | None) -> str | None:
+    """One sentence when a subset's effective length is a bound (a length the data could not decide, named with
+    why); None when it is settled. The report's effective_context_length is then the lengths known to pass."""
+    if not bound.is_bound:
+        return None
+    text = bound.describe(lambda length: f'{length:,}')
+    errored = 'server error' in (bound.reason or '')
+    retry = '; resume the run with --use-cache DIR to retry the errored samples' if errored else ''
+    return f'subset {subset}: effective context length {text} ({length_unit(tokenizer)}): unknown, not failed{retry}'
+
+
 # Outside this band the grid's length labels are not the model's own tokens, and the report says so in words.
 SERVED_RATIO_BAND = (0.95, 1.05)
 
@@ -118,7 +132,9 @@ def _effective_lengths(results: Sequence[SampleResult], *, threshold: float, mod
     records = []
     for subset in sorted({result.subset for result in results}):
         effective = effective_context_length(results, subset=subset, threshold=threshold, mode=mode)
-        if effective.per_length:  # 0 when even the shortest length falls below the threshold
+        # 0 when even the shortest length falls below the threshold; a bound reports the lengths known to pass, and
+        # nothing when even the shortest is unknown (a 0 would read as a finding about the model).
+        if effective.per_length and not (effective.length is None and effective.unknown_length is not None):
             n = sum(item.n for item in effective.per_length)
             records.append(MetricRecord('effective_context_length', float(effective.length or 0), n))
             # The same length in the model's own tokens (what its server said it read), when the labels are not.

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode
+from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode, LengthStatus
+from .length_status import EffectiveBound, mean_range, status_arrays, statuses, unscored_reason
 from .records import GUESSED, SampleResult
 
 __all__ = [
@@ -73,12 +74,14 @@ class CellSummary:
     ci_low: float | None  # lower end of the 95% bootstrap interval of accuracy; empty below two scored samples
     ci_high: float | None  # upper end of that interval
     # Mean of each value the cell's task reports (``Task.reported_values``) over the samples that reported it; in
-    # the CSV, one column per value, in name order, after `tokenizer`.
+    # the CSV, one column per value, in name order, after `unknown`.
     task_values: Mapping[str, float] = field(default_factory=dict)
     # Replies that finished with no final answer (only reasoning, or only a tool call): not scored, not errors.
     no_answer: int = 0
     # The tokenizer that counted context_length (SampleResult.tokenizer); None in files from before it was recorded.
     tokenizer: str | None = None
+    # Why a cell with samples has no score, so it is unknown rather than failed: '3 server errors' (length_status.py).
+    unknown: str | None = None
 
     @classmethod
     def accuracy_only(
@@ -112,7 +115,11 @@ class ControlSummary:
 
 @dataclass(frozen=True)
 class LengthScore:
-    """Mean accuracy at one context length (all depths and repeats pooled) and whether it passes the threshold."""
+    """Mean accuracy at one context length (all depths and repeats pooled) and whether it passes the threshold.
+
+    `status` is the three-way verdict (length_status.py): 'unknown' when its unscored samples (`unscored`, 'why'
+    in `unknown`) could still tip it; `passes` is `status == 'pass'` (a summary from before `status` reads its
+    `passes` as pass or fail)."""
 
     # the length, in tokens of the run's tokenizer
     context_length: int
@@ -126,15 +133,23 @@ class LengthScore:
     ci_high: float | None
     # whether the length passes the threshold (the effective length ends before the first that does not)
     passes: bool
+    # 'pass', 'fail' or 'unknown' (its unscored samples could still tip it: server errors, cut replies)
+    status: LengthStatus
+    # the samples at this length that have no score (server errors, cut replies, no final answer)
+    unscored: int = 0
+    # why the length is unknown ('3 server errors'); None when it is settled
+    unknown: str | None = None
 
 
 @dataclass(frozen=True)
 class EffectiveLength:
     """The longest context length up to which every tested length passes, with a bootstrap CI over samples.
 
-    `length` None means the shortest length already fails.  `base_score` is the shortest length's mean accuracy
-    that `relative` mode scales the threshold by (None in `absolute` mode).  `ci_low`/`ci_high` are lengths of
-    the tested grid, None where the interval reaches below the shortest length.
+    `length` None means the shortest length already does not pass.  `base_score` is the shortest length's mean
+    accuracy that `relative` mode scales the threshold by (None in `absolute` mode).  `ci_low`/`ci_high` are lengths
+    of the tested grid, None where the interval reaches below the shortest length.  When the first length that does
+    not pass is unknown rather than failed, `length` is a lower bound: `unknown_length` names that length and
+    `unknown_reason` why ('3 server errors'); both None when the length is settled.
     """
 
     # the subset
@@ -154,6 +169,20 @@ class EffectiveLength:
     ci_high: int | None
     # each tested length, shortest first
     per_length: tuple[LengthScore, ...]
+    # the first length that does not pass, when it is unknown rather than failed: `length` is then a lower bound
+    unknown_length: int | None = None
+    # why that length is unknown ('3 server errors'); None when the effective length is settled
+    unknown_reason: str | None = None
+
+    @property
+    def at_least(self) -> int | None:
+        """The lengths known to pass end here (the effective length itself when it is settled)."""
+        return self.length
+
+    @property
+    def bound(self) -> EffectiveBound:
+        """What reports state: the length, or the bound with the unknown length and why."""
+        return EffectiveBound(self.length, self.unknown_length, self.unknown_reason)
 
 
 @dataclass(frozen=True)
@@ -268,6 +297,7 @@ def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]
         task_values=_task_value_means(scored),
         no_answer=sum(s.no_answer_excluded for s in samples),
         tokenizer=next((s.tokenizer for s in samples if s.tokenizer), None),
+        unknown=None if scores else unscored_reason(samples),
     )
 
 
@@ -401,19 +431,6 @@ def check_effective_args(threshold: float, mode: str) -> None:
         raise ValueError(f'mode must be one of {list(EFFECTIVE_MODES)}, got {mode!r}')
 
 
-def _passes(means: np.ndarray, *, threshold: float, mode: str) -> np.ndarray:
-    """Pass/fail per length; `means` is (..., lengths) with NaN where a length has no scored sample.
-
-    Relative mode scales the threshold by the shortest length's mean; a shortest length scoring 0 (or nothing)
-    gives no baseline, so then nothing passes rather than everything.
-    """
-    with np.errstate(invalid='ignore'):  # NaN compares False: a length without scores never passes
-        if mode == 'absolute':
-            return means >= threshold
-        base = means[..., :1]
-        return (base > 0.0) & (means >= threshold * base)
-
-
 def _leading_lengths(passes: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     """Effective length per row of `passes`: the longest length with every length up to it passing, else 0."""
     count = np.cumprod(passes, axis=-1).sum(axis=-1)
@@ -430,38 +447,43 @@ def effective_context_length(
     """Effective context length of one subset: the largest tested length L such that L and every shorter length pass.
 
     A length's score is the mean accuracy over every scored needle sample at that length (all depths and repeats
-    pooled; controls, errored and budget-excluded samples left out).  `absolute` (RULER): a length passes if its
-    mean >= threshold.  `relative` (NoLiMa): if its mean >= threshold * the shortest length's mean.  A length
-    whose samples all failed to score never passes.  The CI resamples the samples within each length
-    (`_BOOTSTRAP_RESAMPLES` times, fixed seed), recomputes the effective length each time and takes the
-    2.5/97.5 percentiles as grid lengths; it is widened to contain the point estimate, as for cell CIs.
+    pooled; controls and unscored samples left out).  `absolute` (RULER): a length passes if its mean >= threshold.
+    `relative` (NoLiMa): if its mean >= threshold * the shortest length's mean.  A length with unscored samples (server
+    errors, cut replies, no final answer) is decided only if they could not tip it; else it is unknown, and when the
+    first length that does not pass is unknown the result is a bound (`unknown_length`, `unknown_reason`), never a
+    fail (length_status.py).  The CI resamples the scored samples within each length (`_BOOTSTRAP_RESAMPLES` times,
+    fixed seed), recomputes the effective length each time and takes the 2.5/97.5 percentiles as grid lengths; it is
+    widened to contain the point estimate, as for cell CIs.
     Raises ValueError for a bad threshold (must be in (0, 1]) or mode, or when the subset has no needle samples.
     """
     check_effective_args(threshold, mode)
-    by_length: dict[int, list[float]] = defaultdict(list)
+    by_length: dict[int, list[SampleResult]] = defaultdict(list)
     for result in results:
         if result.subset == subset and not result.control:
-            scores = by_length[result.context_length]  # created even when unscored: such a length must fail
-            if result.accuracy is not None:
-                scores.append(result.accuracy)
+            by_length[result.context_length].append(result)
     if not by_length:
         raise ValueError(f'no needle samples for subset {subset!r}')
     lengths = sorted(by_length)
-    means = [_mean(by_length[length]) for length in lengths]
+    scores = [[s.accuracy for s in by_length[length] if s.accuracy is not None] for length in lengths]
+    unscored = np.array([len(by_length[length]) - len(scored) for length, scored in zip(lengths, scores, strict=True)])
+    means = [_mean(scored) for scored in scores]
     point_means = np.array([np.nan if m is None else m for m in means])
-    passes = _passes(point_means, threshold=threshold, mode=mode)
+    low, high = mean_range(point_means, scores, unscored, level=_CI_LEVEL)
+    passes, fails = status_arrays(low, high, threshold=threshold, mode=mode)
     grid = np.asarray(lengths, dtype=np.int64)
     point = int(_leading_lengths(passes, grid))
-    ci_low, ci_high = _effective_length_ci([by_length[length] for length in lengths], grid, threshold, mode)
-    per_length = []
-    for length, mean, passed in zip(lengths, means, passes, strict=True):
-        scores = by_length[length]
-        low, high = _bootstrap_ci(scores)
-        per_length.append(
-            LengthScore(
-                context_length=length, n=len(scores), accuracy=mean, ci_low=low, ci_high=high, passes=bool(passed)
-            )
+    ci_low, ci_high = _effective_length_ci(scores, unscored, grid, threshold, mode)
+    words = statuses(passes, fails)
+    reasons = [unscored_reason(by_length[length]) for length in lengths]
+    per_length = tuple(
+        LengthScore(length, len(scored), mean, *_bootstrap_ci(scored), word == 'pass', word, int(missing), reason)
+        for length, scored, mean, word, missing, reason in zip(
+            lengths, scores, means, words, unscored, reasons, strict=True
         )
+    )
+    unknown = next((score for score in per_length if score.status != 'pass'), None)
+    if unknown is not None and unknown.status != 'unknown':
+        unknown = None
     return EffectiveLength(
         subset=subset,
         mode=mode,
@@ -471,12 +493,21 @@ def effective_context_length(
         # Widen to the point estimate, as `_bootstrap_ci` does for means (0 stands for 'below the shortest').
         ci_low=min(ci_low, point) or None,
         ci_high=max(ci_high, point) or None,
-        per_length=tuple(per_length),
+        per_length=per_length,
+        unknown_length=None if unknown is None else unknown.context_length,
+        unknown_reason=None if unknown is None else _unknown_reason(unknown, per_length[0]),
     )
 
 
+def _unknown_reason(unknown: LengthScore, shortest: LengthScore) -> str:
+    # A length unknown with every sample scored is one whose threshold scales by an unknown baseline (relative mode).
+    if unknown.unknown:
+        return unknown.unknown
+    return f"its threshold scales by the shortest length's score, unknown: {shortest.unknown}"
+
+
 def _effective_length_ci(
-    scores_by_length: Sequence[Sequence[float]], grid: np.ndarray, threshold: float, mode: str
+    scores_by_length: Sequence[Sequence[float]], unscored: np.ndarray, grid: np.ndarray, threshold: float, mode: str
 ) -> tuple[int, int]:
     """2.5/97.5 percentiles of the bootstrap distribution of the effective length (0 = below the shortest)."""
     rng = np.random.default_rng(_BOOTSTRAP_SEED)
@@ -487,7 +518,10 @@ def _effective_length_ci(
         else np.full(_BOOTSTRAP_RESAMPLES, np.nan)
         for scores in scores_by_length
     ]
-    effective = _leading_lengths(_passes(np.stack(columns, axis=1), threshold=threshold, mode=mode), grid)
+    means = np.stack(columns, axis=1)
+    low, high = mean_range(means, scores_by_length, unscored, level=_CI_LEVEL)
+    passes, _ = status_arrays(low, high, threshold=threshold, mode=mode)
+    effective = _leading_lengths(passes, grid)
     alpha = (1.0 - _CI_LEVEL) / 2.0
     # 'lower'/'higher' pick observed values, so both ends are lengths of the grid (or 0), never interpolations.
     low = int(np.quantile(effective, alpha, method='lower'))

@@ -10,13 +10,16 @@ results as ``<name>_sweep_plan.json`` (``outputs.OutputFiles.sweep_plan``)::
      "subsets": {"<subset>": {
          "context_lengths": [...], "depth_percents": [...],          # the full grid's axes
          "grid_prompts": 300, "grid_tokens": 16500000,                # what the full grid would send
-         "sent_prompts": 40, "sent_tokens": 1800000,                  # what the sweep sent (cached ones included)
-         "stop": "pinned" | "budget" | "exhausted",
+         "sent_prompts": 40, "sent_tokens": 1800000,                  # what the sweep sent (cached ones included;
+                                                                      # a sample asked again after an error, again)
+         "stop": "pinned" | "errors" | "budget" | "exhausted",
          "rounds": [[[length, depth, samples], ...], ...],            # cells of each round, in round order
          "cells": [{"context_length": ..., "depth_percent": ..., "planned": 3, "sent": 1}, ...]}}}
 
-``sent`` 0 marks a cell not tested. The file is rewritten after every round, so a run cut short leaves the rounds it
-finished.
+``sent`` 0 marks a cell not tested. ``stop``: ``pinned``, the first length that fails was found (or every length
+passes); ``errors``, server errors left a length undecided, so the effective length is only bounded below by the
+length under it; ``budget``, the next samples would pass the budget; ``exhausted``, nothing left to send. The file is
+rewritten after every round, so a run cut short leaves the rounds it finished.
 """
 
 from __future__ import annotations

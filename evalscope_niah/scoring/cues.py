@@ -50,6 +50,17 @@ _ZH_CUES: dict[str, re.Pattern[str]] = {
     'hedge': re.compile(r'或者|或是|还是|可能|也许|或许|大概|似乎|好像|不确定|不一定|说不定|猜|估计|之一'),
 }
 
+# A negation whose object is everything but the stated fact ('none of the other variables', 'no other', 'nothing
+# else', '其他变量都没有') excludes the rest and so affirms the fact: these are not cues. 'none of them' and 'it is not
+# X' are still negations. Literal-led, at most a few bounded hops.
+_OTHERS_EXCLUDED = re.compile(
+    r'\b(?:none|neither|not\s+one|no\s+one|nobody|nothing|not\s+any|no|not)\s+(?:of\s+)?(?:the\s+|its\s+|their\s+)?'
+    r'(?:others?|rest|remaining|else)\b'
+    r'|\b(?:nothing|no\s*one|nobody|none|nowhere)\s+else\b'
+    r'|(?:其他|其它|其余|别的|另外的)[^。！？；\n]{0,12}?(?:都|均|皆|全)?(?:不是|没有|并非|并不|不属于|不)',
+    re.IGNORECASE,
+)
+
 _LIST_SEPARATORS = re.compile(r'\s*(?:[,，、;；/|]|\bor\b|\band\b|或者|或|还是|和|与|及)\s*', re.IGNORECASE)
 SENTENCE_END = re.compile(r'[.!?。！？\n]')
 
@@ -60,6 +71,7 @@ def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
     ``excluded`` comes from ``excluded_cue_text``: Chinese cues are looked up as substrings, English ones as whole
     words (the needle's 'door' does not excuse an 'or')."""
     hits = []
+    window = without_others_excluded(window)
     for cues in (_EN_CUES, _ZH_CUES):
         for kind, pattern in cues.items():
             for match in pattern.finditer(window):
@@ -70,6 +82,12 @@ def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
     return hits
 
 
+def without_others_excluded(text: str) -> str:
+    """``text`` with each phrase that excludes everything but the stated fact ('none of the other variables is')
+    blanked to spaces, every position kept."""
+    return _OTHERS_EXCLUDED.sub(lambda match: ' ' * len(match.group()), text)
+
+
 def excluded_cue_text(*texts: str) -> str:
     # Word tokens between single spaces (for whole-word English look-ups) followed by the raw normalised text.
     normalised = ' '.join(normalise(text) for text in texts)
@@ -78,6 +96,7 @@ def excluded_cue_text(*texts: str) -> str:
 
 def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excluded: str) -> list[tuple[str, str]]:
     before, after = CUE_WINDOW[language]
+    text = without_others_excluded(text)  # whole, before any window cuts a phrase in two
     hits: list[tuple[str, str]] = []
     for start, end in spans[:MAX_SPANS]:
         # Negation and hedging are about the key only inside its own sentence ('X. You can't tell ...' is a right

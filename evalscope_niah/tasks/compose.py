@@ -36,6 +36,7 @@ from ..params.peer_names import resolve as resolve_peer_names
 from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
+from ..params.sweep import BUDGETS, refuse_bool_budget
 from ..vocabulary import BENCHMARK_NAMES
 from .base import Task
 from .registry import get_task, task_names, unavailable_reason
@@ -110,6 +111,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     # Before anything encodes the values (EvalScope hashes the config as UTF-8 before our samples exist).
     check_sendable_values(values)
     run_values = {name: value for name, value in values.items() if known[name].owner is None}
+    _refuse_bool_budgets(run_values)
     params = _validated(NiahParams, run_values)
     task_models = []
     for name in task_names():
@@ -120,6 +122,19 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     _check_tasks(params, task_models)
     tasks = params.tasks_in_run()
     return params.with_draws_per_cell(max(get_task(task).draws_per_cell(params) for task in tasks))
+
+
+def _refuse_bool_budgets(run_values: dict[str, Any]) -> None:
+    """A sweep budget given as true or false, refused naming the cheapest sample of the grid the rest describes."""
+    for name in BUDGETS:
+        if isinstance(run_values.get(name), bool):
+            rest = _validated(NiahParams, {key: value for key, value in run_values.items() if key not in BUDGETS})
+            refuse_bool_budget(
+                name,
+                run_values[name],
+                shortest_length=min(rest.context_length_grid()),
+                tokenizer=rest.tokenizer_path,
+            )
 
 
 # The keys of an OpenCompass CDME dataset dict that are not benchmark parameters here, and what to write instead.

@@ -31,13 +31,15 @@ The rule and its result:
 
 Pieces of a rule that resists gaming (an answer that lists, negates, hedges, pastes or bloats):
 
-* ``single_needle_score``: the whole single-needle ladder: one of the answer keys stated plainly.
+* ``single_needle_score``: the whole single-needle ladder: one of the answer keys stated plainly (or, with
+  ``all_keys``, every one of them: one fact per needle).
 * ``one_candidate_score``: the ladder for an answer that must name exactly one of known candidates.
 * ``needle_recall``: the share of the needles' content words (or Chinese units) an answer holds.
 * ``paste_evidence``: whether an answer pastes the prompt beyond what it may quote (``Paste``: its verdict and the
   factor a score is scaled by).
 * ``Paste``: what ``paste_evidence`` found.
-* ``cue_near``: negation, retraction and hedge cues near the key's spans.
+* ``cue_near``: negation, retraction and hedge cues near the key's spans (a clause that excludes the rest, 'none
+  of the other ...', is no negation of the key).
 * ``excluded_cue_text``: the needles' and question's own words, which ``cue_near`` must not count as cues.
 * ``cue_verdict``: the uncertain verdict for cues found.
 * ``is_list_item``: whether the key is one item of a short list of guesses.

@@ -54,6 +54,10 @@ class FaultPlan:
     right choice (10**6 choices are 188 MB); ``huge_content_type`` is the type it is labelled with (a JSON body
     labelled ``text/event-stream`` is still parsed as JSON by the SDK). The server never holds the body whole.
 
+    ``outage_prompt_tokens`` ``(low, high)`` answers HTTP 500 to every request whose prompt has ``low <= tokens <
+    high`` (as the server counts ``usage.prompt_tokens``), whatever the draw: an outage that hits one length of a
+    grid (a replica that cannot hold it), every time, however often the client retries.
+
     ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
     message quoting the request's ``Authorization`` header and its bearer key verbatim (servers that echo a rejected
     key exist; a 5xx is retried by the client, a 401 is not): what the client stores or prints of that error must
@@ -80,6 +84,7 @@ class FaultPlan:
     huge_shape: str = 'content'
     huge_declared: bool = False
     huge_content_type: str = 'application/json'
+    outage_prompt_tokens: tuple[int, int] | None = None
 
     def __post_init__(self) -> None:
         for name in FAULT_KINDS:
@@ -99,6 +104,9 @@ class FaultPlan:
             raise ValueError(f'FaultPlan.huge_bytes must be >= 0 and huge_shape one of {HUGE_SHAPES}')
         if self.drip_interval_s <= 0 or self.drip_seconds < 0:
             raise ValueError('FaultPlan.drip_interval_s must be > 0 and drip_seconds >= 0')
+        outage = self.outage_prompt_tokens
+        if outage is not None and not 0 <= outage[0] < outage[1]:
+            raise ValueError(f'FaultPlan.outage_prompt_tokens must be (low, high), 0 <= low < high, got {outage!r}')
 
     def pick(self, draw: float) -> str | None:
         """The fault for a uniform draw in [0, 1), or None."""

@@ -287,7 +287,7 @@ class _Handler(BaseHTTPRequestHandler):
         responder = self._admit(record, body)
         if responder is None:
             return None
-        number, fault, plan = self.owner._pick_fault(record.model)
+        number, fault, plan = self.owner._pick_fault(record.model, lambda: self._prompt_tokens(record.messages))
         record.fault = fault
         if self._fault_before_reply(record, fault, plan):
             return None

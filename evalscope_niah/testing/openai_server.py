@@ -51,7 +51,7 @@ import random
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from .faults import FAULT_KINDS, FaultPlan, Lies
@@ -309,7 +309,11 @@ class OpenAICompatServer:
         with self._changed:
             self._changed.notify_all()
 
-    def _pick_fault(self, model: str) -> tuple[int, str | None, FaultPlan | None]:
+    def _pick_fault(
+        self, model: str, prompt_tokens: Callable[[], int] | None = None
+    ) -> tuple[int, str | None, FaultPlan | None]:
+        """The request's number, its fault (None: none) and the model's plan; ``prompt_tokens`` counts the prompt
+        when the plan has an outage by length."""
         with self._lock:
             self._chat_count += 1
             number = self._chat_count
@@ -324,6 +328,10 @@ class OpenAICompatServer:
             fault = plan.pick(rng.random())
             if index < plan.fail_first_n:
                 fault = 'http_500'
+            if plan.outage_prompt_tokens is not None and prompt_tokens is not None:
+                low, high = plan.outage_prompt_tokens
+                if low <= prompt_tokens() < high:
+                    fault = 'http_500'
             if fault is not None:
                 self._fault_counts[fault] += 1
             return number, fault, plan

@@ -1,6 +1,7 @@
 """sweep: 'adaptive' through EvalScope's run_task against the test server's simulated model: rounds chosen from the
-answers, untested cells absent from every results file and listed as not tested, and a run killed after a few
-answers resumed with use_cache choosing the same rounds without asking again what was answered."""
+answers, untested cells absent from every results file and listed as not tested, a run killed after a few answers
+resumed with use_cache choosing the same rounds without asking again what was answered, and a server down at one
+length stopping the sweep on errors (asked again, never scored as a fail), then finished by a resume once it healed."""
 
 from __future__ import annotations
 
@@ -15,8 +16,11 @@ from typing import Any
 
 import pytest
 
+from evalscope_niah.making.adaptive_plan import ERROR_ATTEMPTS
 from evalscope_niah.testing.openai_server import OpenAICompatServer
+from evalscope_niah.testing.responders import message_text, needle_finder
 from evalscope_niah.testing.simulated import SimulatedModel
+from evalscope_niah.testing.wire import approx_tokens
 from tests.support.tasks import task_settings
 
 pytest.importorskip('evalscope')
@@ -34,7 +38,7 @@ GRID = {
     'num_repeats': 2,
     'sweep': 'adaptive',
 }
-ANSWERED_BEFORE_THE_KILL = 8  # the first round sends 6: the kill falls in the second
+ANSWERED_BEFORE_THE_KILL = 8  # the first round sends 8 (the fewest that settle 300): the kill falls in the second
 
 CHILD = """
 import json, sys
@@ -136,3 +140,73 @@ def test_a_killed_run_resumes_to_the_same_rounds_without_asking_again(
     ]
     assert plans[0]['rounds'] == plans[1]['rounds']
     assert plans[0]['cells'] == plans[1]['cells']
+
+
+# ---- a server fault never decides the boundary ---------------------------------------------------------------------
+
+OUTAGE_GRID = {
+    'context_lengths': [300, 500, 700, 900, 1100],
+    'document_depth_percents': [0, 50, 100],
+    'num_repeats': 2,
+    'sweep': 'adaptive',
+}
+OUTAGE_LENGTH = 900
+
+
+class OutageAtOneLength:
+    """Every answer right (needle_finder), but HTTP 500 to every request about ``OUTAGE_LENGTH`` tokens long (the
+    server's rough count, between the grid's neighbours) until ``healed`` is set."""
+
+    def __init__(self) -> None:
+        self.healed = threading.Event()
+        self.refused = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, messages: list[dict]) -> str:
+        tokens = approx_tokens('\n'.join(message_text(message) for message in messages))
+        if not self.healed.is_set() and OUTAGE_LENGTH - 100 < tokens < OUTAGE_LENGTH + 100:
+            with self.lock:
+                self.refused += 1
+            raise RuntimeError('the model server is down for long prompts')
+        return needle_finder(messages)
+
+
+def test_an_outage_at_one_length_stops_on_errors_never_a_fail_and_a_resume_after_it_healed_finishes(
+    fixture_corpus_dir: Path, tmp_path: Path
+) -> None:
+    register()
+    model = OutageAtOneLength()
+    reports = _report_dir(tmp_path)
+    with OpenAICompatServer({MODEL: model}, max_seconds=120) as server:
+        settings = task_settings(
+            server,
+            fixture_corpus_dir,
+            tmp_path,
+            model=MODEL,
+            extra=OUTAGE_GRID,
+            subsets=['english'],
+            eval_batch_size=2,
+            ignore_errors=True,
+            generation_config={'retries': 1, 'retry_interval': 0},
+            model_args={'max_retries': 0},
+        )
+        run_task(TaskConfig(**settings))
+        plan = json.loads((reports / 'needle_haystack_sweep_plan.json').read_text())['subsets']['english']
+        rows = [json.loads(line) for line in (reports / 'needle_haystack_results.jsonl').read_text().splitlines()]
+
+        model.healed.set()
+        run_task(TaskConfig(**settings, use_cache=str(tmp_path)))
+        healed_plan = json.loads((reports / 'needle_haystack_sweep_plan.json').read_text())['subsets']['english']
+        summary = json.loads((reports / 'needle_haystack_summary.json').read_text())
+
+    assert plan['stop'] == 'errors'  # not 'pinned' one step short: nothing about the model was learnt at 900
+    at_outage = [row for row in rows if row['context_length'] == OUTAGE_LENGTH]
+    per_length = len(OUTAGE_GRID['document_depth_percents']) * OUTAGE_GRID['num_repeats']
+    # Each of its samples asked ERROR_ATTEMPTS times within the run, and one row each: an error, never a score of 0.
+    assert len(at_outage) == per_length and all(row['accuracy'] is None and row['error'] for row in at_outage)
+    assert model.refused >= per_length * ERROR_ATTEMPTS
+    assert all(row['accuracy'] == 1.0 for row in rows if row['context_length'] < OUTAGE_LENGTH)
+    assert max(row['context_length'] for row in rows) == OUTAGE_LENGTH  # nothing above it was sent
+    # The server healed: the resume asks only what had no answer, and the sweep walks on to the longest length.
+    assert healed_plan['stop'] == 'pinned'
+    assert summary['effective_context_length']['english']['length'] == OUTAGE_GRID['context_lengths'][-1]

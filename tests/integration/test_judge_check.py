@@ -244,7 +244,7 @@ def test_evalscopes_documented_example_qualifies_a_careful_judge_in_both_subsets
 
 # A needle sentence, also where a Chinese haystack runs into it without a space.
 _INGREDIENT = re.compile(
-    r'[A-Z][a-z]*(?: [a-z]+)? (?:is|are) one of the secret ingredients needed to build the perfect pizza\.'
+    r'([A-Z][a-z]*(?: [a-z]+)?) (?:is|are) one of the secret ingredients needed to build the perfect pizza\.'
 )
 
 
@@ -254,18 +254,20 @@ def _pizza_model(messages: list[dict]) -> str:
 
 
 def _pizza_grader(*, partial_is_right: bool):
-    """A judge that grades against the whole reference (the three needles): all of them stated plainly is right (10),
-    some of them is part of the answer (3, or 10 for the judge that calls it right), anything else 1."""
+    """A judge that grades against the whole reference (the three needles): every ingredient they name stated plainly
+    is right (10; the needles quoted back, or the short answer naming the three), some of them is part of the answer
+    (3, or 10 for the judge that calls it right), anything else 1."""
 
     def grade(question: str, reference: str, answer: str) -> int:
-        parts = [match.group().strip() for match in _INGREDIENT.finditer(reference)]
+        sentences = [match.group().strip() for match in _INGREDIENT.finditer(reference)]
+        names = [match.group(1).lower() for match in _INGREDIENT.finditer(reference)]
         lowered = answer.lower()
         if any(cue in lowered for cue in ('grader', 'reference:', ' not ', 'wait', 'either', "don't")):
             return 1
-        if len(answer) > len(' '.join(parts)) + 60:  # pasted text around what was asked
+        if len(answer) > len(' '.join(sentences)) + 60:  # pasted text around what was asked
             return 1
-        found = sum(part in answer for part in parts)
-        if found == len(parts):
+        found = sum(name in lowered for name in names)
+        if found == len(names):
             return 10
         return (10 if partial_is_right else 3) if found else 1
 

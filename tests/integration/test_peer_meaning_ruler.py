@@ -15,6 +15,7 @@ import pytest
 
 from evalscope_niah.making.tokenization import load_tokenizer
 from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE
+from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import overall_scores
 from tests.support.ruler import SYNTHETIC_YAML
@@ -55,12 +56,23 @@ def _run(extra: dict, responder, tmp_path: Path, corpus: Path):
         return overall_scores(report['needle_haystack'])['accuracy'], [request.messages for request in server.requests]
 
 
+def _rulers_arguments(name: str) -> dict:
+    """The entry as RULER's users write its arguments (niah.py's names), with no task: the names make it RULER's."""
+    haystack, key_type, value_type, k, v, q = SYNTHETIC_YAML[name]
+    arguments = {
+        'type_haystack': haystack, 'type_needle_k': key_type, 'type_needle_v': value_type,
+        'num_needle_k': k, 'num_needle_v': v, 'num_needle_q': q,
+    }  # fmt: skip
+    # What equals niah.py's default is left out, as a RULER user leaves it out.
+    return {arg: value for arg, value in arguments.items() if value != RULER_DEFAULTS[arg]} or {'num_needle_q': 1}
+
+
+@pytest.mark.parametrize('form', ['preset', 'arguments'])
 @pytest.mark.parametrize('name', SYNTHETIC_YAML)
-def test_ruler_entry_sends_what_ruler_would(name: str, tmp_path: Path, fixture_corpus_dir: Path):
+def test_ruler_entry_sends_what_ruler_would(name: str, form: str, tmp_path: Path, fixture_corpus_dir: Path):
     haystack, _, value_type, k, v, q = SYNTHETIC_YAML[name]
-    accuracy, sent = _run(
-        {'task': 'ruler_niah', 'ruler_preset': name, **GRID}, _right_model, tmp_path, fixture_corpus_dir
-    )
+    given = {'task': 'ruler_niah', 'ruler_preset': name} if form == 'preset' else _rulers_arguments(name)
+    accuracy, sent = _run({**given, **GRID}, _right_model, tmp_path, fixture_corpus_dir)
     assert accuracy >= 0.9
     assert len(sent) == len(GRID['context_lengths']) * len(GRID['document_depth_percents'])  # samples
     tokenizer = load_tokenizer(TOKENIZER)
@@ -122,8 +134,11 @@ def test_a_model_that_does_not_find_them_fails(tmp_path: Path, fixture_corpus_di
         ({'task': 'ruler_niah', 'type_haystack': 'book'}, 'type_haystack'),
         ({'task': 'ruler_niah', 'max_seq_length': 4096}, 'max_seq_length'),
         ({'task': 'niah_multikey_2'}, 'task'),
+        # RULER's arguments beside another tool's names: refused naming both tools
+        ({'type_haystack': 'noise', 'final_context_length_buffer': 200}, 'final_context_length_buffer'),
+        ({'num_needle_q': 4, 'tokenizer_model': 'gpt-4', 'length': 1000}, 'num_needle_q'),
     ],
-    ids=['value', 'name', 'task'],
+    ids=['value', 'name', 'task', 'with-kamradt', 'with-cdme'],
 )
 def test_rulers_arguments_refused_before_any_request(extra: dict, param: str, tmp_path: Path, fixture_corpus_dir: Path):
     from evalscope_niah.errors import NiahConfigError

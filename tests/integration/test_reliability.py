@@ -354,3 +354,67 @@ def test_default_timeout_grows_with_the_prompt_tokens_in_flight():
     assert model_call_config(GenerateConfig(timeout=30), 128_000) is None  # the user's timeout wins
     assert model_call_config(GenerateConfig(batch_size=8), 4_000).timeout == replies.MIN_TIMEOUT_S
     assert model_call_config(GenerateConfig(batch_size=8), 128_000).timeout == 8 * 128_000 / 500
+
+
+# An outage that hits one length of the grid, every time (a replica that cannot hold it): the prompt token ranges the
+# test server counts (its approximation, not the grid's tokenizer) around each length of OUTAGE_LENGTHS.
+OUTAGE_LENGTHS = [500, 1000, 1500]
+OUTAGE_AT = {500: (0, 750), 1000: (750, 1250)}
+
+
+def _outage_run(work_dir: Path, corpus_dir: Path, length: int) -> tuple[Any, dict[str, Any]]:
+    """A model that answers every sample right, behind a server that answers HTTP 500 to every request at
+    ``length``, run with ignore_errors: the report and the summary's effective length of the subset."""
+    extra = {'context_lengths': OUTAGE_LENGTHS, 'document_depth_percents': [0, 50, 100], **UNCHECKED_JUDGE}
+    faults = {MODEL: FaultPlan(outage_prompt_tokens=OUTAGE_AT[length])}
+    with OpenAICompatServer({MODEL: needle_finder}, faults, max_seconds=120) as server:
+        config = task_config(
+            server, corpus_dir, work_dir, model=MODEL, extra=extra, subsets=['english'], ignore_errors=True,
+            generation_config={**FAST, 'retries': 1},
+        )  # fmt: skip
+        report = run_task(config)['needle_haystack']
+    summary = json.loads((work_dir / 'reports' / MODEL / 'needle_haystack_summary.json').read_text(encoding='utf-8'))
+    return report, summary['effective_context_length']['english']
+
+
+def test_an_outage_at_one_length_bounds_the_effective_length_and_never_moves_it(
+    tmp_path, fixture_corpus_dir, no_backoff, caplog
+):
+    """Every sample at 1,000 tokens errored: the model answered everything it was asked right, so the effective length
+    is 'at least 500; 1k unknown: 3 server errors' in the summary, the cells CSV, the console and the heatmaps, never
+    500 as if 1,000 had failed."""
+    with caplog.at_level('WARNING', logger='evalscope_niah'):
+        report, effective = _outage_run(tmp_path, fixture_corpus_dir, 1000)
+    assert (effective['length'], effective['unknown_length'], effective['unknown_reason']) == (
+        500,
+        1000,
+        '3 server errors',
+    )
+    assert [item['status'] for item in effective['per_length']] == ['pass', 'unknown', 'pass']
+    assert [item['n'] for item in effective['per_length']] == [3, 0, 3]
+    assert overall_scores(report)['effective_context_length'] == 500  # the lengths known to pass (docs say so)
+    report_dir = tmp_path / 'reports' / MODEL
+    with open(report_dir / 'needle_haystack_cells.csv', encoding='utf-8') as handle:
+        rows = list(csv.DictReader(handle))
+    assert {(row['context_length'], row['unknown'], row['errors']) for row in rows} == {
+        ('500', '', '0'),
+        ('1000', '1 server error', '1'),
+        ('1500', '', '0'),
+    }
+    assert any(
+        'subset english: effective context length at least 500; 1,000 unknown: 3 server errors' in record.getMessage()
+        for record in caplog.records
+    )
+    html = (report_dir / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert 'effective context length: at least 500; 1k unknown: 3 server errors' in html
+
+
+def test_an_outage_at_the_shortest_length_leaves_the_effective_length_unknown(tmp_path, fixture_corpus_dir, no_backoff):
+    report, effective = _outage_run(tmp_path, fixture_corpus_dir, 500)
+    assert (effective['length'], effective['unknown_length'], effective['unknown_reason']) == (
+        None,
+        500,
+        '3 server errors',
+    )
+    assert [item['status'] for item in effective['per_length']] == ['unknown', 'pass', 'pass']
+    assert 'effective_context_length' not in overall_scores(report)  # no 0 that would read as a failure

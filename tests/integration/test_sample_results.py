@@ -26,7 +26,8 @@ def test_a_sample_asked_and_never_ended_is_one_error_row_saying_so() -> None:
     ledger.ended('a', [0])  # scored
     ledger.ended('a', [2])  # an error we recorded
     assert ledger.lost(['b']) and ledger.lost(['b']) == []  # ended by its row: once only
-    [lost] = ledger.lost()
+    [(lost_id, lost)] = ledger.lost()
+    assert lost_id == 1
     assert (lost.subset, lost.depth_percent, lost.accuracy, lost.error) == ('a', 50.0, None, LOST_SAMPLE_ERROR)
     assert ledger.lost() == []
 

@@ -102,6 +102,9 @@ def test_inspect_issue_example_gives_eight_samples_of_three_needles() -> None:
         ({'n_runs': 2, 'multi_needle': True}, ("inspect_evals' niah", "Kamradt's")),
         ({'n_needles': 2, 'num_repeats_per_file': 2}, ("inspect_evals' niah", "OpenCompass' CDME")),
         ({'final_context_length_buffer': 10, 'tokenizer_model': 'gpt-4'}, ("Kamradt's", "OpenCompass' CDME")),
+        ({'type_haystack': 'noise', 'multi_needle': True}, ("Kamradt's", "RULER's niah")),
+        ({'n_contexts': 2, 'num_needle_q': 4}, ("inspect_evals' niah", "RULER's niah")),
+        ({'num_needle_v': 4, 'length': 1000}, ("RULER's niah", "OpenCompass' CDME")),
     ],
 )
 def test_two_tools_in_one_config_are_refused_naming_both(extra: dict, tools: tuple[str, str]) -> None:

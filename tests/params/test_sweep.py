@@ -33,6 +33,21 @@ def test_an_adaptive_sweep_with_its_budgets() -> None:
         ({'sweep_budget_prompts': 10}, 'sweep_budget_prompts', "sweep: 'adaptive'"),
         ({'sweep_budget_tokens': 10}, 'sweep_budget_tokens', "sweep: 'adaptive'"),
         ({'sweep': 'adaptive', 'absent_control': True}, 'sweep', "absent_control with sweep: 'grid'"),
+        # a bool is an int to pydantic: true ran as a budget of one prompt
+        ({'sweep': 'adaptive', 'sweep_budget_prompts': True}, 'sweep_budget_prompts', 'true is not a budget'),
+        ({'sweep': 'adaptive', 'sweep_budget_tokens': True}, 'sweep_budget_tokens', 'true is not a budget'),
+        # below one prompt of the shortest length (the default grid's 1,000 tokens): nothing could be sent
+        ({'sweep': 'adaptive', 'sweep_budget_tokens': 999}, 'sweep_budget_tokens', 'at least 1,000'),
+        (
+            {
+                'sweep': 'adaptive',
+                'sweep_budget_tokens': 2500,
+                'context_lengths': [3000, 4000],
+                'tokenizer_path': 'server',
+            },
+            'sweep_budget_tokens',
+            "3,000 tokens of the model server's tokenizer",
+        ),
     ],
 )
 def test_bad_values_are_refused_naming_the_parameter(extra: dict[str, Any], param: str, allowed: str) -> None:
@@ -40,3 +55,8 @@ def test_bad_values_are_refused_naming_the_parameter(extra: dict[str, Any], para
         parse_params(extra)
     assert info.value.param == param
     assert allowed in str(info.value)
+
+
+def test_a_budget_of_the_cheapest_sample_is_allowed() -> None:
+    params = parse_params({'sweep': 'adaptive', 'sweep_budget_tokens': 1000, 'context_lengths': [1000, 2000]})
+    assert params.sweep_budget_tokens == 1000

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -141,6 +142,27 @@ def test_comparison_csv(tmp_path: Path, work_dirs: list[Path]) -> None:
     assert (first['effective_length'], first['shortest_length'], first['longest_length']) == ('2000', '1000', '8000')
     llama_zh = next(r for r in records if r['model'] == 'llama' and r['subset'] == 'chinese')
     assert (llama_zh['effective_length'], llama_zh['ci_low'], llama_zh['base_score']) == ('', '', '0.0')
+
+
+def test_a_comparison_states_a_bound_as_one(tmp_path: Path) -> None:
+    # Every sample at 2k errored (a server outage): the model's length is at least 1k, 2k unknown, never 1k settled.
+    errored = [
+        dataclasses.replace(result('english', 2000, depth, None), error='HTTP 500') for depth in (0.0, 50.0, 100.0)
+    ]
+    results = [result('english', length, depth, 1.0) for length in (1000, 4000) for depth in (0.0, 50.0, 100.0)]
+    write_results(tmp_path / 'w' / 'reports' / 'm' / RESULTS_FILE, [*results, *errored])
+    comparison = build_comparison(find_runs([tmp_path / 'w']), threshold=EFFECTIVE_THRESHOLD)
+    assert (
+        format_comparison_table(comparison).splitlines()[2]
+        == 'm      at least 1k [1k, 1k]; 2k unknown: 3 server errors'
+    )
+    with open(write_comparison_csv(tmp_path / 'out.csv', comparison), encoding='utf-8', newline='') as handle:
+        [row] = list(csv.DictReader(handle))
+    assert (row['effective_length'], row['unknown_length'], row['unknown_reason']) == (
+        '1000',
+        '2000',
+        '3 server errors',
+    )
 
 
 def test_comparison_figure_grid_one_colorbar_marks_and_empty_panel(work_dirs: list[Path]) -> None:

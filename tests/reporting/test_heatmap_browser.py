@@ -18,6 +18,7 @@ import pytest
 from evalscope_niah.reporting.live import LiveRun, PlannedSample
 from evalscope_niah.reporting.outputs import OutputFiles
 from evalscope_niah.reporting.records import SampleResult
+from tests.support.results import EFFECTIVE_THRESHOLD
 
 CHROMIUM = shutil.which('chromium')
 if CHROMIUM is None:
@@ -136,7 +137,7 @@ def test_a_live_page_shows_answers_and_turns_pending_cells_into_scores(
 
     run.finish(complete=True)  # the run ends: the page says so and stops re-reading
     page.wait_for_function("document.getElementById('live').textContent.indexOf('run complete') >= 0")
-    assert page.locator('td[data-c="1-1"]').text_content() == '…'  # never answered: still pending
+    assert page.locator('td[data-c="1-1"]').text_content() == '×'  # never sent by a complete run: not tested
     page.close()
     assert [error for error in errors if not error.endswith('/favicon.ico')] == []  # a browser asks http for one
 
@@ -201,3 +202,46 @@ def test_both_pages_show_control_and_bidi_characters_escaped_alike(browser: obje
     assert shown['live'] == shown['final'] == shown_text(CONTROLS)
     assert '\\u202e' in shown['live'] and '\\u001b' in shown['live'] and '\\u0007' in shown['live']
     assert '\\u202eenizer' in line  # the tokenizer's name in the progress line
+
+
+def test_a_page_left_open_ends_where_the_final_page_ends(browser: object, tmp_path: Path) -> None:
+    """The page is opened early; the run then finishes with a cell never sent (an adaptive sweep's choice) and every
+    sample at 900 tokens errored. Without a reload the open page shows that cell as not tested, the final page's title
+    line, and the effective length as the bound the final page states."""
+    from evalscope_niah.reporting.outputs import write_run_outputs
+
+    clock, live_dir, final_dir = Clock(), tmp_path / 'live', tmp_path / 'final'
+    run = _live_run(live_dir, clock)
+    finished = [
+        _result(600, 0.0, 'right', 1.0),
+        _result(600, 100.0, 'right', 1.0),
+        dataclasses.replace(_result(900, 0.0, '', 0.0), accuracy=None, rule_recall=None, answer=None, error='HTTP 500'),
+    ]
+    run.add(finished[0])
+    run.update()  # the page as first loaded: one cell done, three pending, a title of n=1
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on('pageerror', lambda exc: errors.append(f'pageerror: {exc}'))
+    page.goto((live_dir / f'{OutputFiles().heatmap_prefix}_english.html').as_uri())
+    assert 'n=1' in page.locator('p.sub').first.text_content()
+    assert page.locator('#ntl').is_hidden()
+
+    for result in finished[1:]:
+        run.add(result)
+    write_run_outputs(final_dir, finished, threshold=EFFECTIVE_THRESHOLD, mode='absolute')
+    run.finish(complete=True, threshold=EFFECTIVE_THRESHOLD, mode='absolute')
+    page.wait_for_function("document.getElementById('live').textContent.indexOf('run complete') >= 0")
+
+    final = browser.new_page()
+    final.goto((final_dir / f'{OutputFiles().heatmap_prefix}_english.html').as_uri())
+    final_sub, final_title = final.locator('p.sub').first.text_content(), final.title()
+    final.close()
+    assert final_sub.endswith('· effective context length: at least 600; 900 unknown: 1 server error')
+    assert page.locator('p.sub').first.text_content() == final_sub
+    assert page.title() == final_title and page.locator('h1').text_content() == 'Needle in a haystack'
+    cells = {key: page.locator(f'td[data-c="{key}"]').text_content() for key in ('0-0', '1-0', '0-1', '1-1')}
+    assert cells == {'0-0': '1.00', '1-0': '1.00', '0-1': '—', '1-1': '×'}  # 900 at depth 100: never sent
+    assert page.locator('td.p').count() == 0  # nothing pending once the run is complete
+    assert page.locator('#ntl').is_visible() and 'not tested' in page.locator('#ntl').text_content()
+    page.close()
+    assert errors == []

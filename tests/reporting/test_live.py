@@ -130,6 +130,23 @@ def test_the_end_of_a_run_leaves_the_final_page_and_tells_open_pages(tmp_path: P
     assert '"status":"complete"' in (tmp_path / PAGE.replace('.html', '.live.js')).read_text('utf-8')
 
 
+def test_the_end_of_a_complete_run_tells_open_pages_what_was_not_tested_and_the_effective_length(
+    tmp_path: Path,
+) -> None:
+    run = LiveRun(tmp_path, PLAN, files=FILES, clock=Clock())
+    for result in (_result(1000, 0.0), _result(1000, 100.0), _result(2000, 0.0, error='HTTP 500')):
+        run.add(result)
+    run.update()
+    run.finish(complete=True, threshold=0.85, mode='absolute')
+    data = json.loads(
+        (tmp_path / PAGE.replace('.html', '.live.js')).read_text('utf-8').removeprefix('niahLive(').removesuffix(');\n')
+    )
+    assert data['status'] == 'complete'
+    assert sorted(cell['c'] for cell in data['cells'].values()) == ['', '', 'e', 'nt']  # 2000 at depth 100: not sent
+    assert data['sub'].endswith('· effective context length: at least 1k; 2k unknown: 1 server error')
+    assert data['head'] == 'Needle in a haystack' and data['doc'] == f'{data["head"]} · {data["sub"]}'
+
+
 def test_a_stopped_run_redraws_its_page_as_stopped(tmp_path: Path) -> None:
     run = LiveRun(tmp_path, PLAN, files=FILES, clock=Clock())
     run.add(_result(1000, 0.0))

@@ -22,6 +22,7 @@ from PIL import Image
 from evalscope_niah.reporting.heatmap_html import _HOVER_LINES, _heatmap_html
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
+from evalscope_niah.reporting.length_status import EffectiveBound
 from evalscope_niah.reporting.outputs import HEATMAP_PREFIX
 from evalscope_niah.reporting.plotting import (
     HeatmapError,
@@ -47,6 +48,7 @@ def cell(
     n: int = 3,
     errors: int = 0,
     judge_failures: int = 0,
+    unknown: str | None = None,
 ) -> CellSummary:
     return CellSummary(
         subset=subset,
@@ -60,6 +62,7 @@ def cell(
         errors=errors,
         ci_low=None if accuracy is None else max(0.0, accuracy - 0.2),
         ci_high=None if accuracy is None else min(1.0, accuracy + 0.2),
+        unknown=unknown,
     )
 
 
@@ -72,7 +75,7 @@ def cells() -> list[CellSummary]:
         cell(32000, 0.0, 0.5),
         cell(1000, 50.0, 1.0),
         cell(4000, 50.0, 2 / 3, judge_failures=1),
-        cell(32000, 50.0, None, errors=3),
+        cell(32000, 50.0, None, errors=3, unknown='3 server errors'),
         cell(1000, 100.0, 0.25),
         cell(32000, 100.0, 0.0),
     ]
@@ -331,8 +334,8 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
         '95% CI: [0.47, 0.87]',
         'no final answer (not scored): 0',
     ]
-    # Errored-only cell: no colour, but its error count is worth hovering.
-    assert fields[1][2] == ['32,000', '50', 'n/a', '0', 'n/a', '0', '3', 'n/a', '0']
+    # Errored-only cell: no colour, and unknown (not a 0) with why; its error count is worth hovering.
+    assert fields[1][2] == ['32,000', '50', 'unknown (3 server errors)', '0', 'n/a', '0', '3', 'n/a', '0']
     assert fields[2][1][:3] == ['4,000', '100', 'no data']
     assert fields[0][0][:4] == ['1,000', '0', '1.00', '3']
 
@@ -524,6 +527,27 @@ def test_html_marks_effective_column_and_caption(cells: list[CellSummary]) -> No
     plain = _heatmap_html(cells, subset='en')
     assert 'effective' not in plain.split('</style>')[1]
     assert plain == _heatmap_html(cells, subset='en', effective_length=None)
+
+
+def test_a_bound_is_stated_as_one_with_the_unknown_length_named(cells: list[CellSummary]) -> None:
+    # 4k is known to pass, 32k could not be decided (its samples errored): the line marks 4k, the words say 'at least'.
+    bound = EffectiveBound(4000, 32000, '3 server errors')
+    fig = _build_heatmap_figure(cells, subset='en', effective_length=bound)
+    try:
+        assert dashed_vertical_lines(fig) == [2.0]
+        title = ' '.join(fig.axes[0].get_title().splitlines())
+        assert 'effective: at least 4k; 32k unknown: 3 server errors' in title
+    finally:
+        fig.clear()
+    html = _heatmap_html(cells, subset='en', effective_length=bound)
+    assert '· effective context length: at least 4k; 32k unknown: 3 server errors</p>' in html
+    assert '<th class="eff">4k<span class="effl">effective</span></th>' in html
+    # Nothing known to pass: no line, and the words say so.
+    nothing = _heatmap_html(cells, subset='en', effective_length=EffectiveBound(None, 1000, '2 server errors'))
+    assert '· effective context length: unknown; 1k unknown: 2 server errors</p>' in nothing
+    assert 'class="eff"' not in nothing
+    with pytest.raises(ValueError, match='effective_length 8000'):
+        _heatmap_html(cells, subset='en', effective_length=EffectiveBound(4000, 8000, '1 server error'))
 
 
 def test_plot_all_marks_only_the_subsets_given(tmp_path: Path, cells: list[CellSummary]) -> None:

@@ -64,11 +64,23 @@ def test_sample_result_dict_round_trip_and_defaults() -> None:
         {'budget_exhausted': 'no'},
         {'no_answer': 'empty'},
         {'no_answer': 'reasoning_only'},  # beside a score
+        {'answer_keys': 'saffron'},  # a string, not a list of keys
+        {'answer_keys': [1, 2]},
     ],
 )
 def test_sample_result_from_dict_is_strict(change: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         SampleResult.from_dict({**sample().to_dict(), **change})
+
+
+def test_answer_keys_are_written_when_known_and_read_back() -> None:
+    keyed = dataclasses.replace(sample(), answer_keys=('eat a sandwich and sit in Dolores Park on a sunny day',))
+    assert keyed.to_dict()['answer_keys'] == ['eat a sandwich and sit in Dolores Park on a sunny day']
+    assert SampleResult.from_dict(keyed.to_dict()) == keyed
+    assert 'answer_keys' not in sample().to_dict()  # none known: the row is as before
+    assert SampleResult.from_dict(sample().to_dict()).answer_keys == ()  # rows of older versions
+    long = dataclasses.replace(sample(), answer_keys=('x' * 5000,))
+    assert len(long.answer_keys[0]) <= 1000  # a key is a span of a needle the user wrote: bounded as answers are
 
 
 def test_sample_result_from_dict_missing_required_field() -> None:

@@ -29,7 +29,17 @@ from evalscope_niah.reporting.stats import (
     summarize_controls,
     summarize_subsets,
 )
-from tests.support.results import PASS_MARK, at_length, control, curve, judged, mixed_results, sample
+from tests.support.results import (
+    EFFECTIVE_THRESHOLD,
+    PASS_MARK,
+    at_length,
+    control,
+    curve,
+    errored,
+    judged,
+    mixed_results,
+    sample,
+)
 
 # --------------------------------------------------------------------------------------------------------------------
 # Persistence
@@ -65,7 +75,7 @@ def test_cells_csv_round_trip_exact(tmp_path: Path) -> None:
     path = write_cells_csv(tmp_path / 'cells.csv', cells, value_columns=('precision',))
     header = (
         'subset,context_length,depth_percent,n,accuracy,rule_recall,levenshtein,judge_failures,errors,ci_low,ci_high,'
-        'no_answer,tokenizer,precision'
+        'no_answer,tokenizer,unknown,precision'
     )
     assert path.read_text(encoding='utf-8').splitlines()[0] == header
     assert len(path.read_text(encoding='utf-8').splitlines()) == len(cells) + 1
@@ -131,6 +141,59 @@ def test_summary_json_round_trip(tmp_path: Path) -> None:
     )
     assert list(summary.controls) == summarize_controls(results)
     assert list(summary.subsets) == summarize_subsets(results, pass_mark=PASS_MARK)
+
+
+def test_cells_csv_names_the_unknown_cells_and_why(tmp_path: Path) -> None:
+    # A cell whose samples all errored is unknown (not a 0): the CSV says so, with the count of each kind.
+    results = [sample(1.0), *[errored(depth_percent=50.0) for _ in range(3)], sample(1.0, depth_percent=100.0)]
+    results.append(errored(depth_percent=100.0))
+    cells = summarize_cells(results)
+    assert [(c.depth_percent, c.unknown) for c in cells] == [(0.0, None), (50.0, '3 server errors'), (100.0, None)]
+    path = write_cells_csv(tmp_path / 'cells.csv', cells)
+    rows = list(csv.DictReader(path.read_text(encoding='utf-8').splitlines()))
+    assert [(row['unknown'], row['errors'], row['accuracy']) for row in rows] == [
+        ('', '0', '1.0'),
+        ('3 server errors', '3', ''),
+        ('', '1', '1.0'),
+    ]
+    assert read_cells_csv(path) == cells
+
+
+def test_summary_json_reports_a_bound_with_the_unknown_length(tmp_path: Path) -> None:
+    results = [*curve(1.0, 1.0), *[errored(context_length=4000) for _ in range(3)]]
+    path = write_summary_json(tmp_path / SUMMARY_FILE, results, threshold=EFFECTIVE_THRESHOLD, pass_mark=PASS_MARK)
+    entry = json.loads(path.read_text(encoding='utf-8'))['effective_context_length']['en']
+    assert (entry['length'], entry['unknown_length'], entry['unknown_reason']) == (2000, 4000, '3 server errors')
+    assert [item['status'] for item in entry['per_length']] == ['pass', 'pass', 'unknown']
+    assert [item['passes'] for item in entry['per_length']] == [True, True, False]  # as before: False unless a pass
+    assert read_summary_json(path).effective_context_length['en'].bound.unknown_length == 4000
+
+
+def test_summary_json_of_an_older_version_reads_with_two_outcomes(tmp_path: Path) -> None:
+    path = write_summary_json(tmp_path / SUMMARY_FILE, curve(1.0, 0.0), threshold=0.8, pass_mark=PASS_MARK)
+    data = json.loads(path.read_text(encoding='utf-8'))
+    entry = data['effective_context_length']['en']
+    for key in ('unknown_length', 'unknown_reason'):
+        del entry[key]
+    for item in entry['per_length']:
+        for key in ('status', 'unscored', 'unknown'):
+            del item[key]
+    path.write_text(json.dumps(data), encoding='utf-8')
+    effective = read_summary_json(path).effective_context_length['en']
+    assert [item.status for item in effective.per_length] == ['pass', 'fail']
+    assert (effective.length, effective.unknown_length) == (1000, None)
+    item = data['effective_context_length']['en']['per_length'][0]
+    item['status'] = '<b>maybe</b>'
+    path.write_text(json.dumps(data), encoding='utf-8')
+    with pytest.raises(ValueError, match=r'not a needle_haystack summary.*status must be one of'):
+        read_summary_json(path)
+    item['status'] = 'pass'
+    for field, value in (('unknown_length', '2000'), ('unknown_length', True), ('unknown_reason', 'x' * 10**6)):
+        entry[field] = value
+        path.write_text(json.dumps(data), encoding='utf-8')
+        with pytest.raises(ValueError, match=f'not a needle_haystack summary.*{field} must be'):
+            read_summary_json(path)
+        entry.pop(field)
 
 
 def test_summary_json_validates_and_reader_rejects_other_files(tmp_path: Path) -> None:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.reporting.length_status import EffectiveBound
 from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.run_metrics import subset_metrics
+from evalscope_niah.reporting.run_metrics import effective_length_message, subset_metrics
+from evalscope_niah.reporting.stats import effective_context_length
 
 
 def _result(length: int, accuracy: float | None, **fields) -> SampleResult:
@@ -32,6 +34,26 @@ def test_effective_length_is_the_longest_length_that_holds_the_threshold() -> No
     metrics = _by_name(subset_metrics(results, [], threshold=0.85, mode='absolute'))
     # 8000 passes again, but the effective length is where the leading run of passing lengths ends.
     assert metrics['effective_context_length'] == 2000
+
+
+def test_a_bounded_effective_length_reports_what_is_known_to_pass_and_an_unknown_one_nothing() -> None:
+    # Every sample at 2000 errored: 1000 is known to pass (a bound), never 1000 as if 2000 had failed in words, and
+    # the message the run logs says so; with the shortest length errored nothing is known, so no 0 is reported.
+    errors = [_result(2000, None, error='HTTP 500'), _result(2000, None, error='HTTP 500')]
+    metrics = _by_name(
+        subset_metrics([_result(1000, 1.0), _result(4000, 1.0)], errors, threshold=0.85, mode='absolute')
+    )
+    assert metrics['effective_context_length'] == 1000
+    bound = effective_context_length([_result(1000, 1.0), *errors], subset='english', threshold=0.85).bound
+    assert effective_length_message(bound, subset='english', tokenizer='Qwen/Qwen3-0.6B') == (
+        'subset english: effective context length at least 1,000; 2,000 unknown: 2 server errors (Qwen3 tokens): '
+        'unknown, not failed; resume the run with --use-cache DIR to retry the errored samples'
+    )
+    assert effective_length_message(EffectiveBound(1000), subset='en', tokenizer=None) is None
+    shortest_down = [_result(1000, None, error='HTTP 500'), _result(2000, 1.0)]
+    assert 'effective_context_length' not in _by_name(
+        subset_metrics([], shortest_down, threshold=0.85, mode='absolute')
+    )
 
 
 def test_errors_and_budget_failures_are_shares_of_every_sample() -> None:

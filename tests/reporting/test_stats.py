@@ -303,12 +303,87 @@ def test_effective_length_ignores_controls_errors_and_other_subsets() -> None:
     assert [s.n for s in result.per_length] == [20, 20, 20]
 
 
-def test_effective_length_a_length_that_only_errored_fails() -> None:
-    results = [*curve(1.0, 1.0), errored(context_length=4000), *at_length(8000, [1.0] * 5)]
+def test_effective_length_a_length_that_only_errored_is_unknown_and_bounds_it() -> None:
+    # The server failed every sample at 4k: that says nothing of the model, so 2k is a bound, not the answer.
+    results = [*curve(1.0, 1.0), *[errored(context_length=4000) for _ in range(3)], *at_length(8000, [1.0] * 5)]
     result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
-    assert result.length == 2000
-    assert result.per_length[2].n == 0 and result.per_length[2].accuracy is None
-    assert result.per_length[2].passes is False
+    assert result.length == result.at_least == 2000
+    assert (result.unknown_length, result.unknown_reason) == (4000, '3 server errors')
+    unknown = result.per_length[2]
+    assert (unknown.n, unknown.accuracy, unknown.unscored) == (0, None, 3)
+    assert (unknown.status, unknown.passes, unknown.unknown) == ('unknown', False, '3 server errors')
+    assert [s.status for s in result.per_length] == ['pass', 'pass', 'unknown', 'pass']
+    assert result.bound.is_bound
+
+
+def test_effective_length_outage_at_the_shortest_length_knows_nothing() -> None:
+    results = [*[errored(context_length=1000) for _ in range(4)], *curve(1.0, 1.0, 1.0)[20:]]
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert result.length is None
+    assert (result.unknown_length, result.unknown_reason) == (1000, '4 server errors')
+    assert result.bound.describe(str) == 'unknown; 1000 unknown: 4 server errors'
+
+
+def test_effective_length_a_failed_length_before_an_unknown_one_settles_it() -> None:
+    results = [*curve(1.0, 0.2), *[errored(context_length=4000) for _ in range(3)]]
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (result.length, result.unknown_length, result.unknown_reason) == (1000, None, None)
+    assert not result.bound.is_bound
+
+
+def test_effective_length_on_a_curve_that_dips_and_recovers_stops_at_the_dip() -> None:
+    # Non-monotone: 4k dips, 8k recovers; the dip is a fail (scored), so the length is 2k and settled; with the dip's
+    # samples errored instead, 2k is only a bound and 8k's recovery does not count either way.
+    dip = curve(1.0, 1.0, 0.3, 1.0)
+    settled = effective_context_length(dip, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (settled.length, settled.unknown_length) == (2000, None)
+    assert [s.status for s in settled.per_length] == ['pass', 'pass', 'fail', 'pass']
+    outage = [r for r in dip if r.context_length != 4000] + [errored(context_length=4000) for _ in range(20)]
+    bound = effective_context_length(outage, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (bound.length, bound.unknown_length, bound.unknown_reason) == (2000, 4000, '20 server errors')
+
+
+def test_effective_length_partial_errors_settle_on_the_scored_samples_when_enough() -> None:
+    # 40 right answers and 3 errors at 2k: whatever the 3 would have scored, 2k passes (40/43 >= 0.85).
+    enough = [*curve(1.0, 1.0, n=40), *[errored(context_length=2000) for _ in range(3)]]
+    result = effective_context_length(enough, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (result.length, result.unknown_length) == (2000, None)
+    assert result.per_length[1].unscored == 3 and result.per_length[1].status == 'pass'
+    # 20 right answers and 50 errors: the scored ones alone settle it (a one-sided 95% bound clears 0.85).
+    many_errors = [*curve(1.0, 1.0), *[errored(context_length=2000) for _ in range(50)]]
+    assert effective_context_length(many_errors, subset='en', threshold=EFFECTIVE_THRESHOLD).per_length[1].passes
+    # Wrong answers settle a fail the same way: 20 of 20 wrong.
+    failing = [*curve(1.0, 0.0), *[errored(context_length=2000) for _ in range(50)]]
+    assert effective_context_length(failing, subset='en', threshold=EFFECTIVE_THRESHOLD).per_length[1].status == 'fail'
+
+
+def test_effective_length_partial_errors_too_few_scored_to_settle_is_unknown() -> None:
+    # 3 right, 3 errored at 2k: 3 of 6 could be all the length scores, and 3 answers settle nothing alone.
+    results = [*curve(1.0), *at_length(2000, [1.0] * 3), *[errored(context_length=2000) for _ in range(3)]]
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (result.length, result.unknown_length, result.unknown_reason) == (1000, 2000, '3 server errors')
+    cut = [*curve(1.0), *at_length(2000, [1.0] * 3), sample(None, context_length=2000, budget_exhausted=True)]
+    cut += [sample(None, context_length=2000, no_answer='reasoning_only') for _ in range(2)]
+    reason = effective_context_length(cut, subset='en', threshold=EFFECTIVE_THRESHOLD).unknown_reason
+    assert reason == '1 cut reply, 2 replies with no final answer'
+
+
+def test_effective_length_relative_mode_with_an_unknown_baseline() -> None:
+    # Relative mode scales by the shortest length: with it all errored, nothing after it can be decided.
+    results = [*[errored(context_length=1000) for _ in range(5)], *curve(1.0, 1.0, 1.0)[20:]]
+    result = effective_context_length(results, subset='en', mode='relative', threshold=EFFECTIVE_THRESHOLD)
+    assert result.length is None and result.unknown_length == 1000
+    assert [s.status for s in result.per_length] == ['unknown', 'unknown', 'unknown']
+    # A partly errored baseline that still settles: 2k is judged against every baseline it could be.
+    base = [*at_length(1000, [1.0] * 40), errored(context_length=1000), *at_length(2000, [0.5] * 40)]
+    relative = effective_context_length(base, subset='en', mode='relative', threshold=EFFECTIVE_THRESHOLD)
+    assert [s.status for s in relative.per_length] == ['pass', 'fail']
+
+
+def test_effective_length_bound_ci_stays_below_the_unknown_length() -> None:
+    results = [*curve(1.0, 1.0), *[errored(context_length=4000) for _ in range(3)], *at_length(8000, [1.0] * 5)]
+    result = effective_context_length(results, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (result.ci_low, result.ci_high) == (2000, 2000)
 
 
 def test_effective_length_ci_contains_estimate_and_uses_grid_lengths() -> None:

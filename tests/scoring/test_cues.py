@@ -1,5 +1,5 @@
-"""The paste cue, decided by evidence (scoring/cues.py: paste_evidence); the other cues are exercised through
-the task ladders (tests/tasks/test_*_rules.py)."""
+"""The paste cue, decided by evidence (scoring/cues.py: paste_evidence), and a clause excluding the rest that is no
+negation; the other cues are exercised through the task ladders (tests/tasks/test_*_rules.py)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from evalscope_niah.scoring import (
     PromptText,
     paste_evidence,
 )
+from evalscope_niah.scoring.cues import cue_near, excluded_cue_text
+from evalscope_niah.scoring.text import key_spans, normalise
 from tests.support.rule_facts import (
     FILLER_EN,
     FILLER_ZH,
@@ -36,3 +38,23 @@ def test_paste_evidence_in_chinese_counts_characters() -> None:
         * 3
     )
     assert not paste_evidence(own + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh').pasted
+
+
+@pytest.mark.parametrize(
+    ('answer', 'key', 'language', 'negated'),
+    [
+        ('Only A, B, C, D, E are assigned it; none of the other variables is.', 'a, b, c, d, e', 'en', False),
+        ('Figs, and nothing else.', 'figs', 'en', False),
+        ('Figs, not the others.', 'figs', 'en', False),
+        ('A, B, C, D, E: none of them is assigned it.', 'a, b, c, d, e', 'en', True),
+        ('It is not A, B, C, D, E.', 'a, b, c, d, e', 'en', True),
+        ('Figs; no other ingredient, and it is not figs either.', 'figs', 'en', True),
+        ('只有上海人工智能实验室，其他地方都不是。', '上海人工智能实验室', 'zh', False),
+        ('上海人工智能实验室，都不是。', '上海人工智能实验室', 'zh', True),
+        ('不是上海人工智能实验室。', '上海人工智能实验室', 'zh', True),
+    ],
+)
+def test_a_clause_excluding_the_rest_is_no_negation_of_the_key(answer, key, language, negated) -> None:
+    text = normalise(answer)
+    hits = cue_near(text, key_spans(text, key), language=language, excluded=excluded_cue_text('The needle.'))
+    assert any(kind == 'negation' for kind, _ in hits) == negated, hits

@@ -19,16 +19,19 @@ from __future__ import annotations
 import dataclasses
 
 from evalscope_niah.making.prompts import PromptSpec
-from evalscope_niah.metadata import SampleMeta
+from evalscope_niah.metadata import GridCell, SampleMeta
+from evalscope_niah.params.kamradt_names import MULTI_NEEDLES, MULTI_QUESTION
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
 from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
-from evalscope_niah.tasks import score_answer, task_names
+from evalscope_niah.tasks import PlanContext, get_task, score_answer, task_names
+from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
 from tests.support.conformance import ONE_KEY, SHARE, Sample, answers, chosen_metas
+from tests.support.peer_configs import CDME_SINGLE, EVALSCOPE_MULTI, EVALSCOPE_SINGLE
 
 # Every registered task (the registry's, so a task is in the table the day it is registered), then the control.
 TASKS = (*task_names(), 'control')
@@ -283,6 +286,191 @@ def _single_cases() -> list[Case]:
         paste = FILLER[language] * 12 + needle + FILLER[language] * 12
         add('paste', paste, WRONG)
         add('paste', FILLER[language] * 3, WRONG)
+    return cases
+
+
+# --- needles the user wrote (no answer given: the key fact is derived from needle and question) ---------------------
+
+# Other tools' documented needles and questions, and our own asked in other words than the needle: each sample as the
+# single task plans it from extra_params (needles + retrieval_question, EvalScope's parameters, which have no answer).
+# 'right': short right answers; 'other': a wrong fact of the same kind; 'partial': some of several needles' facts.
+_USER_NEEDLES: list[dict] = [
+    {
+        'language': 'en',  # EvalScope's single-needle example, asked in other words
+        'needles': EVALSCOPE_SINGLE['needles'],
+        'question': 'What is the most fun thing to do in San Francisco?',
+        'right': ['Eat a sandwich and sit in Dolores Park on a sunny day.', 'You should eat a sandwich and sit in '
+                  'Dolores Park on a sunny day.'],
+        'other': 'Ride a cable car up to Coit Tower on a foggy morning.',
+    },
+    {
+        'language': 'en',  # the same needle with EvalScope's (and Kamradt's) own question
+        'needles': EVALSCOPE_SINGLE['needles'],
+        'question': EVALSCOPE_SINGLE['retrieval_question'],
+        'right': ['Eat a sandwich and sit in Dolores Park on a sunny day.'],
+        'other': 'Visit Alcatraz and walk across the Golden Gate Bridge.',
+    },
+    {
+        'language': 'en',  # EvalScope's multi-needle example: every ingredient asked for
+        'needles': EVALSCOPE_MULTI['needles'],
+        'question': EVALSCOPE_MULTI['retrieval_question'],
+        'right': ['Figs, prosciutto and goat cheese.', 'The secret ingredients are figs, prosciutto, and goat cheese.',
+                  '- Figs\n- Prosciutto\n- Goat cheese'],
+        'partial': 'Figs.',
+        'other': 'Basil, mozzarella and tomatoes.',
+    },
+    {
+        'language': 'en',  # Kamradt's multi_needle question for the same needles
+        'needles': MULTI_NEEDLES,
+        'question': MULTI_QUESTION,
+        'right': ['Goat cheese, figs and prosciutto.'],
+        'partial': 'Prosciutto and goat cheese.',
+        'other': 'Pineapple, ham and olives.',
+    },
+    {
+        'language': 'en',  # OpenCompass NeedleBench's needle form
+        'needles': ['Hidden on Emerald Island is the legendary Stardust Shard.'],
+        'question': 'Which legendary treasure lies hidden on Emerald Island?',
+        'right': ['The Stardust Shard.', 'The legendary Stardust Shard is hidden there.'],
+        'other': 'The Moonlit Chalice.',
+    },
+    {
+        'language': 'en',  # our own: a name asked as 'called'
+        'needles': ["The lighthouse keeper's ginger cat answers to the name Pepperjack."],
+        'question': "What is the lighthouse keeper's cat called?",
+        'right': ['Pepperjack.', 'The cat is called Pepperjack.'],
+        'other': 'Marmalade.',
+    },
+    {
+        'language': 'zh',  # the default Chinese needle, asked in other words
+        'needles': ['小明最喜欢的实习的地点就是上海人工智能实验室。'],
+        'question': '小明最想去实习的地方是哪里？',
+        'right': ['上海人工智能实验室。', '他最想去上海人工智能实验室实习。'],
+        'other': '北京大学人工智能研究院。',
+    },
+    {
+        'language': 'zh',  # CDME's needle and format-asking question
+        'needles': [CDME_SINGLE['needle']],
+        'question': CDME_SINGLE['retrieval_question'],
+        'right': ['小明最喜欢的实习地点就是上海人工智能实验室。'],
+        'other': '小明最喜欢的实习地点就是杭州西湖实验室。',
+    },
+    {
+        'language': 'zh',  # OpenCompass NeedleBench's needle form
+        'needles': ['在翡翠岛上隐藏着传说中的星尘碎片。'],
+        'question': '翡翠岛上隐藏的传说物品是什么？',
+        'right': ['星尘碎片。', '是传说中的星尘碎片。'],
+        'other': '月光宝盒。',
+    },
+    {
+        'language': 'zh',  # our own
+        'needles': ['老码头茶馆的招牌菜是桂花藕粉。'],
+        'question': '老码头茶馆最出名的菜是什么？',
+        'right': ['桂花藕粉。', '老码头茶馆最出名的是桂花藕粉。'],
+        'other': '红烧狮子头。',
+    },
+]  # fmt: skip
+
+_USER_WRONG = {
+    'en': {
+        'negation': ['It is not {key}.'],
+        'hedge list': ['Maybe {key}, or possibly {other}'],
+        'refusal': ['The document does not say.'],
+    },
+    'zh': {
+        'negation': ['不是{key}。'],
+        'hedge list': ['可能是{key}，也许是{other}'],
+        'refusal': ['文中没有提到。'],
+    },
+}
+
+
+def user_needle_sample(needles: list[str], question: str, language: str) -> SampleMeta:
+    """A sample of these needles and question as a run plans it: extra_params through the single task's choose."""
+    params = parse_params({'needles': needles, 'retrieval_question': question})
+    subset = params.resolve_subset('english' if language == 'en' else 'chinese')
+    choice = get_task('single').choose(
+        PlanContext(subset=subset, params=params), GridCell(subset.name, 1000, 50.0), seed=0
+    )
+    return SampleMeta(
+        subset=subset.name, language=language, task='single', context_length=1000, depth_percent=50.0, repeat=0,
+        draw=0, needles=choice.needles, question=choice.question, reference_answer=choice.reference_answer,
+        answer_keys=choice.answer_keys, start_token=0, divergence_token=0,
+    )  # fmt: skip
+
+
+def _user_needle_cases() -> list[Case]:
+    cases = []
+    for item in _USER_NEEDLES:
+        language = item['language']
+        meta = user_needle_sample(item['needles'], item['question'], language)
+        common = {
+            'needles': meta.needles, 'question': meta.question, 'reference': meta.reference_answer,
+            'answer_keys': meta.answer_keys,
+        }  # fmt: skip
+
+        def add(category: str, answer: str, expected: str, *, language: str = language, common: dict = common):
+            cases.append(Case('single', language, category, answer, expected=expected, **common))
+
+        for answer in item['right']:
+            add('user needle right', answer, 'pass')
+        add('user needle verbose right', ' '.join(meta.needles), 'pass')  # the needles quoted back
+        add('user needle other entity', item['other'], WRONG)
+        if 'partial' in item:
+            add('user needle partial', item['partial'], WRONG)
+        key = (SEPARATOR[language]).join(meta.answer_keys)
+        for category, templates in _USER_WRONG[language].items():
+            for template in templates:
+                expected = 'judge' if category == 'negation' else WRONG
+                add(f'user needle {category}', template.format(key=key, other=item['other']), expected)
+        add('user needle paste', FILLER[language] * 12 + ' '.join(meta.needles) + FILLER[language] * 12, WRONG)
+    return cases
+
+
+SEPARATOR = {'en': ', ', 'zh': '、'}
+
+
+# --- a full answer that excludes the rest ('none of the other ...') is not a negation of it ---------------------------
+
+
+def _others_excluded_cases() -> list[Case]:
+    """'Only X; none of the other ...' states X and denies the rest: right. 'None of them' or 'not X' beside X is
+    still a negation."""
+    cases = []
+    en = {'needles': (EN_NEEDLE,), 'question': EN_QUESTION, 'reference': EN_NEEDLE, 'answer_keys': (EN_ANSWER,)}
+    zh = {'needles': (ZH_NEEDLE,), 'question': ZH_QUESTION, 'reference': ZH_NEEDLE, 'answer_keys': (ZH_ANSWER,)}
+    for answer, expected in (
+        (f'Only this: {EN_ANSWER}; none of the other things in the document is.', 'pass'),
+        (f'{EN_ANSWER}. Nothing else is mentioned as the best thing.', 'pass'),
+        (f'To {EN_ANSWER}, and no other activity.', 'pass'),
+        (f'It is not to {EN_ANSWER}.', 'judge'),
+        (f'{EN_ANSWER}: none of them is right.', 'judge'),
+    ):
+        cases.append(Case('single', 'en', 'others excluded', answer, expected=expected, **en))
+    for answer, expected in (
+        (f'只有{ZH_ANSWER}，其他地方都不是。', 'pass'),
+        (f'是{ZH_ANSWER}，别的实习地点都没有提到。', 'pass'),
+        (f'不是{ZH_ANSWER}。', 'judge'),
+    ):
+        cases.append(Case('single', 'zh', 'others excluded', answer, expected=expected, **zh))
+    for language in ('en', 'zh'):
+        facts = multi_retrieval_set(language=language, count=MULTI_COUNT, seed=5)
+        distractors = distractor_facts(
+            language=language, count=DISTRACTOR_COUNT, seed=5, exclude_values=facts.values, name=facts.key
+        )
+        common = {
+            'needles': facts.needles, 'question': facts.question, 'reference': facts.reference,
+            'answer_keys': facts.values, 'distractor_values': tuple(d.value for d in distractors),
+            'distractors': tuple(d.needle for d in distractors),
+        }  # fmt: skip
+        values = SEPARATOR[language].join(facts.values)
+        right = {
+            'en': f'Only {values} are assigned to {facts.key}; none of the other numbers is.',
+            'zh': f'只有{values}属于{facts.key}，其他数字都不是。',
+        }[language]
+        wrong = {'en': f'{values}: none of them is assigned to it.', 'zh': f'{values}，都不是。'}[language]
+        cases.append(Case('multi_retrieval', language, 'others excluded', right, expected='pass', **common))
+        cases.append(Case('multi_retrieval', language, 'others excluded', wrong, expected=WRONG, **common))
     return cases
 
 
@@ -587,7 +775,15 @@ def _registry_cases() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    return [*_single_cases(), *_multi_cases(), *_reasoning_cases(), *_control_cases(), *_registry_cases()]
+    return [
+        *_single_cases(),
+        *_user_needle_cases(),
+        *_others_excluded_cases(),
+        *_multi_cases(),
+        *_reasoning_cases(),
+        *_control_cases(),
+        *_registry_cases(),
+    ]
 
 
 # --- running the table ---------------------------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from evalscope_niah.tasks import PlanContext, get_task
 from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
+from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS
 from evalscope_niah.tasks.ruler_niah.rules import ruler_niah_score, string_match_all
 from evalscope_niah.tasks.ruler_niah.task import RulerNiahData
 from tests.support.ruler import SYNTHETIC_YAML
@@ -182,10 +183,36 @@ def test_a_ruler_task_name_points_at_the_preset(task: str):
         assert f'ruler_preset: {task!r}' in info.value.detail
 
 
-def test_ruler_arguments_without_the_task_are_refused():
+@pytest.mark.parametrize('name', SYNTHETIC_YAML)
+def test_rulers_arguments_alone_make_the_config_rulers(name: str):
+    """As RULER's users write an entry (niah.py's arguments, no task): task ruler_niah, RULER's defaults for the
+    arguments left out."""
+    haystack, key, value, k, v, q = SYNTHETIC_YAML[name]
+    written = {'type_haystack': haystack, 'type_needle_k': key, 'type_needle_v': value, 'num_needle_k': k}
+    written |= {'num_needle_v': v, 'num_needle_q': q}
+    for given in (written, {arg: val for arg, val in written.items() if val != RULER_DEFAULTS[arg]} or written):
+        params = parse_params(given)
+        assert params.task == 'ruler_niah'
+        assert params.task_params(RulerNiahParams).spec() == _spec({'ruler_preset': name})
+    assert parse_params({'type_haystack': 'noise', 'num_needle_q': 4}).task == 'ruler_niah'
+
+
+def test_rulers_arguments_beside_another_task_are_still_refused():
+    # A task named by the user is the user's choice: RULER's arguments beside task 'single' would be ignored.
     with pytest.raises(NiahConfigError) as info:
-        parse_params({'type_haystack': 'noise'})
-    assert info.value.param == 'type_haystack'
+        parse_params({'type_haystack': 'noise', 'task': 'single'})
+    assert info.value.param == 'type_haystack' and "only applies to task 'ruler_niah'" in info.value.detail
+    # A subset that names its task keeps the run's default task for the others.
+    params = parse_params(
+        {'num_needle_v': 2, 'subsets': {'ruler': {'task': 'ruler_niah', 'corpus_file': 'a.txt', 'language': 'en'}}}
+    )
+    assert params.task == 'single' and params.tasks_in_run() == {'single', 'ruler_niah'}
+
+
+def test_the_names_that_make_a_config_rulers_are_the_tasks_arguments():
+    from evalscope_niah.params.ruler_names import OWNS
+
+    assert set(OWNS) == set(RulerNiahParams.model_fields) - {'ruler_preset'}
 
 
 def test_the_coming_from_page_example_is_rulers_entry():

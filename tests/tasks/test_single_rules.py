@@ -213,3 +213,43 @@ def test_cues_count_in_the_keys_sentence_and_retractions_after_it(answer: str, p
         answer, needles=(EN_NEEDLE,), question=EN_QUESTION, reference=EN_NEEDLE, answer_keys=(EN_ANSWER,), language='en'
     )
     assert (verdict.accuracy >= 0.9 and verdict.certain) is passes, verdict
+
+
+# --- several needles, one key fact each (all_keys) ---------------------------------------------------------------
+
+PIZZA = (
+    'Figs are one of the secret ingredients needed to build the perfect pizza.',
+    'Prosciutto is one of the secret ingredients needed to build the perfect pizza.',
+    'Goat cheese is one of the secret ingredients needed to build the perfect pizza.',
+)
+PIZZA_KEYS = ('Figs', 'Prosciutto', 'Goat cheese')
+
+
+@pytest.mark.parametrize(
+    ('answer', 'accuracy', 'certain'),
+    [
+        ('Figs, prosciutto and goat cheese.', 1.0, True),  # the keys together are no list of guesses
+        ('Goat cheese; also prosciutto, and figs.', 1.0, True),  # in any order
+        ('Figs and prosciutto.', UNCERTAIN_SCORE_CAP, True),  # one missing: never a pass
+        ('Basil and mozzarella.', 0.0, True),
+        ('Figs, prosciutto, goat cheese, basil, olives or ham.', None, False),  # padded with guesses
+        ('Not figs, prosciutto or goat cheese.', None, False),  # negated
+    ],
+)
+def test_every_key_must_be_stated_when_each_needle_has_one(answer: str, accuracy: float | None, certain: bool) -> None:
+    rule = single_needle_score(
+        answer,
+        needles=PIZZA,
+        question='What is the secret ingredient needed to build the perfect pizza?',
+        language='en',
+        answer_keys=PIZZA_KEYS,
+        all_keys=True,
+    )
+    assert rule.certain == certain, rule
+    if accuracy is None:
+        assert rule.accuracy <= UNCERTAIN_SCORE_CAP
+    else:
+        assert rule.accuracy == pytest.approx(accuracy)
+    # The same keys as alternatives (one needle's) pass any one of them: all_keys is what asks for every one.
+    alone = single_needle_score('Figs.', needles=PIZZA[:1], question='?', language='en', answer_keys=PIZZA_KEYS)
+    assert alone.accuracy == 1.0

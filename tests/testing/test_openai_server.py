@@ -456,6 +456,20 @@ def test_fail_first_n_then_succeed():
         assert [r.status for r in s.requests] == [500, 500, 200]
 
 
+def test_an_outage_by_prompt_length_fails_every_request_in_its_range_only():
+    plan = FaultPlan(outage_prompt_tokens=(10, 20))
+    with OpenAICompatServer({'m': needle_finder}, faults={'m': plan}, max_seconds=60) as s:
+        prompts = {'short': 'Tea is hot.', 'in range': 'Tea is hot. ' * 3, 'long': 'Tea is hot. ' * 8}
+        statuses = {
+            name: [post(s, {'model': 'm', 'messages': [{'role': 'user', 'content': text}]})[0] for _ in range(3)]
+            for name, text in prompts.items()
+        }
+        assert statuses == {'short': [200] * 3, 'in range': [500] * 3, 'long': [200] * 3}
+        assert s.fault_counts['http_500'] == 3
+    with pytest.raises(ValueError, match='outage_prompt_tokens'):
+        FaultPlan(outage_prompt_tokens=(20, 10))
+
+
 def _fault_sequence(seed: int, n: int = 40, interleave: bool = False) -> tuple[list, dict]:
     plan = FaultPlan(http_500=0.2, http_429=0.1, drop=0.1, malformed_json=0.1, empty_content=0.1, length=0.1)
     with OpenAICompatServer({'m': needle_finder, 'other': needle_finder}, faults={'*': plan}, seed=seed) as s:

@@ -44,8 +44,12 @@ def single_needle_score(
     answer_keys: Sequence[str] = (),
     reference: str | None = None,
     prompt: PromptText | None = None,
+    all_keys: bool = False,
 ) -> RuleScore:
     """Rule verdict for a single-needle (or bank) answer: the key fact must be stated, plainly.
+
+    ``all_keys``: the keys are one fact per needle (several needles the user wrote, each key derived from its needle),
+    and a right answer states every one; otherwise they are alternatives, one of which must be stated.
 
     With ``answer_keys`` (the short answer inside the needle) the final answer (reasoning stripped) must contain a
     key entire: English as the same words in order (case, punctuation and plural -s aside), Chinese as the whole
@@ -80,10 +84,47 @@ def single_needle_score(
     )
     if not keys:
         return _keyless_verdict(final, text, needles=needles, question=question, language=language, paste=paste)
+    if all_keys and len(keys) > 1:
+        return _every_key_verdict(final, text, keys, language=language, excluded=excluded, paste=paste)
     spans = [span for key in keys for span in key_spans(text, normalise(key))]
     if spans:
         return _stated_verdict(final, text, spans, language=language, excluded=excluded, paste=paste)
     return _unstated_verdict(final, keys, language=language, paste=paste)
+
+
+def _every_key_verdict(
+    final: str, text: str, keys: Sequence[str], *, language: str, excluded: str, paste: Paste
+) -> RuleScore:
+    """One fact per needle, all asked for: each key is checked as a single key is, in a text where the other keys are
+    blanked out (so 'figs, prosciutto and goat cheese' is three facts stated, not a list of guesses). All stated
+    plainly: a pass; some missing: the share stated, never more than an uncertain score."""
+    found = {key: key_spans(text, normalise(key)) for key in keys}
+    missing = [key for key, spans in found.items() if not spans]
+    if missing:
+        verdicts = [_unstated_verdict(final, (key,), language=language, paste=paste) for key in missing]
+        share = (len(keys) - len(missing) + sum(v.accuracy for v in verdicts)) / len(keys)
+        return RuleScore.verdict(
+            min(UNCERTAIN_SCORE_CAP, share) * paste.factor,
+            all(v.certain for v in verdicts),
+            f'states {len(keys) - len(missing)} of the {len(keys)} key facts (missing: '
+            f'{", ".join(repr(key) for key in missing[:3])})',
+            ('partial',),
+        )
+    for key, spans in found.items():
+        others = [span for other, other_spans in found.items() if other != key for span in other_spans]
+        blanked = _blanked(text, others)
+        verdict = _stated_verdict(final, blanked, spans, language=language, excluded=excluded, paste=paste)
+        if verdict.accuracy < 1.0:
+            return verdict
+    return RuleScore.verdict(1.0, True, f'states all {len(keys)} key facts plainly', ('exact',))
+
+
+def _blanked(text: str, spans: Sequence[tuple[int, int]]) -> str:
+    """``text`` with the spans turned to spaces, every position kept."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = ' ' * (end - start)
+    return ''.join(chars)
 
 
 def _keyless_verdict(

@@ -15,6 +15,7 @@ from ...scoring.text import text_language
 from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
+from .key_facts import derived_keys
 from .params import SingleParams
 from .rules import single_needle_score
 
@@ -82,8 +83,8 @@ class SingleNeedle(Task):
         return spread_over_grid(drawn, cells=cells, runs=options.n_runs)
 
     def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
-        """Several needles without a short answer (EvalScope's multi-needle example): the answer is every needle,
-        as the rule's needle recall scores it."""
+        """Several needles without a short answer (and no key fact derived): the answer is every needle, as the
+        rule's needle recall scores it; with one key fact per needle, every key."""
         if len(meta.needles) > 1 and not meta.answer_keys:
             return tuple(needle.strip() for needle in meta.needles)
         return super().calibration_values(meta)
@@ -128,11 +129,19 @@ class SingleNeedle(Task):
         # The guide is written in the needle's language, not the subset's (EvalScope's documented example sets an
         # English needle and question for the chinese subset too).
         language = text_language(*subset.needles, subset.retrieval_question, default=context.language)
+        # Needles the user wrote without an answer (EvalScope's parameters have none): each needle's key fact is
+        # derived from it and the question, as the default needle's is given. Only the rule looks for it: the guide
+        # stays generic, so a derivation never changes what the model is sent.
+        keys = (
+            (subset.answer,)
+            if subset.answer
+            else derived_keys(subset.needles, subset.retrieval_question, language=language)
+        )
         return NeedleChoice(
             needles=tuple(subset.needles),
             question=subset.retrieval_question,
             reference_answer=subset.reference_answer,
-            answer_keys=(subset.answer,) if subset.answer else (),
+            answer_keys=keys,
             guide=answer_format_guide(needle=subset.needles[0], answer=subset.answer, language=language),
         )
 
@@ -145,6 +154,9 @@ class SingleNeedle(Task):
             answer_keys=target.answer_keys,
             reference=target.reference,
             prompt=target.prompt,
+            # Several keys of several needles are one fact each, all asked for (derived_keys); one needle's keys
+            # are alternatives.
+            all_keys=len(target.needles) > 1 and len(target.answer_keys) > 1,
         )
         # Fact recall stays beside the verdict: the share of the needle's content words the answer holds. Length is
         # no evidence of a paste (a verbose right answer has full recall); a pasted answer's recall is capped at its

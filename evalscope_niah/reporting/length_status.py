@@ -1,0 +1,137 @@
+"""Three outcomes for a length of the grid, not two: it passes, it fails, or the data cannot tell (unknown).
+
+A length's verdict is its mean score against the threshold (``stats.effective_context_length``). Samples that were
+sent but left no score (a server error, a reply cut by the token limit, a reply with no final answer) are not zeros:
+the verdict is settled only when it would be the same whatever they had scored (0 or 1 each), or when the scored
+samples are enough to settle it on their own (a one-sided Wilson bound at the reports' CI level clears the
+threshold). With every sample scored that is the plain comparison of the mean, as before; with none scored the
+length is unknown, never failed, so a server outage is never read as a finding about the model. The effective
+length bounded by an unknown length is an ``EffectiveBound``: at least the lengths before it, with the unknown one
+named and why.
+
+The words are ``vocabulary.LengthStatus`` ('pass', 'fail', 'unknown'), shared with the adaptive planner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+
+import numpy as np
+
+from ..vocabulary import LENGTH_STATUSES, LengthStatus
+from .records import SampleResult
+
+__all__ = [
+    'LENGTH_STATUSES',
+    'EffectiveBound',
+    'LengthStatus',
+    'mean_range',
+    'status_arrays',
+    'statuses',
+    'unscored_reason',
+]
+
+# Why a sent sample has no score, as a reader counts them: (test, one, many).
+_UNSCORED_KINDS: tuple[tuple[Callable[[SampleResult], bool], str, str], ...] = (
+    (lambda sample: sample.errored, 'server error', 'server errors'),
+    (lambda sample: sample.budget_excluded, 'cut reply', 'cut replies'),
+    (lambda sample: sample.no_answer_excluded, 'reply with no final answer', 'replies with no final answer'),
+)
+
+
+def unscored_reason(samples: Iterable[SampleResult]) -> str | None:
+    """Why some of ``samples`` have no score, counted by kind: '3 server errors, 1 cut reply'; None when all do."""
+    samples = list(samples)
+    parts = []
+    for test, one, many in _UNSCORED_KINDS:
+        count = sum(1 for sample in samples if test(sample))
+        if count:
+            parts.append(f'{count} {one if count == 1 else many}')
+    return ', '.join(parts) or None
+
+
+def mean_range(
+    means: np.ndarray, scores: Sequence[Sequence[float]], unscored: np.ndarray, *, level: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) plausible mean per length (last axis of ``means``, NaN where nothing scored): the mean
+    itself where every sample scored; else what both the scored samples allow (a one-sided Wilson bound at ``level``:
+    enough scored samples settle a length) and the unscored could make of it (each 0, or each 1)."""
+    scored = np.array([len(values) for values in scores], dtype=float)
+    total = scored + unscored
+    known = np.nan_to_num(means)
+    sums = known * scored
+    wilson_low, wilson_high = _wilson(known, np.maximum(scored, 1.0), NormalDist().inv_cdf(level))
+    low = np.maximum(sums / total, np.where(scored > 0, wilson_low, 0.0))
+    high = np.minimum((sums + unscored) / total, np.where(scored > 0, wilson_high, 1.0))
+    # Where nothing is missing the mean decides as it always did (the grid measured all it was asked to).
+    return np.where(unscored > 0, low, means), np.where(unscored > 0, high, means)
+
+
+def _wilson(mean: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
+    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(np.clip(mean * (1 - mean), 0.0, None) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def status_arrays(low: np.ndarray, high: np.ndarray, *, threshold: float, mode: str) -> tuple[np.ndarray, np.ndarray]:
+    """(passes, fails) per length, each (..., lengths) like ``low`` and ``high``: the lowest and highest plausible
+    mean of each length (``mean_range``; equal when all its samples scored). Neither: unknown.
+
+    ``absolute``: a pass when even the lowest mean reaches the threshold, a fail when even the highest falls below.
+    ``relative``: the threshold scales by the shortest length's mean, itself a range; a shortest length that scores 0
+    gives no baseline, so then nothing passes (as before), and the shortest length passes when its mean is above 0.
+    """
+    if mode == 'absolute':
+        return low >= threshold, high < threshold
+    base_low, base_high = low[..., :1], high[..., :1]
+    passes = (base_low > 0.0) & (low >= threshold * base_high)
+    # The easiest baseline to pass is the lowest one above 0; from a lowest of 0, any positive mean passes some.
+    fails = (base_high <= 0.0) | np.where(base_low > 0.0, high < threshold * base_low, high <= 0.0)
+    # The shortest length is its own baseline: it passes exactly when it scores above 0.
+    passes[..., 0] = base_low[..., 0] > 0.0
+    fails[..., 0] = base_high[..., 0] <= 0.0
+    return passes, fails
+
+
+def statuses(passes: Sequence[bool], fails: Sequence[bool]) -> list[LengthStatus]:
+    """The word for each length of ``status_arrays``' answer (one row)."""
+    return ['pass' if passed else 'fail' if failed else 'unknown' for passed, failed in zip(passes, fails, strict=True)]
+
+
+@dataclass(frozen=True)
+class EffectiveBound:
+    """What a report says of an effective length: ``at_least`` (the longest length up to which every length passes;
+    None when the shortest does not) and, when the first length that does not pass is unknown rather than failed,
+    that length and why (``reason``, e.g. '3 server errors'). With no ``unknown_length`` the length is settled."""
+
+    at_least: int | None
+    unknown_length: int | None = None
+    reason: str | None = None
+
+    @classmethod
+    def of(cls, value: EffectiveBound | int | None) -> EffectiveBound:
+        """A bound as given, or a settled length (int or None) as one."""
+        return value if isinstance(value, EffectiveBound) else cls(value)
+
+    @property
+    def is_bound(self) -> bool:
+        return self.unknown_length is not None
+
+    def describe(self, label: Callable[[int], str]) -> str | None:
+        """'16k' (settled), 'at least 2,500 tokens; 3,000 tokens unknown: 3 server errors' (a bound), 'unknown; ...'
+        when even the shortest length is unknown; None when there is nothing to state (the shortest length fails).
+        ``label`` writes a length as the caller shows lengths (with the tokenizer that counted them)."""
+        if self.unknown_length is None:
+            return None if self.at_least is None else label(self.at_least)
+        known = 'unknown' if self.at_least is None else f'at least {label(self.at_least)}'
+        return f'{known}; {label(self.unknown_length)} unknown: {self.reason or "too few scored samples"}'
+
+    def relabelled(self, labels: dict[int, int]) -> EffectiveBound:
+        """The bound with its lengths replaced by ``labels`` (a length not in it keeps its own)."""
+
+        def new(length: int | None) -> int | None:
+            return None if length is None else labels.get(length, length)
+
+        return EffectiveBound(new(self.at_least), new(self.unknown_length), self.reason)
