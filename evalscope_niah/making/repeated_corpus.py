@@ -27,7 +27,9 @@ class RepeatedCorpus:
         self.index = index
         self.period = len(self.text) + len(COPY_SEPARATOR)
         self.copy_tokens = index.total_tokens
-        self._json_blocks: dict[int, bytes] = {}  # block number -> json_body of that block of self.text
+        # Block number -> json_body of that block of self.text, filled as preview asks: at most the indexed prefix,
+        # escaped (about its size again), for as long as the sampler lives.
+        self._json_blocks: dict[int, bytes] = {}
 
     def _split(self, position: int) -> tuple[int, int]:
         if not self.complete:
