@@ -74,6 +74,9 @@ class Haystack:
     insertions: tuple[Insertion, ...] = field(repr=False)
     start: int
     end: int
+    # Every text spliced into [start, end) in corpus order, a control's padding included (``insertions`` holds the
+    # needles only): what ``record_lines.context_json`` rebuilds the context from.
+    spliced: tuple[Insertion, ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass
@@ -207,6 +210,7 @@ class HaystackBuilder:
             insertions=tuple(needles),
             start=start,
             end=end,
+            spliced=tuple(insertions),
         )
 
     def _fit(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:

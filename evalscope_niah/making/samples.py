@@ -21,6 +21,7 @@ from ..tasks.guide import guided_question
 from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
+    Haystack,
     HaystackBuilder,
     PromptFrame,
     RepeatedCorpus,
@@ -327,6 +328,10 @@ class SubsetSampler:
         return self.build(self.plan(cell))
 
     def build(self, plan: SamplePlan) -> NeedleSample:
+        return self.build_with_haystack(plan)[0]
+
+    def build_with_haystack(self, plan: SamplePlan) -> tuple[NeedleSample, HaystackBuilder, Haystack]:
+        # The builder and haystack too: record_lines serializes the context from them.
         cell, subset = plan.cell, self.subset
         builder = self.builder(plan.inserted, plan.question)
         haystack = builder.build(
@@ -364,11 +369,9 @@ class SubsetSampler:
             corpus_sha256=self.corpus.sha256,
             tokenizer=self.tokenizer.name,
         )
-        return NeedleSample(
-            meta=meta,
-            system_prompt=self.prompt.system_prompt,
-            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
-        )
+        user_prompt = self.prompt.user_message(context=haystack.context, question=plan.question)
+        sample = NeedleSample(meta=meta, system_prompt=self.prompt.system_prompt, user_prompt=user_prompt)
+        return sample, builder, haystack
 
 
 _MAX_BUILDERS = 64
