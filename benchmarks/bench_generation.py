@@ -45,7 +45,8 @@ from _common import (
 
 SUBSETS = ['english', 'chinese']
 SPEEDUP_GOAL, WARM_SPEEDUP_GOAL, MEMORY_GOAL, PREVIEW_GOAL_S = 10.0, 20.0, 0.5, 2.0
-# `preview` of a whole grid writes every prompt through inert.json_text: at most this many times generating it.
+# `preview` of a whole grid writes every prompt (the bytes of inert.json_text of each record): at most this many times
+# generating it.
 PREVIEW_WHOLE_GOAL = 2.0
 PREVIEW_WHOLE = 'preview, whole grid written, warm cache'
 QUICK_GRID = {
@@ -271,8 +272,8 @@ class Bench:
         self.add(grid, 'preview --limit 2, warm cache', warm, base)
 
     def measure_preview_whole(self, grid: str) -> None:
-        """`evalscope-niah preview` of the whole grid into a file, warm cache (every prompt goes through
-        inert.json_text: 114 MB on the 128k grid), against generating the same grid warm right before each preview
+        """`evalscope-niah preview` of the whole grid into a file, warm cache (every prompt written as JSON: 114 MB on
+        the 128k grid), against generating the same grid warm right before each preview
         (on a shared machine the load moves between measurements; side by side, both see the same)."""
         extra = self.grids[grid]
         cache = self.fresh('cache')

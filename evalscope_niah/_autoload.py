@@ -3,6 +3,25 @@
 Installed two ways: by ``import evalscope_niah`` and, so that a plain ``evalscope eval`` runs ours, by the
 ``evalscope_niah.pth`` file in site-packages (which does nothing when ``EVALSCOPE_NIAH_AUTOLOAD=0``). Either way an
 interpreter that never imports evalscope pays one tiny module import and one ``sys.meta_path`` entry.
+
+The registration path, start to end (this is where it starts; each step is the one place that does its job):
+
+1. ``evalscope_niah.pth`` (site-packages, run by ``site`` at every interpreter start): unless
+   ``EVALSCOPE_NIAH_AUTOLOAD`` is off, ``import evalscope_niah``, whose ``__init__`` calls ``install()`` below.
+2. ``install()``: if EvalScope is already imported, register now; else put one ``_EvalscopeFinder`` first on
+   ``sys.meta_path``. It answers only for the module ``evalscope``, removes itself (one-shot) and wraps EvalScope's
+   own loader in ``_RegisteringLoader``, which runs ``_register()`` once ``evalscope/__init__`` has executed (its
+   registry and lazy resolvers exist by then). Nothing of EvalScope is imported by us before that moment.
+3. ``_register()`` imports ``evalscope_niah.integration`` (the only package that imports EvalScope). Its
+   ``__init__`` calls ``registration.register()`` itself as well: when our integration code is what imports
+   EvalScope, the hook fires half-way and leaves registering to the package, so no import circle forms. A failure
+   is one warning; EvalScope's other benchmarks keep working.
+4. ``integration/registration.py`` ``register()`` (idempotent, loads no task plugin): ``niah`` through EvalScope's
+   public ``register_benchmark`` / ``register_evaluator``, the metric declarations, and, unless
+   ``EVALSCOPE_NIAH_OVERRIDE=0``, the guarded takeover of the built-in ``needle_haystack`` name.
+5. ``integration/evalscope_surface.py``: every private EvalScope name that takeover (and the adapter) reaches,
+   resolved by string and contract-tested (``missing_hooks``); a missing one leaves the registry as it was and
+   warns that ``--datasets niah`` is ours.
 """
 
 from __future__ import annotations

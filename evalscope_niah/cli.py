@@ -286,6 +286,7 @@ def _compare(args: argparse.Namespace) -> int:
 def _preview(args: argparse.Namespace) -> int:
     from .making.corpus import resolve_corpus_dir
     from .making.prompts import PromptSpec
+    from .making.record_lines import iter_record_lines
     from .making.samples import iter_samples
     from .tasks.compose import check_dataset_args, dataset_entry, parse_params
 
@@ -316,14 +317,16 @@ def _preview(args: argparse.Namespace) -> int:
     endpoint = {'api_url': args.api_url, 'model': args.model, 'api_key': args.api_key} if args.api_url else None
     if args.estimate or args.prices:
         return _estimate(args, params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, endpoint=endpoint)
-    samples = iter_samples(
-        params, corpus_dir=corpus_dir, subsets=subsets, prompt=prompt, limit=args.limit, endpoint=endpoint
-    )
+    options = {'corpus_dir': corpus_dir, 'subsets': subsets, 'prompt': prompt, 'limit': args.limit}
     if args.output is None:
-        for sample in samples:
+        for sample in iter_samples(params, endpoint=endpoint, **options):
             sys.stdout.write(json_text(sample.to_record(), allow_nan=True) + '\n')
         return 0
-    _write_jsonl_atomically(args.output, (sample.to_record() for sample in samples))
+    # Streamed: a preview of long prompts can be far bigger than memory should hold at once. The lines come
+    # serialized (iter_record_lines: the corpus escaped once, not every prompt whole), the same bytes as json_text.
+    with atomic_writer(args.output, binary=True) as handle:
+        for line in iter_record_lines(params, endpoint=endpoint, **options):
+            handle.write(line + b'\n')
     return 0
 
 
@@ -361,13 +364,6 @@ def _estimate(args: argparse.Namespace, params: Any, **options: Any) -> int:
     else:
         print(text)
     return 0
-
-
-def _write_jsonl_atomically(path: Path, records) -> None:
-    # Streamed: a preview of long prompts can be far bigger than memory should hold at once.
-    with atomic_writer(path) as handle:
-        for record in records:
-            handle.write(json_text(record, allow_nan=True) + '\n')
 
 
 if __name__ == '__main__':

@@ -62,6 +62,7 @@ def served_tokenizer_name(model: str) -> str:
 
 
 def check_language(language: str, *, param: str = 'language') -> None:
-    """Refuse a language outside LANGUAGES, naming ``param`` and what is allowed."""
+    """Refuse a language outside LANGUAGES with one ``NiahConfigError`` naming ``param`` and what is allowed; the one
+    check of a language, for parameters, corpus data, rules and the judge check alike (return None when known)."""
     if language not in LANGUAGES:
         raise NiahConfigError(param, f'{language!r} is not one of {", ".join(LANGUAGES)}')

@@ -353,7 +353,6 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ('judging/qualification.py', OPEN + 'len(failures)'): 'the check records one failure slot per item',
     ('making/haystack.py', 'needle_depths holds'): 'the sampler places one depth per needle',
     ('scoring/recall.py', 'needles must not be empty'): 'a sample always has its needles',
-    ('scoring/text.py', 'language must be one of'): 'subsets are validated to en or zh first',
     ('scoring/cdme.py', 'keyword must contain'): 'keywords come from validated needles',
     ('serving/local_model.py', 'need n_ctx'): 'the demo starts the server with fixed sizes',
     ('serving/local_router.py', 'worker_urls must name'): 'the test router is started with its replicas',

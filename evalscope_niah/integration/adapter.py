@@ -46,6 +46,7 @@ from .live_pages import LivePages
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
+from .run_state import RunPlan
 from .safe_paths import claim_safe_model_id
 from .sample_results import ErrorRows, SampleLedger, error_result, sample_result, score_meta
 from .secrets import redacting, run_redactor
@@ -81,8 +82,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             self.params = parse_params(self.extra_params, user_given=given)
             self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
             refuse_other_model_id(self._task_config, self._model_id, self.name)  # before EvalScope's identity check
-        self._samplers: dict[str, Any] = {}  # subset -> SubsetSampler, filled by load()
-        self._expected_cells: dict[str, dict[int, GridCell]] = {}  # subset -> sample id -> its cell in this grid
+        self._plan = RunPlan()  # samplers, expected cells, the judge check: set once, at the end of load()
         self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
         self._errors = ErrorRows()  # samples that raised after every retry
         self._ledger = SampleLedger()  # every sample asked ends as a row: a score, or an error (lost ones too)
@@ -90,8 +90,6 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
         self.sweep_plan: dict[str, Any] | None = None
         self._outputs_written = False
-        self._judge_check: dict[str, Any] = {}  # subset -> QualificationResult of the judge before the run
-        self._rule_fallback: set[str] = set()  # subsets scored by rule because the judge failed qualification
         server = self._task_config.api_url if self._task_config is not None else None
         self._server_values = ServerValues(f'the model server {server or ""}'.strip())
         # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
@@ -139,14 +137,13 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         tokenizer = samplers[0][0].tokenizer if samplers else None
         if getattr(tokenizer, 'calls', None) is not None:
             logger.info('needle_haystack: %d tokenize calls to the model server so far', tokenizer.calls)
-        datasets = {}
-        for sampler, _ in samplers:
-            name = sampler.subset.name
-            self._samplers[name] = sampler
+        by_subset = {sampler.subset.name: sampler for sampler, _ in samplers}
+        datasets, expected_cells = {}, {}
+        for name, sampler in by_subset.items():
             # Records are cheap cell descriptions; samples are plans; haystacks are built at inference.
             datasets[name] = build_dataset_from_records(
                 [vars(cell) for cell in grid(self.params, [name])],
-                self.record_to_sample,
+                functools.partial(self.record_to_sample, sampler=sampler),
                 name=name,
                 location=str(corpus_dir),
                 limit=self.limit,
@@ -155,29 +152,28 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
                 seed=self.seed,
             )
             # Cached predictions are matched by position; these cells let reviews reject another grid's rows.
-            self._expected_cells[name] = {
-                sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]
-            }
+            expected_cells[name] = {sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]}
         # Before any model or judge request: a resume whose cached predictions were made from other inputs stops.
         refuse_old_folder_name(self._task_config, self._model_id)
         set_aside_torn_rows(self._task_config, self.name, datasets)  # first: a killed run's torn last lines
-        refuse_mixed_inputs(self._task_config, self.name, datasets, self._samplers, self._prompt_spec())
-        self._qualify_judges(samplers)
+        refuse_mixed_inputs(self._task_config, self.name, datasets, by_subset, self._prompt_spec())
+        judge_check = self._qualify_judges(samplers)
+        # The run's plan, in one place: every hook after load() reads it, none changes it.
+        self._plan = RunPlan(samplers=by_subset, expected_cells=expected_cells, judge_check=judge_check)
         return DatasetDict(datasets), None
 
-    def _qualify_judges(self, samplers: list[Any]) -> None:
+    def _qualify_judges(self, samplers: list[Any]) -> dict[str, Any]:
         """Before any model request: the judge grades calibration answers built from each judged subset's needle."""
         if self.judge_strategy == JudgeStrategy.RULE or self.params.judge_check == 'off':
-            return
+            return {}
         plans = [
             sampler.plan(next(cell for cell in cells if not cell.control))
             for sampler, cells in samplers
             if sampler.task.judged and any(not cell.control for cell in cells)
         ]
         if not plans:
-            return
-        self._judge_check = qualify_judges(self.init_llm_judges(), plans, mode=self.params.judge_check)
-        self._rule_fallback = {subset for subset, result in self._judge_check.items() if not result.qualified}
+            return {}
+        return qualify_judges(self.init_llm_judges(), plans, mode=self.params.judge_check)
 
     def _corpus_dir(self, files: list[str]) -> str:
         local = os.path.isdir(self.dataset_id)
@@ -191,8 +187,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         )
         return str(path)
 
-    def record_to_sample(self, record: dict[str, Any]) -> Sample:
-        plan = self._samplers[record['subset']].plan(GridCell(**record))
+    def record_to_sample(self, record: dict[str, Any], sampler: Any = None) -> Sample:
+        # load() passes the subset's sampler: the run's plan is set only once every dataset is built.
+        plan = (sampler or self._plan.samplers[record['subset']]).plan(GridCell(**record))
         return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
 
     def _prompt_spec(self) -> PromptSpec:
@@ -208,7 +205,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def _build_input(self, sample: Sample) -> None:
         """Build the haystack of a sample about to be sent; measured values join its metadata."""
         meta = SampleMeta.from_dict(sample.metadata)
-        sampler = self._samplers[meta.subset]
+        sampler = self._plan.samplers[meta.subset]
         built = sampler.build(sampler.plan(meta.cell))
         sample.input = self._messages(built.user_prompt)
         # The haystack stays out of metadata: it is stored once, in the prediction's messages.
@@ -352,7 +349,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def _check_cached_cell(self, task_state: TaskState, meta: SampleMeta) -> None:
         """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
         reported under this grid's cells: EvalScope matches cached rows to samples by position only."""
-        expected = self._expected_cells.get(meta.subset, {}).get(task_state.sample_id)
+        expected = self._plan.expected_cells.get(meta.subset, {}).get(task_state.sample_id)
         if expected is not None and meta.cell != expected:
             raise NiahConfigError(
                 'use_cache',
@@ -382,7 +379,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         if not task_for(meta).is_judged(meta):
             # Abstention, magic numbers and the chain's keyword are checked exactly; a judge would only add noise.
             return JudgeDefinition.skip(score, reason='scored by rule: exact for this task')
-        if meta.subset in self._rule_fallback:
+        if meta.subset in self._plan.rule_fallback:
             score.metadata = {**(score.metadata or {}), 'scoring': 'rule_fallback'}
             return JudgeDefinition.skip(score, reason='scored by rule: the judge failed qualification')
         if self.judge_strategy == JudgeStrategy.LLM_RECALL and rule.certain:
@@ -476,7 +473,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         write_run_outputs(
             output_dir,
             results,
-            judge_check={subset: result.to_dict() for subset, result in self._judge_check.items()},
+            judge_check={subset: result.to_dict() for subset, result in self._plan.judge_check.items()},
             threshold=params.effective_length_threshold,
             mode=effective_length_mode(params),
             show_score=params.show_score,

@@ -23,6 +23,7 @@ from ..judging.qualification import (
     qualification_error_message,
 )
 from ..tasks import get_task, judge_reference
+from ..tasks.single.hooks import calibration_values
 from .entry import entered_from_cli
 from .judge_errors import judge_call_error
 from .replies import judge_generate
@@ -74,7 +75,7 @@ def qualify_judges(judges: Sequence[Any], plans: Sequence[Any], *, mode: str) ->
             needles=meta.needles,
             language=meta.language,
             answer=meta.answer_keys[0] if meta.answer_keys else None,
-            values=get_task(meta.task).calibration_values(meta),  # several values: the task's own answer
+            values=calibration_values(get_task(meta.task), meta),  # several values: the task's own answer
         )
         # The reference as the run's judge reads it (with the task's hint), so the check grades the run's prompt.
         prompts = calibration_prompts(items, question=meta.question, reference=judge_reference(meta))

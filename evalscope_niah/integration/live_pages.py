@@ -12,6 +12,7 @@ from ..metadata import SampleMeta
 from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
 from ..tasks.compose import effective_length_mode
+from .run_state import RunPlan
 from .sample_results import sample_result
 
 __all__ = ['LivePages']
@@ -22,7 +23,7 @@ class LivePages:
 
     name: str
     params: Any  # the run's NiahParams (the adapter's)
-    _samplers: dict[str, Any]  # subset -> its sampler (the adapter's, filled by load)
+    _plan: RunPlan  # the adapter's, set by load: the subsets' samplers
     sweep_plan: dict[str, Any] | None  # an adaptive sweep's plan (the adapter's)
     _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
 
@@ -30,7 +31,7 @@ class LivePages:
         """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
         metas = [SampleMeta.from_dict(sample.metadata) for sample in samples]
         # A sample's prompt is built when it is sent: the tokenizer that will count it is its subset sampler's.
-        counted_by = {name: sampler.tokenizer.name for name, sampler in self._samplers.items()}
+        counted_by = {name: sampler.tokenizer.name for name, sampler in self._plan.samplers.items()}
         planned = [
             PlannedSample(
                 m.subset, m.context_length, m.depth_percent, m.context_length, tokenizer=counted_by.get(m.subset)
@@ -42,7 +43,7 @@ class LivePages:
 
     def subset_languages(self) -> dict[str, str]:
         """Each loaded subset's language ('en', 'zh'): the language of its heatmaps' words."""
-        return {name: sampler.subset.language for name, sampler in self._samplers.items()}
+        return {name: sampler.subset.language for name, sampler in self._plan.samplers.items()}
 
     def page_options(self) -> dict[str, Any]:
         """What the final pages need of the run beyond its results (`write_run_outputs`): an adaptive sweep's plan

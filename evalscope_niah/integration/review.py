@@ -26,8 +26,9 @@ from evalscope.constants import ScoreStatus
 from ..metadata import SampleMeta
 from ..reporting.records import bounded_text
 from ..scoring import PromptText
+from ..scoring.result import RuleScore
 from ..serving.server_values import ServerValues
-from ..tasks import RuleScore, score_answer
+from ..tasks import score_answer
 
 __all__ = ['SampleReview', 'excluded_score', 'review_of', 'reviewing', 'rule_score', 'served_values']
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from ..inert import inert_logger
 from ..reporting.run_metrics import OVERALL_AGGREGATION
-from ..tasks import ReportedValue, reported_value_declarations
+from ..tasks import reported_value_declarations
+from ..tasks.base import ReportedValue
 from .evalscope_surface import METRIC_ENTRY, METRIC_OVERRIDES, SEMANTICS_CACHE, resolve
 
 __all__ = ['declarations', 'declare_metric_semantics', 'fix_overall_rows']

@@ -19,7 +19,7 @@ from typing import Any, Literal, get_args
 
 from ..errors import NiahConfigError
 from ..scoring.text import CJK_CHAR, EN_STOPWORDS, en_words, text_language
-from ..vocabulary import LANGUAGES
+from ..vocabulary import check_language
 from .calibration_texts import DISTRACTORS, FILLER, TEXT
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict
 from .judge_failures import JudgeCallFailure
@@ -111,7 +111,7 @@ def key_fact(*, question: str, needle: str, answer: str | None, language: str) -
     question ("...就是 | 上海人工智能实验室。"). A derived part that is no whole word or entity of the needle (a
     fragment like 'ay' of 'day') is never a fact: then, and when nothing is derived, the whole needle.
     """
-    _check_language(language)
+    check_language(language)
     if answer and answer.strip():
         at = needle.casefold().find(answer.strip().casefold())
         if at != -1:
@@ -193,7 +193,7 @@ def build_calibration(
     needles, several keys). Then the right answers name them all, the other entity replaces them all, and an eleventh
     item names only the first: the task gives it part credit, so a judge must not call it right (critical).
     """
-    _check_language(language)
+    check_language(language)
     needle = _answer_needle(question=question, reference=reference, needles=needles, answer=answer)
     language = text_language(needle, question, default=language)
     fact = key_fact(question=question, needle=needle, answer=answer, language=language)
@@ -280,11 +280,6 @@ def _joined(values: Sequence[str], language: str) -> str:
 def _overlaps(first: str, second: str) -> bool:
     a, b = first.strip().casefold(), second.strip().casefold()
     return a in b or b in a
-
-
-def _check_language(language: str) -> None:
-    if language not in LANGUAGES:
-        raise NiahConfigError('language', f"judge calibration is written for 'en' and 'zh', not {language!r}")
 
 
 def calibration_prompts(items: Sequence[CalibrationItem], *, question: str, reference: str) -> list[tuple[str, str]]:

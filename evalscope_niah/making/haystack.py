@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import NiahConfigError
+from ..scoring.text import PROSE_SENTENCE_END, PROSE_SENTENCE_END_CHARACTERS
 from .prompts import PromptSpec
 from .repeated_corpus import COPY_SEPARATOR, RepeatedCorpus
 from .tokenization import TokenCounter, Tokenizer
@@ -26,16 +27,6 @@ WINDOW_TOKENS = 32  # re-encoded on each side of an edit; doubled to check stabi
 SENTENCE_SEARCH_TOKENS = 160  # how far from the exact depth a sentence boundary may be used
 END_MARGIN_TOKENS = 24  # needles stay this far before the cut, so moving the cut never crosses one
 _SENTINEL = '\ue000NIAH-CONTEXT\ue000'
-
-_SENTENCE_END = {
-    'en': re.compile(r'[.!?]["\'”’)\]]*\s+'),
-    'zh': re.compile(r'[。！？；…]+[」”’』）)]*\s*'),
-}
-# The same rule in words, for the error about a corpus without any sentence boundary.
-SENTENCE_END_RULE = {
-    'en': "'.', '!' or '?' followed by whitespace (a closing quote or bracket may come between)",
-    'zh': "'。', '！', '？', '；' or '…'",
-}
 
 
 @dataclass(frozen=True)
@@ -83,6 +74,9 @@ class Haystack:
     insertions: tuple[Insertion, ...] = field(repr=False)
     start: int
     end: int
+    # Every text spliced into [start, end) in corpus order, a control's padding included (``insertions`` holds the
+    # needles only): what ``record_lines.context_json`` rebuilds the context from.
+    spliced: tuple[Insertion, ...] = field(default=(), repr=False, compare=False)
 
 
 @dataclass
@@ -216,6 +210,7 @@ class HaystackBuilder:
             insertions=tuple(needles),
             start=start,
             end=end,
+            spliced=tuple(insertions),
         )
 
     def _fit(self, start: int, end: int, insertions: Sequence[Insertion], target: int) -> tuple[int, int] | None:
@@ -325,7 +320,7 @@ class HaystackBuilder:
         if high <= low:
             return min(max(target, earliest), latest)
         window = corpus.slice(low, high)
-        candidates = [low + match.end() for match in _SENTENCE_END[self.language].finditer(window)]
+        candidates = [low + match.end() for match in PROSE_SENTENCE_END[self.language].finditer(window)]
         candidates = [position for position in candidates if position <= high]
         if low == earliest and earliest_is_start:
             candidates.append(earliest)
@@ -422,9 +417,9 @@ def next_sentence_start(text: str, position: int, language: str) -> int:
         return 0
     # Step back over the end of a sentence that ``position`` may sit in or just after, so its start is found too.
     back = position
-    while back > 0 and (text[back - 1].isspace() or text[back - 1] in _SENTENCE_END_CHARACTERS):
+    while back > 0 and (text[back - 1].isspace() or text[back - 1] in PROSE_SENTENCE_END_CHARACTERS):
         back -= 1
-    for match in _SENTENCE_END[language].finditer(text, back):
+    for match in PROSE_SENTENCE_END[language].finditer(text, back):
         if match.end() >= position:
             return match.end() if match.end() < len(text) else position
     return position
@@ -437,7 +432,6 @@ def next_sentence_start(text: str, position: int, language: str) -> int:
 _NEEDLE_SEPARATORS = {'en': (' ', '\n', '  '), 'zh': ('', ' ', '\u3000', '\n', '  ', ' \n')}
 # Without needles: nothing, else one extra whitespace at a sentence boundary (see HaystackBuilder.build).
 _PADDINGS = {'en': ('', ' ', '\n'), 'zh': ('', ' ', '\u3000', '\n', '  ')}
-_SENTENCE_END_CHARACTERS = '.!?"\'”’)]。！？；…」』）'
 
 
 def needle_separators(language: str, *, first: str | None = None) -> tuple[str, ...]:
@@ -474,7 +468,7 @@ def has_sentence_boundary(text: str, language: str) -> bool:
     The copy separator is appended because a haystack repeats the corpus: a final '.' then ends a sentence too
     (appended to the last few characters only: a copy of a 50 MB corpus costs 100 MB).
     """
-    pattern = _SENTENCE_END[language]
+    pattern = PROSE_SENTENCE_END[language]
     return pattern.search(text) is not None or pattern.search(text[-16:] + COPY_SEPARATOR) is not None
 
 

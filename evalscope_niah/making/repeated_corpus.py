@@ -3,9 +3,19 @@ cached token counts of its clean boundaries (see haystack.py for how the counts 
 
 from __future__ import annotations
 
+from ..inert import json_text
 from .tokenization import TokenIndex
 
 COPY_SEPARATOR = '\n\n'
+# Characters per block of the corpus kept JSON-escaped (see RepeatedCorpus.json_body): a slice joins its whole
+# blocks and escapes only the partial ones at its ends.
+_JSON_BLOCK = 4096
+
+
+def json_body(text: str) -> bytes:
+    """``text`` as it appears inside a JSON string written by ``inert.json_text``, UTF-8 encoded. Both escapings
+    work character by character, so the body of a concatenation is the concatenation of the bodies."""
+    return json_text(text)[1:-1].encode('utf-8')
 
 
 class RepeatedCorpus:
@@ -17,6 +27,9 @@ class RepeatedCorpus:
         self.index = index
         self.period = len(self.text) + len(COPY_SEPARATOR)
         self.copy_tokens = index.total_tokens
+        # Block number -> json_body of that block of self.text, filled as preview asks: at most the indexed prefix,
+        # escaped (about its size again), for as long as the sampler lives.
+        self._json_blocks: dict[int, bytes] = {}
 
     def _split(self, position: int) -> tuple[int, int]:
         if not self.complete:
@@ -40,6 +53,37 @@ class RepeatedCorpus:
                 pieces.append(COPY_SEPARATOR[max(0, offset - len(self.text)) : offset + length - len(self.text)])
             start = stop
         return ''.join(pieces)
+
+    def json_body(self, start: int, end: int) -> bytes:
+        """``json_body(self.slice(start, end))``, from blocks of the corpus escaped once: prompts of a grid are cut
+        from the same stretch of corpus, so `preview` escapes the corpus once instead of every prompt whole."""
+        if not self.complete and end > len(self.text):
+            raise AssertionError('slice beyond the tokenized prefix')
+        pieces: list[bytes] = []
+        while start < end:
+            copy, offset = divmod(start, self.period) if self.complete else (0, start)
+            stop = min(end, (copy + 1) * self.period) if self.complete else end
+            length = stop - start
+            pieces += self._text_json(offset, min(offset + length, len(self.text)))
+            if offset + length > len(self.text):
+                separator = COPY_SEPARATOR[max(0, offset - len(self.text)) : offset + length - len(self.text)]
+                pieces.append(json_body(separator))
+            start = stop
+        return b''.join(pieces)
+
+    def _text_json(self, start: int, end: int) -> list[bytes]:
+        first, last = -(-start // _JSON_BLOCK), end // _JSON_BLOCK  # the whole blocks inside [start, end)
+        if first >= last:
+            return [json_body(self.text[start:end])]
+        pieces = [json_body(self.text[start : first * _JSON_BLOCK])]
+        for block in range(first, last):
+            escaped = self._json_blocks.get(block)
+            if escaped is None:
+                escaped = json_body(self.text[block * _JSON_BLOCK : (block + 1) * _JSON_BLOCK])
+                self._json_blocks[block] = escaped
+            pieces.append(escaped)
+        pieces.append(json_body(self.text[last * _JSON_BLOCK : end]))
+        return pieces
 
     def tokens_before(self, position: int) -> int:
         """Cached tokens before a clean boundary (separators count zero: their windows add them)."""

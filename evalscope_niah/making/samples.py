@@ -14,12 +14,14 @@ from ..params.run_params import NiahParams
 from ..params.run_size import check_corpus_repeats
 from ..params.sendable import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.subsets import ResolvedSubset
-from ..scoring.text import text_language
-from ..tasks import ABSENT_REFERENCE, PlanContext, get_task
+from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
+from ..tasks import ABSENT_REFERENCE, get_task
+from ..tasks.base import PlanContext
 from ..tasks.guide import guided_question
+from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
-    SENTENCE_END_RULE,
+    Haystack,
     HaystackBuilder,
     PromptFrame,
     RepeatedCorpus,
@@ -129,7 +131,7 @@ class SubsetSampler:
                 subset.corpus_param,
                 f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
                 f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
-                f'{SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
+                f'{PROSE_SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
                 f'subsets.{subset.name}.language if the file is in another language',
             )
         self.subset = subset
@@ -140,7 +142,7 @@ class SubsetSampler:
         self.task = get_task(subset.task)
         # What the task draws for this subset (a needle bank's entries), once: every cell plans from the same draws.
         self.context = PlanContext(
-            subset=subset, params=params, draws=self.task.draws(subset, params), corpus_text=corpus.text
+            subset=subset, params=params, draws=draws_for_subset(self.task, subset, params), corpus_text=corpus.text
         )
         for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
@@ -326,6 +328,10 @@ class SubsetSampler:
         return self.build(self.plan(cell))
 
     def build(self, plan: SamplePlan) -> NeedleSample:
+        return self.build_with_haystack(plan)[0]
+
+    def build_with_haystack(self, plan: SamplePlan) -> tuple[NeedleSample, HaystackBuilder, Haystack]:
+        # The builder and haystack too: record_lines serializes the context from them.
         cell, subset = plan.cell, self.subset
         builder = self.builder(plan.inserted, plan.question)
         haystack = builder.build(
@@ -363,11 +369,9 @@ class SubsetSampler:
             corpus_sha256=self.corpus.sha256,
             tokenizer=self.tokenizer.name,
         )
-        return NeedleSample(
-            meta=meta,
-            system_prompt=self.prompt.system_prompt,
-            user_prompt=self.prompt.user_message(context=haystack.context, question=plan.question),
-        )
+        user_prompt = self.prompt.user_message(context=haystack.context, question=plan.question)
+        sample = NeedleSample(meta=meta, system_prompt=self.prompt.system_prompt, user_prompt=user_prompt)
+        return sample, builder, haystack
 
 
 _MAX_BUILDERS = 64
@@ -404,7 +408,7 @@ def subset_samplers(
     ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
     """
     prompt = prompt or PromptSpec()
-    params = get_task(params.task).with_corpus_folder(params, Path(corpus_dir))  # e.g. NeedleBench's needle file
+    params = corpus_folder_params(get_task(params.task), params, Path(corpus_dir))  # e.g. NeedleBench's needle file
     resolved_subsets = params.resolve_subsets(subsets)
     _check_prompt_texts(params, resolved_subsets, prompt)  # before the tokenizer: 'server' sends text too
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
@@ -448,7 +452,7 @@ def _check_prompt_texts(params: NiahParams, subsets: Sequence[ResolvedSubset], p
     needles: list[tuple[str, str]] = []  # (parameter, text)
     questions: list[tuple[str, str]] = []
     for subset in subsets:
-        sent = get_task(subset.task).sent_texts(params)  # a task's own texts in place of the subset's (a bank)
+        sent = sent_texts(get_task(subset.task), params)  # a task's own texts in place of the subset's (a bank)
         if sent is not None:
             needles += sent[0]
             questions += sent[1]

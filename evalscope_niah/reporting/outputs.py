@@ -21,9 +21,9 @@ from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .page_text import EN, page_text, subset_language
 from .records import SampleResult
-from .results import write_cells_csv, write_results, write_summary_json
+from .results import effective_lengths, write_cells_csv, write_results, write_summary_json
 from .run_metrics import effective_length_message
-from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
+from .stats import CellSummary, EffectiveLength, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 
 __all__ = [
@@ -201,21 +201,25 @@ def write_run_outputs(
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, files.summary)
     sweep = sweep_summary(sweep_plan) if sweep_plan else None
+    # Computed once (a bootstrap per subset) for the summary file and the heatmaps alike.
+    effective = effective_lengths(results, threshold=threshold, mode=mode)
     write_summary_json(
-        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep
-    )
+        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep,
+        effective=effective,
+    )  # fmt: skip
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)
     if judge_check:
         write_judge_check(output_dir, judge_check, files=files)
-    effective = _effective_bounds(results, threshold=threshold, mode=mode)
+    bounds = _effective_bounds(results, effective)
     if not plot:
         return
     try:
         paths = draw_heatmaps(
             output_dir,
             results,
-            effective_lengths=effective,
+            effective_lengths=bounds,
+            cells=cells,
             show_score=show_score,
             prefix=files.heatmap_prefix,
             sweep_plan=sweep_plan,
@@ -228,12 +232,15 @@ def write_run_outputs(
         logger.exception('needle_haystack: drawing heatmaps failed; redraw with `evalscope-niah plot`')
 
 
-def _effective_bounds(results: Sequence[SampleResult], *, threshold: float, mode: str) -> dict[str, EffectiveBound]:
-    """Every needle subset's effective length (a subset of controls only has none); one that is a bound is said on
-    the console too, as the summary and the heatmaps say it."""
+def _effective_bounds(
+    results: Sequence[SampleResult], effective: Mapping[str, EffectiveLength]
+) -> dict[str, EffectiveBound]:
+    """Every needle subset's effective length (a subset of controls only has none), from the run's ``effective``
+    (computed once, as the summary file holds it); one that is a bound is said on the console too, as the summary
+    and the heatmaps say it."""
     bounds = {}
-    for subset in sorted({result.subset for result in results if not result.control}):
-        bounds[subset] = effective_context_length(results, subset=subset, threshold=threshold, mode=mode).bound
+    for subset, length in effective.items():
+        bounds[subset] = length.bound
         tokenizer = next((r.tokenizer for r in results if r.subset == subset and r.tokenizer), None)
         message = effective_length_message(bounds[subset], subset=subset, tokenizer=tokenizer)
         if message:
@@ -291,17 +298,19 @@ def draw_heatmaps(
     prefix: str = HEATMAP_PREFIX,
     title: str | None = None,
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
+    cells: Sequence[CellSummary] | None = None,
     languages: Mapping[str, str] | None = None,
     served_tokens: bool = False,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
     ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
+    ``cells``: ``summarize_cells(results)`` when the caller has it already (the run's outputs); None computes it.
     ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words; ``served_tokens``: the lengths are
     the server's counts (`in_served_tokens`), said in the title (both as `plotting.plot_all` takes them)."""
     from .plotting import plot_all  # matplotlib only when drawing
     from .png_fonts import png_language
 
-    cells = summarize_cells(results)
+    cells = list(summarize_cells(results) if cells is None else cells)
     for subset, entry in (sweep_plan or {}).items():
         cells += [_not_tested(subset, length, depth) for length, depth in untested_cells(entry)]
     subsets = {cell.subset for cell in cells}

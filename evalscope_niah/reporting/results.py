@@ -22,11 +22,11 @@ from ..inert import csv_cell, csv_cell_read, json_text
 from ..vocabulary import LENGTH_STATUSES
 from .records import SampleResult
 from .stats import (
-    Agreement,
     CellSummary,
     ControlSummary,
     EffectiveLength,
     EffectiveMode,
+    JudgeRuleAgreement,
     LengthScore,
     RunSummary,
     SubsetSummary,
@@ -41,6 +41,7 @@ __all__ = [
     'NO_ANSWER_COLUMN',
     'UNKNOWN_COLUMN',
     'csv_text',
+    'effective_lengths',
     'read_cells_csv',
     'read_results',
     'read_summary_json',
@@ -255,8 +256,12 @@ def write_summary_json(
     pass_mark: float,
     mode: EffectiveMode = 'absolute',
     sweep: Mapping[str, Any] | None = None,
+    effective: Mapping[str, EffectiveLength] | None = None,
 ) -> Path:
     """Write {'effective_context_length': {subset: ...}, 'controls': [...], 'subsets': [...]} as JSON (atomically).
+
+    ``effective``: the run's ``effective_lengths``, when the caller computed them already (the run's outputs pass
+    them on to the heatmaps too, so the bootstrap runs once); None computes them here.
 
     Effective lengths are computed for every subset that has needle samples; see `effective_context_length`: when
     one is a bound, its `length` is the lengths known to pass and `unknown_length` / `unknown_reason` name the length
@@ -266,18 +271,27 @@ def write_summary_json(
     """
     check_effective_args(threshold, mode)
     result_list = list(results)
-    subsets = sorted({r.subset for r in result_list if not r.control})
+    if effective is None:
+        effective = effective_lengths(result_list, threshold=threshold, mode=mode)
     payload = {
-        'effective_context_length': {
-            subset: asdict(effective_context_length(result_list, subset=subset, threshold=threshold, mode=mode))
-            for subset in subsets
-        },
+        'effective_context_length': {subset: asdict(length) for subset, length in effective.items()},
         'controls': [asdict(c) for c in summarize_controls(result_list)],
         'subsets': [asdict(s) for s in summarize_subsets(result_list, pass_mark=pass_mark)],
     }
     if sweep:
         payload['sweep'] = dict(sweep)
     return atomic_write_text(path, json_text(payload, indent=2) + '\n')
+
+
+def effective_lengths(
+    results: Sequence[SampleResult], *, threshold: float, mode: EffectiveMode = 'absolute'
+) -> dict[str, EffectiveLength]:
+    """The effective context length (and its bootstrap interval) of every subset that has needle samples, in subset
+    order: computed once per run and passed on to the summary file and the heatmaps."""
+    subsets = sorted({r.subset for r in results if not r.control})
+    return {
+        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode) for subset in subsets
+    }
 
 
 def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:
@@ -300,7 +314,7 @@ def _length_score_from_dict(data: Mapping[str, Any]) -> LengthScore:
 
 
 def _subset_summary_from_dict(data: Mapping[str, Any]) -> SubsetSummary:
-    return SubsetSummary(**{**data, 'agreement': Agreement(**data['agreement'])})
+    return SubsetSummary(**{**data, 'agreement': JudgeRuleAgreement(**data['agreement'])})
 
 
 def read_summary_json(path: str | os.PathLike[str]) -> RunSummary:

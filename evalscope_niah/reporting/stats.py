@@ -16,17 +16,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode, LengthStatus
+from .bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_LEVEL, bootstrap_ci, resampled_means
 from .length_status import EffectiveBound, mean_range, status_arrays, statuses, unscored_reason
 from .records import GUESSED, SampleResult
 
 __all__ = [
     'EFFECTIVE_MODES',
-    'Agreement',
     'CellKey',
     'CellSummary',
     'ControlSummary',
     'EffectiveLength',
     'EffectiveMode',
+    'JudgeRuleAgreement',
     'LengthScore',
     'RunSummary',
     'SubsetSummary',
@@ -42,13 +43,6 @@ __all__ = [
 # Effective context length: RULER's absolute pass mark, or NoLiMa's share of the shortest length's score.
 EffectiveMode = EffectiveLengthMode
 EFFECTIVE_MODES = EFFECTIVE_LENGTH_MODES
-
-# Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
-_BOOTSTRAP_SEED = 0
-_BOOTSTRAP_RESAMPLES = 2000
-_CI_LEVEL = 0.95
-# Bound the (resamples x n) index matrix so a huge cell cannot exhaust memory.
-_BOOTSTRAP_MAX_ELEMENTS = 4_000_000
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -186,8 +180,8 @@ class EffectiveLength:
 
 
 @dataclass(frozen=True)
-class Agreement:
-    """Judge vs rule pass/fail agreement. `share_agree` and `kappa` are None when n == 0."""
+class JudgeRuleAgreement:
+    """How often a run's judge and rule agree on pass or fail. `share_agree` and `kappa` are None when n == 0."""
 
     # the samples with both a judge verdict and a rule score
     n: int
@@ -210,7 +204,7 @@ class SubsetSummary:
     # mean similarity of answer to reference (a diagnostic)
     levenshtein: float | None
     # how often the judge and the rule agree
-    agreement: Agreement
+    agreement: JudgeRuleAgreement
     # samples whose judge call failed (scored by rule instead)
     judge_failures: int
     # samples left unscored by a server fault
@@ -238,34 +232,6 @@ class RunSummary:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _resampled_means(data: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """`_BOOTSTRAP_RESAMPLES` means of `data` resampled with replacement, drawn in memory-bounded chunks."""
-    n = len(data)
-    chunk = max(1, _BOOTSTRAP_MAX_ELEMENTS // n)
-    means: list[np.ndarray] = []
-    remaining = _BOOTSTRAP_RESAMPLES
-    while remaining > 0:
-        size = min(chunk, remaining)
-        means.append(data[rng.integers(0, n, size=(size, n))].mean(axis=1))
-        remaining -= size
-    return np.concatenate(means)
-
-
-def _bootstrap_ci(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """Percentile bootstrap CI of the mean; (None, None) below two values."""
-    n = len(values)
-    if n < 2:
-        return None, None
-    # Sorting makes the CI depend on the multiset of scores only, not on the order samples finished in.
-    data = np.sort(np.asarray(values, dtype=float))
-    means = _resampled_means(data, np.random.default_rng(_BOOTSTRAP_SEED))
-    alpha = (1.0 - _CI_LEVEL) / 2.0
-    low, high = np.quantile(means, [alpha, 1.0 - alpha])
-    mean = math.fsum(values) / n
-    # Percentile intervals of a mean contain the mean in practice; clamp so that holds by construction.
-    return min(float(low), mean), max(float(high), mean)
-
-
 CellKey = tuple[str, int, float]  # (subset, context_length, depth_percent)
 
 
@@ -281,7 +247,7 @@ def samples_by_cell(results: Iterable[SampleResult]) -> dict[CellKey, list[Sampl
 def _summarize_cell(key: tuple[str, int, float], samples: Sequence[SampleResult]) -> CellSummary:
     scored = [s for s in samples if not s.errored]
     scores = [s.accuracy for s in scored if s.accuracy is not None]
-    ci_low, ci_high = _bootstrap_ci(scores)
+    ci_low, ci_high = bootstrap_ci(scores)
     return CellSummary(
         subset=key[0],
         context_length=key[1],
@@ -341,7 +307,7 @@ def summarize_controls(results: Iterable[SampleResult]) -> list[ControlSummary]:
     return [_summarize_controls(key, groups[key]) for key in sorted(groups)]
 
 
-def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agreement:
+def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> JudgeRuleAgreement:
     """Pass/fail agreement between two scorers (e.g. judge, rule): share agreeing and Cohen's kappa.
 
     A score >= threshold is a pass.  Callers pass only samples the judge actually scored.  Kappa is computed in
@@ -362,8 +328,8 @@ def agreement(pairs: Iterable[tuple[float, float]], *, threshold: float) -> Agre
         pass_a += a_pass
         pass_b += b_pass
     if n == 0:
-        return Agreement(n=0, share_agree=None, kappa=None)
-    return Agreement(n=n, share_agree=agree / n, kappa=_cohen_kappa(n, agree, pass_a, pass_b))
+        return JudgeRuleAgreement(n=0, share_agree=None, kappa=None)
+    return JudgeRuleAgreement(n=n, share_agree=agree / n, kappa=_cohen_kappa(n, agree, pass_a, pass_b))
 
 
 def _cohen_kappa(n: int, agree: int, pass_a: int, pass_b: int) -> float:
@@ -451,7 +417,7 @@ def effective_context_length(
     `relative` (NoLiMa): if its mean >= threshold * the shortest length's mean.  A length with unscored samples (server
     errors, cut replies, no final answer) is decided only if they could not tip it; else it is unknown, and when the
     first length that does not pass is unknown the result is a bound (`unknown_length`, `unknown_reason`), never a
-    fail (length_status.py).  The CI resamples the scored samples within each length (`_BOOTSTRAP_RESAMPLES` times,
+    fail (length_status.py).  The CI resamples the scored samples within each length (`BOOTSTRAP_RESAMPLES` times,
     fixed seed), recomputes the effective length each time and takes the 2.5/97.5 percentiles as grid lengths; it is
     widened to contain the point estimate, as for cell CIs.
     Raises ValueError for a bad threshold (must be in (0, 1]) or mode, or when the subset has no needle samples.
@@ -468,7 +434,7 @@ def effective_context_length(
     unscored = np.array([len(by_length[length]) - len(scored) for length, scored in zip(lengths, scores, strict=True)])
     means = [_mean(scored) for scored in scores]
     point_means = np.array([np.nan if m is None else m for m in means])
-    low, high = mean_range(point_means, scores, unscored, level=_CI_LEVEL)
+    low, high = mean_range(point_means, scores, unscored, level=CI_LEVEL)
     passes, fails = status_arrays(low, high, threshold=threshold, mode=mode)
     grid = np.asarray(lengths, dtype=np.int64)
     point = int(_leading_lengths(passes, grid))
@@ -476,7 +442,7 @@ def effective_context_length(
     words = statuses(passes, fails)
     reasons = [unscored_reason(by_length[length]) for length in lengths]
     per_length = tuple(
-        LengthScore(length, len(scored), mean, *_bootstrap_ci(scored), word == 'pass', word, int(missing), reason)
+        LengthScore(length, len(scored), mean, *bootstrap_ci(scored), word == 'pass', word, int(missing), reason)
         for length, scored, mean, word, missing, reason in zip(
             lengths, scores, means, words, unscored, reasons, strict=True
         )
@@ -490,7 +456,7 @@ def effective_context_length(
         threshold=float(threshold),
         base_score=means[0] if mode == 'relative' else None,
         length=point or None,
-        # Widen to the point estimate, as `_bootstrap_ci` does for means (0 stands for 'below the shortest').
+        # Widen to the point estimate, as `bootstrap_ci` does for means (0 stands for 'below the shortest').
         ci_low=min(ci_low, point) or None,
         ci_high=max(ci_high, point) or None,
         per_length=per_length,
@@ -510,19 +476,19 @@ def _effective_length_ci(
     scores_by_length: Sequence[Sequence[float]], unscored: np.ndarray, grid: np.ndarray, threshold: float, mode: str
 ) -> tuple[int, int]:
     """2.5/97.5 percentiles of the bootstrap distribution of the effective length (0 = below the shortest)."""
-    rng = np.random.default_rng(_BOOTSTRAP_SEED)
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
     columns = [
         # Sorted: the CI depends on the multiset of scores per length, not on the order samples finished in.
-        _resampled_means(np.sort(np.asarray(scores, dtype=float)), rng)
+        resampled_means(np.sort(np.asarray(scores, dtype=float)), rng)
         if scores
-        else np.full(_BOOTSTRAP_RESAMPLES, np.nan)
+        else np.full(BOOTSTRAP_RESAMPLES, np.nan)
         for scores in scores_by_length
     ]
     means = np.stack(columns, axis=1)
-    low, high = mean_range(means, scores_by_length, unscored, level=_CI_LEVEL)
+    low, high = mean_range(means, scores_by_length, unscored, level=CI_LEVEL)
     passes, _ = status_arrays(low, high, threshold=threshold, mode=mode)
     effective = _leading_lengths(passes, grid)
-    alpha = (1.0 - _CI_LEVEL) / 2.0
+    alpha = (1.0 - CI_LEVEL) / 2.0
     # 'lower'/'higher' pick observed values, so both ends are lengths of the grid (or 0), never interpolations.
     low = int(np.quantile(effective, alpha, method='lower'))
     high = int(np.quantile(effective, 1.0 - alpha, method='higher'))

@@ -4,8 +4,9 @@ One small module per job: ``bounds`` (every pass/fail/uncertain bound, each with
 units, key spans), ``cues`` (negation, retraction, hedge, list, abstention, other language, number words, a pasted
 prompt decided by evidence), ``recall`` (needle recall), ``candidates`` (the one-candidate ladder), ``cdme``
 (OpenCompass CDME's Levenshtein and keyword scores), ``reasoning_tags`` (the one reasoning-block stripper) and
-``result`` (``RuleScore``, the one result type). Each task's own rule ladder lives in its folder
-(``tasks/<name>/rules.py``) and is built from these.
+``result`` (``RuleScore``, the one result type), ``single_needle`` (the single-needle ladder, twin of
+``candidates``). Each task's own rule ladder lives in its folder (``tasks/<name>/rules.py``) and is built from these;
+a task author imports them from ``tasks.kit``, the one import path for authors (this face serves the other layers).
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from .bounds import (
     UNCERTAIN_SCORE_CAP,
 )
 from .result import RuleScore
-from .text import CJK_CHAR, ZH_UNIT, answer_size, cjk_share, en_words, item_size, normalise
+from .text import ANSWER_SENTENCE_END, CJK_CHAR, ZH_UNIT, answer_size, cjk_share, en_words, item_size, normalise
 
 # Cue words near the fact that make a stated fact doubtful. Literal alternations only (linear matching).
 _EN_CUES: dict[str, re.Pattern[str]] = {
@@ -62,7 +62,6 @@ _OTHERS_EXCLUDED = re.compile(
 )
 
 _LIST_SEPARATORS = re.compile(r'\s*(?:[,，、;；/|]|\bor\b|\band\b|或者|或|还是|和|与|及)\s*', re.IGNORECASE)
-SENTENCE_END = re.compile(r'[.!?。！？\n]')
 
 
 def cue_hits(window: str, excluded: str) -> list[tuple[str, str]]:
@@ -89,12 +88,19 @@ def without_others_excluded(text: str) -> str:
 
 
 def excluded_cue_text(*texts: str) -> str:
+    """Called once per answer a rule scores, before ``cue_near``: the cue words the sample's own ``texts`` (needles,
+    question) use, which are therefore no cue when an answer repeats them; pass the result as ``cue_near``'s
+    ``excluded``."""
     # Word tokens between single spaces (for whole-word English look-ups) followed by the raw normalised text.
     normalised = ' '.join(normalise(text) for text in texts)
     return f' {" ".join(en_words(normalised))} \n{normalised}'
 
 
 def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excluded: str) -> list[tuple[str, str]]:
+    """Called by a rule once it found the key in the answer: the (kind, cue) pairs of negation, hedge and retraction
+    cues near the key's ``spans`` in ``text`` (the normalised answer the spans index, as ``key_spans`` gives them;
+    the first ``MAX_SPANS`` only), within the key's sentence and ``CUE_WINDOW[language]`` characters, retractions
+    after it too; [] when none. ``excluded`` is ``excluded_cue_text`` of the needles and question."""
     before, after = CUE_WINDOW[language]
     text = without_others_excluded(text)  # whole, before any window cuts a phrase in two
     hits: list[tuple[str, str]] = []
@@ -102,8 +108,9 @@ def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excl
         # Negation and hedging are about the key only inside its own sentence ('X. You can't tell ...' is a right
         # answer that rambles on); a retraction reaches back across the sentence end ('X. No wait, that is wrong').
         # The key itself is cut out of the window: its own words are not cues.
-        left = max([start - before, *(m.end() for m in SENTENCE_END.finditer(text, max(0, start - before), start))])
-        stop = SENTENCE_END.search(text, end, end + after)
+        ends = ANSWER_SENTENCE_END.finditer(text, max(0, start - before), start)
+        left = max([start - before, *(m.end() for m in ends)])
+        stop = ANSWER_SENTENCE_END.search(text, end, end + after)
         right = stop.start() if stop else end + after
         hits.extend(cue_hits(text[max(0, left) : start] + ' | ' + text[end:right], excluded))
         following = cue_hits(text[right : end + after], excluded) if right < end + after else []
@@ -111,12 +118,23 @@ def cue_near(text: str, spans: Sequence[tuple[int, int]], *, language: str, excl
     return hits
 
 
+def negated_values(
+    text: str, values: Sequence[str], *, needles: Sequence[str], question: str, language: str
+) -> list[str]:
+    """Called by a rule that found ``values`` stated in ``text`` (the answer as it searched it): the negation cues in
+    the sentence of any of them ('it is not 4821937'), the needles' and question's own cue words aside; [] when
+    none. Every occurrence within ``MAX_SCAN_CHARS`` counts, the first ``MAX_SPANS`` of them are read."""
+    spans = sorted(match.span() for value in values for match in re.finditer(re.escape(value), text[:MAX_SCAN_CHARS]))
+    hits = cue_near(text, spans[:MAX_SPANS], language=language, excluded=excluded_cue_text(*needles, question))
+    return [cue for kind, cue in hits if kind == 'negation']
+
+
 def is_list_item(text: str, spans: Sequence[tuple[int, int]], *, language: str) -> bool:
     """True when the key is one short item among other short items ('saffron, teal or crimson', '藏青色、墨绿色')."""
     limit = LIST_ITEM_UNITS[language]
     for start, end in spans[:MAX_SPANS]:
-        left = max((m.end() for m in SENTENCE_END.finditer(text, 0, start)), default=0)
-        right_end = SENTENCE_END.search(text, end)
+        left = max((m.end() for m in ANSWER_SENTENCE_END.finditer(text, 0, start)), default=0)
+        right_end = ANSWER_SENTENCE_END.search(text, end)
         sentence = text[left : right_end.start() if right_end else len(text)]
         items = [item for item in _LIST_SEPARATORS.split(sentence) if item and item.strip()]
         if len(items) < 3:
@@ -143,6 +161,9 @@ NUMBER_WORDS = re.compile(
 
 
 def cue_verdict(hits: list[tuple[str, str]], what: str) -> RuleScore:
+    """Called by a rule when ``cue_near`` found cues: the uncertain ``RuleScore`` (capped at
+    ``UNCERTAIN_SCORE_CAP``, flagged with the cue kinds, left to a judge) for an answer that ``what`` (says what it
+    stated, e.g. 'the key is stated') but with those ``hits`` near it."""
     kinds = tuple(dict.fromkeys(kind for kind, _ in hits))
     shown = ', '.join(repr(cue) for _, cue in hits[:3])
     return RuleScore.verdict(
@@ -208,6 +229,8 @@ _ZH_ABSTAIN = re.compile(
 
 
 def find_abstention(final: str) -> re.Match[str] | None:
+    """Called by a rule on the final answer (reasoning stripped; raw text, it is normalised here): the first phrase,
+    in either language, saying the document does not answer ('the text does not mention', '文中没有提到'), or None."""
     # Both languages' phrases whatever the prompt language: models often reply in English to a Chinese prompt.
     text = unicodedata.normalize('NFKC', final[:MAX_SCAN_CHARS]).replace('\u2019', "'")
     matches = [m for m in (_EN_ABSTAIN.search(text), _ZH_ABSTAIN.search(text)) if m]

@@ -6,7 +6,7 @@ import itertools
 import re
 import unicodedata
 
-from ..vocabulary import LANGUAGES
+from ..vocabulary import check_language
 from .bounds import MAX_SCAN_CHARS
 
 # Small on purpose: only words that carry no retrievable fact. Includes contraction tails ("it's" -> "it", "s")
@@ -34,7 +34,39 @@ EN_WORD = re.compile(r'[^\W_]+')
 ZH_UNIT = re.compile(f'[{CJK}]|[^\\W_{CJK}]+')
 
 
+# --- where a sentence ends: the one home of the rule, for the haystack (a cut or a needle lands there) and the rules
+# (a cue counts only inside the key's sentence). The marks are shared; the two uses differ on purpose, as said below.
+EN_SENTENCE_MARKS = '.!?'
+# The strong marks end a sentence anywhere; a semicolon or an ellipsis ends one in running Chinese prose (where a cut
+# may land) but not in an answer, where the clause after it still speaks of the key.
+ZH_SENTENCE_MARKS = '。！？'
+ZH_PAUSE_MARKS = '；…'
+EN_CLOSERS = '"\'”’)]'  # a closing quote or bracket may follow the mark
+ZH_CLOSERS = '」”’』）)'
+# A sentence boundary in running prose: a mark (with its closers) and the whitespace after it. The haystack cuts and
+# inserts needles only there, so the prose around a needle stays whole sentences.
+PROSE_SENTENCE_END = {
+    'en': re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}][{re.escape(EN_CLOSERS)}]*\\s+'),
+    'zh': re.compile(f'[{ZH_SENTENCE_MARKS}{ZH_PAUSE_MARKS}]+[{re.escape(ZH_CLOSERS)}]*\\s*'),
+}
+# The same rule in words, for the error about a corpus without any sentence boundary.
+PROSE_SENTENCE_END_RULE = {
+    'en': "'.', '!' or '?' followed by whitespace (a closing quote or bracket may come between)",
+    'zh': "'。', '！', '？', '；' or '…'",
+}
+# Every character that may end a sentence of prose, marks and closers of both languages.
+PROSE_SENTENCE_END_CHARACTERS = frozenset(
+    EN_SENTENCE_MARKS + EN_CLOSERS + ZH_SENTENCE_MARKS + ZH_PAUSE_MARKS + ZH_CLOSERS
+)
+# A sentence end in an answer: any strong mark of either language (answers mix them) or a line break, whitespace or
+# not after it (models write '4821937.It is').
+ANSWER_SENTENCE_END = re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}{ZH_SENTENCE_MARKS}\\n]')
+
+
 def normalise(text: str) -> str:
+    """Called on an answer (and on what it is compared with) before any span or share is looked up: the text as the
+    rules compare it, full-width characters folded to ASCII (NFKC) and case folded (``casefold``); indices into the
+    result are what ``key_spans`` and ``cue_near`` use."""
     # NFKC folds full-width digits/letters ("２０２３") to ASCII so both sides compare equal.
     return unicodedata.normalize('NFKC', text).casefold()
 
@@ -116,11 +148,6 @@ def zh_present(fact: str, answer_norm: str, answer_words: set[str]) -> bool:
     return fact in answer_words
 
 
-def check_language(language: str) -> None:
-    if language not in LANGUAGES:
-        raise ValueError(f'language must be one of {LANGUAGES!r}, got {language!r}')
-
-
 # Words of Latin letters (digits are no language). A Chinese word is one to three characters, an English one a word:
 # text is Chinese when its CJK characters number at least twice its Latin words ('小明的密码是 OpenAI' is Chinese,
 # 'The capital is 北京' English).
@@ -180,6 +207,9 @@ def zh_key_spans(text: str, key: str) -> list[tuple[int, int]]:
 
 
 def key_spans(text: str, key: str) -> list[tuple[int, int]]:
+    """Called by a rule to find the key in the answer: the (start, end) spans of ``text`` where ``key`` occurs, both
+    already ``normalise``d (a key in another case or width is not found otherwise): whole words in English, the whole
+    string in Chinese, whitespace and punctuation between its characters ignored; [] when absent."""
     return zh_key_spans(text, key) if CJK_CHAR.search(key) else en_key_spans(text, key)
 
 

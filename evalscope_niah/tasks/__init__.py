@@ -1,11 +1,15 @@
-"""Task types: one class per task, found by name. Importing this package registers the built-in tasks."""
+"""Task types: one class per task, found by name. Importing this package registers the built-in tasks.
+
+This is the registry's face (``get_task``, ``task_names``, ``score_answer``, ...). What a task author writes against
+(``Task``, ``NeedleChoice``, ``PlanContext``, the rule pieces) is imported from one place, ``tasks.kit``."""
 
 from __future__ import annotations
 
 from ..metadata import SampleMeta
 from ..scoring import PromptText
+from ..scoring.result import RuleScore
 from .associative.task import Associative
-from .base import NeedleChoice, PlanContext, ReportedValue, RuleScore, SampleData, Task
+from .base import ReportedValue, Task
 from .control.task import ABSENT_CONTROL, ABSENT_REFERENCE, AbsentControl
 from .multi_retrieval.task import MultiRetrieval
 from .plugins import failed_plugins, load_entry_point_tasks, plugin_report, plugin_tasks
@@ -30,13 +34,8 @@ __all__ = [
     'AbsentControl',
     'Associative',
     'MultiRetrieval',
-    'NeedleChoice',
-    'PlanContext',
     'ReasoningChain',
-    'ReportedValue',
-    'RuleScore',
     'RulerNiah',
-    'SampleData',
     'SingleNeedle',
     'Task',
     'failed_plugins',

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import MISSING, dataclass, fields
-from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from ..metadata import GridCell, SampleMeta
@@ -26,7 +25,6 @@ __all__ = [
     'NeedleChoice',
     'PlanContext',
     'ReportedValue',
-    'RuleScore',
     'RuleTarget',
     'SampleData',
     'Task',
@@ -133,7 +131,12 @@ class ReportedValue:
 
 class Task(ABC):
     """One kind of needle-in-a-haystack sample. A new task is one subclass defining ``choose`` (its needles and
-    question) and ``check`` (its rule), registered with ``register_task``."""
+    question) and ``check`` (its rule), registered with ``register_task``.
+
+    The other hooks have defaults most tasks keep: ``corpus_needles`` and ``haystack_text`` (planning), ``judge_hint``
+    (judging); ``rule_score``, ``is_judged`` and ``judge_reference`` are how the run asks, rarely overridden. What only
+    the ``single`` task does (a needle bank, the user's needles, several values in the judge check) is not here: it
+    is the ``NeedleSourceHooks`` capability in ``tasks/single/hooks.py``, which callers ask for by type."""
 
     name: ClassVar[str]
     description: ClassVar[str] = ''
@@ -159,77 +162,54 @@ class Task(ABC):
     ordered_answer: ClassVar[bool] = False
     partial_credit: ClassVar[bool] = False
 
-    def asks_user_needles(self, *, keyword: str | None) -> bool:
-        """Whether a subset of this task asks about the needles and question the user gives (top level or per subset;
-        ``keyword``: the subset's or the run's chain keyword). Where it does not, giving them is refused (they would be
-        ignored). By default a chain task asks them when a keyword makes them a chain."""
-        return self.uses_user_chain and keyword is not None
-
-    def check_params(self, params: NiahParams) -> None:
-        """Refuse, with one NiahConfigError, a run whose parameters this task's own parameters would contradict or
-        silently override (the composition calls it for every registered task, whether the run uses it or not)."""
-        return None  # most tasks' own parameters are checked field by field in their model
-
-    def draws_per_cell(self, params: NiahParams) -> int:
-        """Samples per grid cell this task draws (``GridCell.draw`` runs over them); 1 unless it draws several."""
-        return 1
-
-    def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
-        """What the task draws for a subset once, before planning its cells (``PlanContext.draws``): one entry per
-        draw of a cell, or () when it draws nothing."""
-        return ()
-
-    def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
-        """The parameters with this task's own files named relative to the corpus folder resolved in it."""
-        return params
-
-    def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
-        """The values a right answer names when this task asks for several (the judge check's calibration answers
-        then name them all, and one of them alone is part credit); () when the answer is one value."""
-        return meta.answer_keys if len(meta.answer_keys) > 1 else ()
-
-    def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
-        """The needles and questions this task may send in place of each subset's own, as (parameter, text) pairs,
-        so they are checked before any request as the subset's are; None: the subset's own."""
-        return None
-
     def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
-        """A haystack this task generates in place of the subset's corpus, about ``tokens`` tokens or more (a shorter
-        one repeats); None: the subset's corpus, as for most tasks."""
+        """Called once per subset and length when its haystacks are built: a haystack this task generates in place
+        of the subset's corpus, about ``tokens`` tokens or more (a shorter one repeats); None: the subset's corpus,
+        as for most tasks."""
         return None
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
-        """Every fixed needle text this task may insert, with the parameter that chose it: none may already occur
-        in the corpus (a model could answer without retrieving). Tasks that invent their facts return []."""
+        """Called once per subset before its cells are planned: every fixed needle text this task may insert, as
+        (texts, the parameter that chose them) pairs; a run where one already occurs in the corpus is refused (a
+        model could answer without retrieving). Tasks that invent their facts return []."""
         return []
 
     @abstractmethod
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        """The needles and question of one cell; ``seed`` is stable across runs and the same at every length."""
+        """Called once per sample (a cell of the grid) when samples are planned, before any haystack exists: return
+        the cell's needles, question, reference and answer keys as a ``NeedleChoice``. ``seed`` is stable across runs
+        and the same at every length, so a cell's needles do not change with its length."""
 
     def check(self, answer: str, target: RuleTarget) -> RuleScore:
-        """The task's rule, as inspect's ``check(value, target)``: score a final answer (reasoning already stripped)
-        against what the sample asked. A task defines this (or, as older plugins do, overrides ``rule_score``)."""
+        """Called once per answered sample (through ``rule_score``), by the run, the conformance checks and the
+        real-answer tables alike: the task's rule, as inspect's ``check(value, target)``. Score a final answer
+        (reasoning already stripped) against what the sample asked and return a ``RuleScore`` (``values['acc']`` in
+        [0, 1], any ``reported_values``). A task defines this (or, as older plugins do, overrides ``rule_score``)."""
         raise NotImplementedError(f'task {self.name!r} defines neither check nor rule_score')
 
     def rule_score(self, answer: str, meta: SampleMeta, *, prompt: PromptText | None = None) -> RuleScore:
-        """The rule score of a final answer, as a run records it: ``check`` on the sample's ``RuleTarget``, with
-        CDME's Levenshtein similarity to the reference reported beside it (a needle-absent cell has no needle to be
-        like). ``prompt`` is what the model was shown, the evidence that an answer pastes it (None: unknown, only a
-        last-resort length bound). Override ``check``; a task overriding this instead keeps working as it is."""
+        """Called once per answered sample by the run's review: the rule score of a final answer, as a run records
+        it: ``check`` on the sample's ``RuleTarget``, with CDME's Levenshtein similarity to the reference reported
+        beside it (a needle-absent cell has no needle to be like). ``prompt`` is what the model was shown, the
+        evidence that an answer pastes it (None: unknown, only a last-resort length bound). Override ``check``; a
+        task overriding this instead keeps working as it is."""
         rule = self.check(answer, RuleTarget.of(meta, prompt=prompt))
         return rule if meta.control else with_levenshtein(rule, answer, meta)
 
     def is_judged(self, meta: SampleMeta) -> bool:
+        """Called per sample when the run decides how it is scored: True when the LLM judge grades it (the task is
+        ``judged`` and the sample is not a needle-absent control, which only the rule scores)."""
         return self.judged and not meta.control
 
     def judge_hint(self, meta: SampleMeta) -> str | None:
-        """What the judge is given beside the reference answer (None: nothing). The run and the judge check both
-        ask through ``judge_reference``, so the judge is qualified on the prompt it grades."""
+        """Called per judged sample when its judge prompt is written: what the judge is given beside the reference
+        answer (None: nothing). The run and the judge check both ask through ``judge_reference``, so the judge is
+        qualified on the prompt it grades."""
         return None
 
     def judge_reference(self, meta: SampleMeta) -> str:
-        """The reference answer as the judge reads it: with this task's hint when it has one."""
+        """Called per judged sample by the run and the judge check: the reference answer as the judge reads it,
+        with this task's hint when it has one."""
         hint = self.judge_hint(meta)
         return f'{meta.reference_answer} ({hint})' if hint else meta.reference_answer
 

@@ -41,6 +41,7 @@ from ..vocabulary import BENCHMARK_NAMES
 from .base import Task
 from .registry import get_task, task_names, unavailable_reason
 from .ruler_niah.names import RULER_ONLY, ruler_task_hint
+from .single.hooks import asks_user_needles, check_run_params, draws_per_cell
 
 __all__ = [
     'Parameter',
@@ -121,7 +122,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     params = params.with_task_params(model for _, model in task_models)
     _check_tasks(params, task_models)
     tasks = params.tasks_in_run()
-    return params.with_draws_per_cell(max(get_task(task).draws_per_cell(params) for task in tasks))
+    return params.with_draws_per_cell(max(draws_per_cell(get_task(task), params) for task in tasks))
 
 
 def _refuse_bool_budgets(run_values: dict[str, Any]) -> None:
@@ -273,7 +274,7 @@ def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParam
         if override.task is not None and override.task not in names:
             raise NiahConfigError(f'subsets.{name}.task', _unknown_task(override.task, names))
     for task, _ in task_models:
-        task.check_params(params)
+        check_run_params(task, params)
     _nothing_ignored(params, task_models)
     _check_user_chains(params)
 
@@ -320,7 +321,7 @@ def _nothing_ignored(params: NiahParams, task_models: Sequence[tuple[Task, TaskP
 
 def _reads_needles(task: str, keyword: str | None) -> bool:
     """Whether a subset of ``task`` asks about the user's needles: task 'single', or a chain task given a keyword."""
-    return get_task(task).asks_user_needles(keyword=keyword)
+    return asks_user_needles(get_task(task), keyword=keyword)
 
 
 def _ignored_needles(task: str, field: str) -> str:

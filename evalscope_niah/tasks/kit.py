@@ -42,6 +42,7 @@ Pieces of a rule that resists gaming (an answer that lists, negates, hedges, pas
   of the other ...', is no negation of the key).
 * ``excluded_cue_text``: the needles' and question's own words, which ``cue_near`` must not count as cues.
 * ``cue_verdict``: the uncertain verdict for cues found.
+* ``negated_values``: the negation cues in the sentence of a stated value ('it is not 4821937').
 * ``is_list_item``: whether the key is one item of a short list of guesses.
 * ``find_abstention``: the phrase saying the document does not answer, if any.
 * ``other_language``: whether the answer is written in the other language than the sample's.
@@ -84,12 +85,15 @@ from ..scoring.cues import (
     excluded_cue_text,
     find_abstention,
     is_list_item,
+    negated_values,
     other_language,
     paste_evidence,
 )
 from ..scoring.recall import needle_recall
 from ..scoring.result import RuleScore
-from ..scoring.text import check_language, key_share, key_spans, normalise, text_language
+from ..scoring.single_needle import single_needle_score
+from ..scoring.text import key_share, key_spans, normalise, text_language
+from ..vocabulary import check_language
 from .base import (
     GeneratedHaystack,
     NeedleChoice,
@@ -101,7 +105,6 @@ from .base import (
     with_levenshtein,
 )
 from .registry import register_task
-from .single.rules import single_needle_score
 
 __all__ = [
     'CERTAIN_PASS',
@@ -133,6 +136,7 @@ __all__ = [
     'key_share',
     'key_spans',
     'needle_recall',
+    'negated_values',
     'normalise',
     'one_candidate_score',
     'other_language',

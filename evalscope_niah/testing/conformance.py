@@ -43,7 +43,8 @@ from ..metadata import GridCell, SampleMeta
 from ..scoring import PromptText, RuleScore
 from ..scoring.bounds import CERTAIN_PASS, UNCERTAIN_SCORE_CAP
 from ..scoring.text import text_language
-from ..tasks import PlanContext, Task, get_task, register_task, score_answer, unregister_task
+from ..tasks import Task, get_task, register_task, score_answer, unregister_task
+from ..tasks.base import PlanContext
 from ..tasks.compose import parse_params
 
 __all__ = [

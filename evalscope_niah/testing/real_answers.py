@@ -16,7 +16,8 @@ from pathlib import Path
 
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD, strip_reasoning
-from evalscope_niah.tasks import RuleScore, score_answer
+from evalscope_niah.scoring.result import RuleScore
+from evalscope_niah.tasks import score_answer
 from evalscope_niah.tasks.associative.task import AssociativeData
 
 # Where a source checkout keeps the sets (they are test data, not shipped in the wheel).
@@ -135,8 +136,9 @@ def rule_score(item: RealAnswer) -> RuleScore:
 
 
 @dataclasses.dataclass(frozen=True)
-class Agreement:
-    """One set's figures, each answer weighted by how often the model gave it."""
+class PublishedGradeAgreement:
+    """How far the rule agrees with the published grades of one set of real answers, each answer weighted by how
+    often the model gave it (not a run's judge-vs-rule agreement: ``reporting.stats.JudgeRuleAgreement``)."""
 
     set: str
     answers: int
@@ -164,13 +166,13 @@ class Agreement:
         return self.grader_passes / self.answers
 
 
-def agreement(name: str, items: list[RealAnswer]) -> Agreement:
+def agreement(name: str, items: list[RealAnswer]) -> PublishedGradeAgreement:
     counted = [item for item in items if item.wrong_grade is None]
     scored = [(item, rule_score(item)) for item in counted]
     disagreements = [
         (item, rule) for item, rule in scored if rule.certain and (rule.accuracy >= RULE_PASS_THRESHOLD) != item.passed
     ]
-    return Agreement(
+    return PublishedGradeAgreement(
         set=name,
         answers=sum(item.count for item in counted),
         certain_disagreements=sum(item.count for item, _ in disagreements),
@@ -182,7 +184,7 @@ def agreement(name: str, items: list[RealAnswer]) -> Agreement:
     )
 
 
-def table(agreements: list[Agreement]) -> str:
+def table(agreements: list[PublishedGradeAgreement]) -> str:
     lines = [
         '| set | answers | certain verdicts disagreeing | left to the judge | rule-only pass rate '
         "| graders' pass rate |",

@@ -14,6 +14,7 @@ from evalscope_niah.making.samples import iter_plans
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.tasks import get_task
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.single.hooks import calibration_values
 from tests.support.peer_configs import EVALSCOPE_MULTI
 
 RIGHT, WRONG = 2 / 3, 2 / 9  # the accuracies of the ratings PASS_MIN_RATING (7) and FAIL_MAX_RATING (3)
@@ -35,7 +36,7 @@ def _calibration(meta: SampleMeta):
         needles=meta.needles,
         language=meta.language,
         answer=meta.answer_keys[0] if meta.answer_keys else None,
-        values=get_task(meta.task).calibration_values(meta),
+        values=calibration_values(get_task(meta.task), meta),
     )
 
 
@@ -43,7 +44,7 @@ def _calibration(meta: SampleMeta):
 @pytest.mark.parametrize('config', list(CONFIGS))
 def test_calibration_answers_agree_with_the_task_rule(config: str, subset: str, fixture_corpus_dir: Path) -> None:
     meta = _meta(config, subset, fixture_corpus_dir)
-    values = get_task(meta.task).calibration_values(meta)
+    values = calibration_values(get_task(meta.task), meta)
     assert len(values) > 1
     items = {item.category: item for item in _calibration(meta)}
     task = get_task(meta.task)
@@ -75,5 +76,5 @@ def test_one_value_tasks_keep_ten_answers(fixture_corpus_dir: Path) -> None:
     for task in ('single', 'reasoning', 'associative'):
         plans = iter_plans(parse_params({'task': task}), corpus_dir=fixture_corpus_dir, subsets=['english'], limit=1)
         meta = next(plans).meta
-        assert get_task(task).calibration_values(meta) == ()
+        assert calibration_values(get_task(task), meta) == ()
         assert len(_calibration(meta)) == 10

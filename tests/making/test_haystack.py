@@ -47,7 +47,7 @@ THREE_NEEDLES = {
     'chinese': ['王老师最喜欢的水果是青苹果。', '小镇图书馆的钥匙藏在红色花盆下面。', '那只黑猫的名字叫作墨墨。'],
 }
 # What may precede a needle: the context start, whitespace, a sentence end or a closing quote/bracket.
-SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')
+SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')  # written out: the rule's characters, checked independently
 
 
 def squash(text: str) -> str:

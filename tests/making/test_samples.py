@@ -314,7 +314,7 @@ def test_config_errors_come_before_the_first_sample(
 BOTH = ['english', 'chinese']
 LANGUAGE = {'english': 'en', 'chinese': 'zh'}
 # What may precede a sentence start in the corpus (as tests/making/test_haystack.py): a sentence end or closing quote.
-SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')
+SENTENCE_END_CHARS = set('.!?"\'”’)]。！？；…」』）')  # written out: the rule's characters, checked independently
 
 FEATURES: dict[str, dict] = {
     'multi_retrieval': {

@@ -46,3 +46,28 @@ def test_results_files_of_either_name_are_found_and_named_back(tmp_path: Path) -
     assert find_results_files(tmp_path / 'missing') == []
     with pytest.raises(ValueError, match='not a results file'):
         OutputFiles.of_results_file(tmp_path / 'reports' / 'a' / 'other_results.jsonl')
+
+
+def test_the_run_summary_is_computed_once_and_passed_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cells and the effective length (a bootstrap per subset) are computed once for every file and heatmap."""
+    import json
+
+    from evalscope_niah.reporting import outputs, results, stats
+    from tests.support.results import curve
+
+    calls = {'cells': 0, 'effective': 0}
+
+    def counted(name: str, function):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(results, 'effective_context_length', counted('effective', stats.effective_context_length))
+    monkeypatch.setattr(outputs, 'summarize_cells', counted('cells', stats.summarize_cells))
+    outputs.write_run_outputs(tmp_path, curve(1.0, 0.9, 0.2), threshold=0.8, mode='absolute')
+    assert calls == {'cells': 1, 'effective': 1}
+    # The summary file still holds the effective length of the one subset.
+    summary = json.loads((tmp_path / outputs.OutputFiles().summary).read_text(encoding='utf-8'))
+    assert list(summary['effective_context_length']) == ['en']

@@ -8,8 +8,8 @@ import pytest
 
 from evalscope_niah.reporting import stats
 from evalscope_niah.reporting.stats import (
-    Agreement,
     ControlSummary,
+    JudgeRuleAgreement,
     agreement,
     effective_context_length,
     summarize_cells,
@@ -138,17 +138,18 @@ def test_kappa_on_hand_computed_two_by_two() -> None:
 
 
 def test_kappa_perfect_disagreement_is_minus_one() -> None:
-    assert agreement([(1.0, 0.0), (0.0, 1.0)], threshold=PASS_MARK) == Agreement(n=2, share_agree=0.0, kappa=-1.0)
+    expected = JudgeRuleAgreement(n=2, share_agree=0.0, kappa=-1.0)
+    assert agreement([(1.0, 0.0), (0.0, 1.0)], threshold=PASS_MARK) == expected
 
 
 @pytest.mark.parametrize('score', [0.0, 1.0])
 def test_kappa_degenerate_both_constant_and_equal(score: float) -> None:
     # Expected agreement is 1 (0/0): defined as 1.0 because observed agreement is 1 too.
-    assert agreement([(score, score)] * 4, threshold=PASS_MARK) == Agreement(n=4, share_agree=1.0, kappa=1.0)
+    assert agreement([(score, score)] * 4, threshold=PASS_MARK) == JudgeRuleAgreement(n=4, share_agree=1.0, kappa=1.0)
 
 
 def test_kappa_each_scorer_constant_but_opposite() -> None:
-    assert agreement([(1.0, 0.0)] * 3, threshold=PASS_MARK) == Agreement(n=3, share_agree=0.0, kappa=0.0)
+    assert agreement([(1.0, 0.0)] * 3, threshold=PASS_MARK) == JudgeRuleAgreement(n=3, share_agree=0.0, kappa=0.0)
 
 
 def test_degenerate_branch_with_imperfect_agreement_returns_zero() -> None:
@@ -157,7 +158,7 @@ def test_degenerate_branch_with_imperfect_agreement_returns_zero() -> None:
 
 
 def test_agreement_empty_and_threshold() -> None:
-    assert agreement([], threshold=PASS_MARK) == Agreement(n=0, share_agree=None, kappa=None)
+    assert agreement([], threshold=PASS_MARK) == JudgeRuleAgreement(n=0, share_agree=None, kappa=None)
     # A score equal to the threshold is a pass.
     assert agreement([(0.5, 0.5), (0.4, 0.0)], threshold=0.5).share_agree == 1.0
     assert agreement([(0.5, 0.4)], threshold=0.5).share_agree == 0.0
@@ -190,7 +191,7 @@ def test_subset_summary_counts_and_agreement_only_from_judged_samples() -> None:
     assert (en.judge_failures, en.errors, en.budget_exhausted) == (1, 1, 2)
     assert en.agreement.n == 3
     assert en.agreement.share_agree == pytest.approx(2 / 3)
-    assert zh.agreement == Agreement(n=1, share_agree=1.0, kappa=1.0)
+    assert zh.agreement == JudgeRuleAgreement(n=1, share_agree=1.0, kappa=1.0)
 
 
 # ----

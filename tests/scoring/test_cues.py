@@ -40,6 +40,17 @@ def test_paste_evidence_in_chinese_counts_characters() -> None:
     assert not paste_evidence(own + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh').pasted
 
 
+def test_negated_values_are_the_negations_in_a_stated_values_sentence() -> None:
+    from evalscope_niah.scoring.cues import negated_values
+
+    text = 'the code is not 4821937. the other code is 1234567.'
+    assert negated_values(text, ('4821937',), needles=(), question='', language='en') == ['not']
+    assert negated_values(text, ('1234567',), needles=(), question='', language='en') == []
+    # A cue word the needle itself uses is no cue.
+    needle = 'The code is not 4821937.'
+    assert negated_values(text, ('4821937',), needles=(needle,), question='', language='en') == []
+
+
 @pytest.mark.parametrize(
     ('answer', 'key', 'language', 'negated'),
     [

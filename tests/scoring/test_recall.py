@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.scoring import (
     levenshtein_score,
     needle_recall,
@@ -143,7 +144,7 @@ def test_recall_chinese_full_width_digits_match() -> None:
 
 @pytest.mark.parametrize('language', ['fr', 'EN', ''])
 def test_recall_unknown_language_raises(language: str) -> None:
-    with pytest.raises(ValueError, match=r"language must be one of \('en', 'zh'\)"):
+    with pytest.raises(NiahConfigError, match=r'language: .* is not one of en, zh'):
         needle_recall('x', needles=('y',), question='q', language=language)
 
 

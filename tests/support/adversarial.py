@@ -24,8 +24,9 @@ from evalscope_niah.params.kamradt_names import MULTI_NEEDLES, MULTI_QUESTION
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.scoring import PromptText, RuleScore, strip_reasoning
 from evalscope_niah.scoring.bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
-from evalscope_niah.tasks import PlanContext, get_task, score_answer, task_names
+from evalscope_niah.tasks import get_task, score_answer, task_names
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.kit import PlanContext
 from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_retrieval_set
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains

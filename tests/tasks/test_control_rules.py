@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.scoring import (
     RuleScore,
     strip_reasoning,
@@ -157,7 +158,7 @@ def test_control_no_needle_answers_means_no_guess() -> None:
 
 @pytest.mark.parametrize('language', ['fr', 'EN', ''])
 def test_control_unknown_language_raises(language: str) -> None:
-    with pytest.raises(ValueError, match=r"language must be one of \('en', 'zh'\)"):
+    with pytest.raises(NiahConfigError, match=r'language: .* is not one of en, zh'):
         absent_control_score('I do not know.', language=language, needle_answers=SF_FACTS)
 
 

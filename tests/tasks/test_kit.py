@@ -42,13 +42,6 @@ def _definitions() -> dict[str, list[str]]:
     return found
 
 
-# Names defined in two modules on purpose: the kit re-exports the one named here.
-TWINS = {
-    # vocabulary's refuses a run parameter (NiahConfigError naming it); scoring.text's a rule's argument (ValueError).
-    'check_language': 'evalscope_niah.scoring.text',
-}
-
-
 def _kit_imports() -> dict[str, str]:
     """Each name the kit imports, with the module it imports it from."""
     tree = ast.parse(Path(kit.__file__).read_text(encoding='utf-8'))
@@ -70,7 +63,7 @@ def test_every_kit_name_is_its_homes_object_defined_once() -> None:
         assert home is not None, f'{name} is not imported by the kit from its home'
         assert home in definitions.get(name, []), f'{name}: {home} imports it too; import it from where it is defined'
         others = [module for module in definitions[name] if module != home]
-        assert not others or TWINS.get(name) == home, f'{name} is defined again in {others}'
+        assert not others, f'{name} is defined again in {others}'
         assert getattr(kit, name) is getattr(importlib.import_module(home), name), f'{name} is not the object of {home}'
 
 
@@ -229,3 +222,25 @@ def test_target_key_refuses_a_sample_without_keys() -> None:
     target = kit.RuleTarget.of(dataclasses.replace(_meta('single'), answer_keys=()))
     with pytest.raises(ValueError, match='no answer key'):
         _ = target.key
+
+
+def test_the_builtin_tasks_take_the_kits_names_from_the_kit() -> None:
+    """The kit is the one import path for authors, and the built-in tasks are written as an author writes one."""
+    offenders = []
+    for path in sorted((PACKAGE / 'tasks').glob('*/*.py')):
+        for node in ast.parse(path.read_text(encoding='utf-8')).body:
+            if isinstance(node, ast.ImportFrom) and node.level and node.module != 'kit':
+                offenders += [f'{path.parent.name}/{path.name}: {a.name}' for a in node.names if a.name in kit.__all__]
+    assert offenders == []
+
+
+def test_every_kit_function_and_task_hook_has_a_docstring() -> None:
+    """An author learns what a piece does, when it is called and what it returns from its docstring, not its source."""
+    import inspect
+
+    from evalscope_niah.tasks.base import Task
+
+    missing = [name for name in kit.__all__ if callable(getattr(kit, name)) and not inspect.getdoc(getattr(kit, name))]
+    hooks = [name for name, member in vars(Task).items() if inspect.isfunction(member) and not name.startswith('_')]
+    missing += [f'Task.{name}' for name in hooks if not (vars(Task)[name].__doc__ or '').strip()]
+    assert missing == []

@@ -30,8 +30,7 @@ IMPORT_TIMEOUT_S = '3'
 TASK_MODULE = """
 from pydantic import Field
 
-from evalscope_niah.scoring import RuleScore
-from evalscope_niah.tasks import NeedleChoice, ReportedValue, Task, register_task
+from evalscope_niah.tasks.kit import NeedleChoice, ReportedValue, RuleScore, Task, register_task
 from evalscope_niah.tasks.kit import TaskParams
 
 

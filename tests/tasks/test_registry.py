@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from evalscope_niah.tasks import ReportedValue, Task, register_task, task_names, unregister_task
+from evalscope_niah.tasks import task_names, unregister_task
+from evalscope_niah.tasks.kit import ReportedValue, Task, register_task
 from tests.support.vault_code.task import VaultCode
 
 

@@ -6,10 +6,10 @@ import time
 
 import pytest
 
+from evalscope_niah.scoring.single_needle import single_needle_score
 from evalscope_niah.tasks.control.rules import absent_control_score
 from evalscope_niah.tasks.multi_retrieval.rules import multi_retrieval_score
 from evalscope_niah.tasks.reasoning.rules import chain_answer_score
-from evalscope_niah.tasks.single.rules import single_needle_score
 from tests.support.rule_facts import (
     GIOSTRA,
     SF_NEEDLE,

@@ -11,8 +11,9 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell
-from evalscope_niah.tasks import PlanContext, get_task
+from evalscope_niah.tasks import get_task
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.kit import PlanContext
 from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
 from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS

@@ -8,6 +8,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.tasks import Task, get_task
 from evalscope_niah.tasks.compose import parameters, parse_params
+from evalscope_niah.tasks.single.hooks import asks_user_needles, draws_per_cell
 from evalscope_niah.tasks.single.params import BANK_OPTIONS, SingleParams
 
 
@@ -31,7 +32,7 @@ def test_draws_per_cell_is_asked_of_the_tasks() -> None:
     assert single.draws_per_cell(params) == 3 == params.draws_per_cell()
     assert single.draws_per_cell(parse_params({})) == 1
     for name in ('multi_retrieval', 'reasoning', 'associative'):
-        assert get_task(name).draws_per_cell(params) == 1
+        assert draws_per_cell(get_task(name), params) == 1
 
 
 def test_the_draws_are_bank_entries_of_the_subsets_language() -> None:
@@ -67,7 +68,7 @@ def test_the_task_type_has_no_single_only_flags() -> None:
     for name in ('accepts_bank', 'uses_subset_needles', 'bank'):
         assert not hasattr(Task, name)
     # Whether user needles are read is asked of the task: single always, a chain task with a keyword.
-    assert get_task('single').asks_user_needles(keyword=None)
-    assert not get_task('reasoning').asks_user_needles(keyword=None)
-    assert get_task('reasoning').asks_user_needles(keyword='Paris')
-    assert not get_task('multi_retrieval').asks_user_needles(keyword='Paris')
+    assert asks_user_needles(get_task('single'), keyword=None)
+    assert not asks_user_needles(get_task('reasoning'), keyword=None)
+    assert asks_user_needles(get_task('reasoning'), keyword='Paris')
+    assert not asks_user_needles(get_task('multi_retrieval'), keyword='Paris')

@@ -15,19 +15,14 @@ from evalscope_niah.metadata import GridCell, SampleMeta
 from evalscope_niah.scoring import PromptText
 from evalscope_niah.tasks import (
     ABSENT_CONTROL,
-    NeedleChoice,
-    PlanContext,
-    ReportedValue,
-    RuleScore,
-    Task,
     get_task,
-    register_task,
     score_answer,
     task_for,
     task_names,
     unregister_task,
 )
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.kit import NeedleChoice, PlanContext, ReportedValue, RuleScore, Task, register_task
 
 
 class AccessCode(Task):

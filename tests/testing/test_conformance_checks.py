@@ -22,7 +22,8 @@ from types import ModuleType
 import pytest
 import tomllib
 
-from evalscope_niah.tasks import RuleScore, task_names
+from evalscope_niah.tasks import task_names
+from evalscope_niah.tasks.kit import RuleScore
 from evalscope_niah.testing.conformance import check_task
 
 ROOT = Path(__file__).resolve().parents[2]

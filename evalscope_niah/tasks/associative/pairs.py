@@ -26,7 +26,8 @@ from types import MappingProxyType
 from typing import Any
 
 from ...errors import NiahConfigError
-from ...vocabulary import LANGUAGES, Language, check_language
+from ...vocabulary import LANGUAGES, Language
+from ..kit import check_language
 
 PAIRS_FILE = Path(__file__).with_name('pairs.json')
 NAME_PLACEHOLDER = '{name}'

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ...params.run_params import TaskParams
+from ..kit import TaskParams
 
 
 class AssociativeParams(TaskParams):

@@ -10,9 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...inert import inert_logger
-from ...metadata import GridCell, SampleMeta
-from ...scoring import RULE_PASS_THRESHOLD, RuleScore, one_candidate_score
-from ..base import NeedleChoice, PlanContext, RuleTarget, SampleData, Task
+from ..kit import (
+    RULE_PASS_THRESHOLD,
+    GridCell,
+    NeedleChoice,
+    PlanContext,
+    RuleScore,
+    RuleTarget,
+    SampleData,
+    SampleMeta,
+    Task,
+    one_candidate_score,
+)
 from .pairs import check_corpus, draw, literal_distractor, names
 from .params import AssociativeParams
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from ...scoring.bounds import CONTROL_PARAPHRASE_SHARE, MAX_SCAN_CHARS
-from ...scoring.cues import find_abstention
-from ...scoring.result import RuleScore
-from ...scoring.text import WHITESPACE, check_language, key_share, normalise
+from ...scoring.bounds import CONTROL_PARAPHRASE_SHARE
+from ...scoring.text import WHITESPACE
 from ...vocabulary import GUESSED
+from ..kit import MAX_SCAN_CHARS, RuleScore, check_language, find_abstention, key_share, normalise
 
 __all__ = ['absent_control_score']
 

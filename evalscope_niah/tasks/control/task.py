@@ -3,10 +3,8 @@ guess. Kept out of accuracy (reported as abstention and guess rates), never judg
 
 from __future__ import annotations
 
-from ...metadata import GridCell
-from ...scoring import RuleScore
 from ...vocabulary import GUESSED
-from ..base import NeedleChoice, PlanContext, ReportedValue, RuleTarget, Task
+from ..kit import GridCell, NeedleChoice, PlanContext, ReportedValue, RuleScore, RuleTarget, Task
 from .rules import absent_control_score
 
 ABSENT_REFERENCE = {'en': 'The document does not say.', 'zh': '文中没有提到。'}

@@ -9,7 +9,8 @@ import random
 from collections.abc import Sequence
 
 from ...errors import NiahConfigError
-from ...vocabulary import Language, check_language
+from ...vocabulary import Language
+from ..kit import check_language
 
 MAX_MULTI_VALUES = 20
 MAX_DISTRACTORS = 60

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field, field_validator
 
 from ...errors import NiahConfigError
-from ...params.run_params import TaskParams
+from ..kit import TaskParams
 from .facts import MAX_DISTRACTORS, MAX_MULTI_VALUES
 
 # Distractor facts per needle when `distractors` is not set: an answer that lists every magic number it saw then

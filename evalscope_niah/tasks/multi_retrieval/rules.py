@@ -7,10 +7,17 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ...scoring.bounds import MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
-from ...scoring.cues import NUMBER_WORDS, Paste, PromptText, cue_near, excluded_cue_text, paste_evidence
-from ...scoring.result import RuleScore
-from ...scoring.text import check_language
+from ..kit import (
+    MAX_SCAN_CHARS,
+    NUMBER_WORDS,
+    UNCERTAIN_SCORE_CAP,
+    Paste,
+    PromptText,
+    RuleScore,
+    check_language,
+    negated_values,
+    paste_evidence,
+)
 
 __all__ = ['multi_retrieval_score']
 
@@ -70,14 +77,6 @@ def _digit_values(values: Sequence[str], param: str) -> tuple[str, ...]:
     return cleaned
 
 
-def _negations(final: str, found: Sequence[str], *, needles: Sequence[str], question: str, language: str) -> list[str]:
-    """Negation cues in the sentence of a stated value ('it is not 4821937'), cue words of the needles and question
-    aside."""
-    spans = sorted(match.span() for value in found for match in re.finditer(re.escape(value), final[:MAX_SCAN_CHARS]))
-    hits = cue_near(final, spans[:MAX_SPANS], language=language, excluded=excluded_cue_text(*needles, question))
-    return [cue for kind, cue in hits if kind == 'negation']
-
-
 def multi_retrieval_score(
     answer: str,
     *,
@@ -123,7 +122,7 @@ def multi_retrieval_score(
     score, certain, explanation, flags = _verdict(
         recall * precision,
         explanation,
-        negations=_negations(final, found, needles=needles, question=question, language=language),
+        negations=negated_values(final, found, needles=needles, question=question, language=language),
         spelt_out=not found and not wrong and NUMBER_WORDS.search(answer[:MAX_SCAN_CHARS]) is not None,
         named=bool(named),
         paste_flag=('paste' if prompt is not None else 'long') if paste.factor < 1.0 else None,

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...metadata import GridCell
-from ...scoring import RuleScore
-from ..base import NeedleChoice, PlanContext, ReportedValue, RuleTarget, SampleData, Task
+from ..kit import GridCell, NeedleChoice, PlanContext, ReportedValue, RuleScore, RuleTarget, SampleData, Task
 from .facts import distractor_facts, multi_retrieval_set
 from .params import MultiRetrievalParams
 from .rules import multi_retrieval_score

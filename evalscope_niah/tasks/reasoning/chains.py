@@ -10,7 +10,8 @@ import functools
 import json
 from pathlib import Path
 
-from ...vocabulary import LANGUAGES, Language, check_language
+from ...vocabulary import LANGUAGES, Language
+from ..kit import check_language
 
 CHAINS_FILE = Path(__file__).with_name('chains.json')
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from ...params.run_params import TaskParams
+from ..kit import TaskParams
 
 
 class ReasoningParams(TaskParams):

@@ -6,10 +6,9 @@ import itertools
 import re
 from collections.abc import Sequence
 
-from ...scoring.candidates import en_names, one_candidate_score
-from ...scoring.cues import PromptText
-from ...scoring.result import RuleScore
-from ...scoring.text import CJK_CHAR, check_language
+from ...scoring.candidates import en_names
+from ...scoring.text import CJK_CHAR
+from ..kit import PromptText, RuleScore, check_language, one_candidate_score
 
 __all__ = ['chain_answer_score', 'chain_candidates']
 

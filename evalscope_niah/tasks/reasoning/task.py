@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import random
 
-from ...metadata import GridCell
-from ...scoring import RuleScore, keyword_score
-from ..base import NeedleChoice, PlanContext, RuleTarget, Task
+from ...scoring import keyword_score
 from ..guide import answer_format_guide
+from ..kit import GridCell, NeedleChoice, PlanContext, RuleScore, RuleTarget, Task
 from .chains import Chain, pick_chain, reasoning_chains
 from .params import ReasoningParams
 from .rules import chain_answer_score

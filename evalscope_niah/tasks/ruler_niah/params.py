@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ...errors import NiahConfigError
-from ...params.run_params import TaskParams
+from ..kit import TaskParams
 from .presets import HAYSTACK_TYPES, NEEDLE_TYPES, RULER_DEFAULTS, preset, preset_names
 
 # Needles per sample beyond which a prompt is mostly needles; RULER's own entries use at most 4.

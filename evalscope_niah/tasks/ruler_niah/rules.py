@@ -8,9 +8,16 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from ...scoring.bounds import LIST_ITEM_SCORE, MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
-from ...scoring.cues import NUMBER_WORDS, PromptText, cue_near, excluded_cue_text, paste_evidence
-from ...scoring.result import RuleScore
+from ..kit import (
+    LIST_ITEM_SCORE,
+    MAX_SCAN_CHARS,
+    NUMBER_WORDS,
+    UNCERTAIN_SCORE_CAP,
+    PromptText,
+    RuleScore,
+    negated_values,
+    paste_evidence,
+)
 from .words import ADJECTIVES, NOUNS
 
 __all__ = ['ruler_niah_score', 'string_match_all']
@@ -43,12 +50,6 @@ def _candidates(final: str, kind: str) -> set[str]:
         else:
             found.add(text)
     return found
-
-
-def _negations(final: str, found: Sequence[str], *, needles: Sequence[str], question: str) -> list[str]:
-    spans = sorted(match.span() for value in found for match in re.finditer(re.escape(value), final))
-    hits = cue_near(final, spans[:MAX_SPANS], language='en', excluded=excluded_cue_text(*needles, question))
-    return [cue for kind, cue in hits if kind == 'negation']
 
 
 def ruler_niah_score(
@@ -87,7 +88,7 @@ def ruler_niah_score(
     if paste.factor < 1.0:
         parts.append(f'{paste.describe("en")} (precision x {paste.factor:.2f})')
     explanation, certain, flags = '; '.join(parts), True, ('exact',) if score == 1.0 else ()
-    negations = _negations(final, found, needles=needles, question=question)
+    negations = negated_values(final, found, needles=needles, question=question, language='en')
     if negations:
         score, certain = min(score, UNCERTAIN_SCORE_CAP), False
         explanation, flags = f'{explanation}; negated ({negations[0]!r})', ('negation',)

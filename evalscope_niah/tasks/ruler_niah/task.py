@@ -7,11 +7,19 @@ import random
 import zlib
 from dataclasses import dataclass
 
-from ...metadata import GridCell
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
-from ...scoring import RuleScore
-from ..base import GeneratedHaystack, NeedleChoice, PlanContext, ReportedValue, RuleTarget, SampleData, Task
+from ..kit import (
+    GeneratedHaystack,
+    GridCell,
+    NeedleChoice,
+    PlanContext,
+    ReportedValue,
+    RuleScore,
+    RuleTarget,
+    SampleData,
+    Task,
+)
 from .draws import RULER_DEPTHS, draw_distinct, needle, needle_haystack, noise_haystack, question
 from .params import RulerNiahParams, RulerSpec
 from .rules import ruler_niah_score

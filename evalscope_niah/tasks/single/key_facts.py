@@ -17,8 +17,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...scoring.text import CJK_CHAR, EN_STOPWORDS, normalise, stem
+from ...scoring.text import CJK_CHAR, EN_STOPWORDS, stem
 from ...vocabulary import Language
+from ..kit import normalise
 
 __all__ = ['derived_key', 'derived_keys']
 

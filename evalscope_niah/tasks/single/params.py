@@ -9,8 +9,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...errors import NiahConfigError
-from ...params.run_params import TaskParams
 from ...params.run_size import MAX_GRID_AXIS
+from ..kit import TaskParams
 
 # Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
 BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')

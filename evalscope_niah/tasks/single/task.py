@@ -5,19 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from ...errors import NiahConfigError
-from ...metadata import GridCell, SampleMeta
 from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
 from ...safe_files import contained_file
-from ...scoring import RuleScore, needle_recall
-from ...scoring.text import text_language
-from ..base import NeedleChoice, PlanContext, RuleTarget, Task
 from ..guide import answer_format_guide
+from ..kit import (
+    GridCell,
+    NeedleChoice,
+    PlanContext,
+    RuleScore,
+    RuleTarget,
+    SampleMeta,
+    Task,
+    needle_recall,
+    single_needle_score,
+    text_language,
+)
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
+from .hooks import several_answer_keys
 from .key_facts import derived_keys
 from .params import SingleParams
-from .rules import single_needle_score
 
 # What a subset of this task reads from the user: given with a needle bank, they would be ignored.
 _USER_TEXTS = ('needles', 'retrieval_question', 'answer')
@@ -87,7 +95,7 @@ class SingleNeedle(Task):
         rule's needle recall scores it; with one key fact per needle, every key."""
         if len(meta.needles) > 1 and not meta.answer_keys:
             return tuple(needle.strip() for needle in meta.needles)
-        return super().calibration_values(meta)
+        return several_answer_keys(meta)
 
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""

@@ -1,11 +1,13 @@
-"""The single-needle task's rule ladder: the key fact must be stated, plainly."""
+"""The single-needle rule ladder (the ``single`` task's rule, and any task's whose answer is one fact): the key fact
+must be stated, plainly. It sits beside its twin ``candidates.py`` (one of known candidates), as every task-neutral
+rule piece does."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 
-from ...scoring.bounds import (
+from .bounds import (
     KEYLESS_CUE_UNITS,
     LIST_ITEM_SCORE,
     MAX_SCAN_CHARS,
@@ -13,7 +15,7 @@ from ...scoring.bounds import (
     UNCERTAIN_LOW,
     UNCERTAIN_SCORE_CAP,
 )
-from ...scoring.cues import (
+from .cues import (
     NUMBER_WORDS,
     Paste,
     PromptText,
@@ -26,9 +28,9 @@ from ...scoring.cues import (
     other_language,
     paste_evidence,
 )
-from ...scoring.recall import needle_recall, rule_is_certain
-from ...scoring.result import RuleScore
-from ...scoring.text import answer_size, check_language, key_share, key_spans, normalise
+from .recall import needle_recall, rule_is_certain
+from .result import RuleScore
+from .text import answer_size, check_language, key_share, key_spans, normalise
 
 __all__ = ['single_needle_score']
 

@@ -1,16 +1,17 @@
-"""The single-needle task's rule ladder (tasks/single/rules.py)."""
+"""The single-needle task's rule ladder (scoring/single_needle.py)."""
 
 from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.scoring import (
     UNCERTAIN_SCORE_CAP,
     PromptText,
     RuleScore,
     strip_reasoning,
 )
-from evalscope_niah.tasks.single.rules import single_needle_score
+from evalscope_niah.scoring.single_needle import single_needle_score
 from tests.support.rule_facts import (
     FILLER_EN,
     OWN_WORDS,
@@ -174,7 +175,7 @@ def test_single_reasoning_is_stripped_and_bad_keys_rejected() -> None:
     assert single('<think>eat a sandwich and sit in Dolores Park on a sunny day').accuracy == 0.0
     with pytest.raises(TypeError, match='answer_keys'):
         single('x', answer_keys='Dolores Park')
-    with pytest.raises(ValueError, match='language'):
+    with pytest.raises(NiahConfigError, match='language'):
         single('x', language='fr')
 
 
