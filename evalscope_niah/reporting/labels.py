@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ..inert import terminal_text
+from ..escaping import terminal_text
 from ..making.tokenization import TIKTOKEN_PREFIX
 from ..vocabulary import SERVED_TOKENIZER_PREFIX
 from .stats import CellSummary

@@ -21,7 +21,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..vocabulary import LENGTH_STATUSES, LengthStatus
-from .records import SampleResult
+from .sample_record import SampleResult
 
 __all__ = [
     'LENGTH_STATUSES',
