@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from evalscope_niah.making.adaptive_plan import AdaptiveSettings, PlanUnit, next_round
-from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.reporting.stats import effective_context_length
 
 FAMILIES = ('falling', 'dip_and_recover', 'lost_in_the_middle', 'noisy', 'all_combined')

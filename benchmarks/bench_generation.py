@@ -45,8 +45,8 @@ from _common import (
 
 SUBSETS = ['english', 'chinese']
 SPEEDUP_GOAL, WARM_SPEEDUP_GOAL, MEMORY_GOAL, PREVIEW_GOAL_S = 10.0, 20.0, 0.5, 2.0
-# `preview` of a whole grid writes every prompt (the bytes of inert.json_text of each record): at most this many times
-# generating it.
+# `preview` of a whole grid writes every prompt (the bytes of escaping.json_text of each record): at most this
+# many times generating it.
 PREVIEW_WHOLE_GOAL = 2.0
 PREVIEW_WHOLE = 'preview, whole grid written, warm cache'
 QUICK_GRID = {

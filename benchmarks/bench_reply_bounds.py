@@ -72,7 +72,7 @@ def child(spec: dict[str, Any]) -> None:
     from evalscope import TaskConfig, run_task
 
     from evalscope_niah.reporting.outputs import RESULTS_FILE
-    from evalscope_niah.reporting.results import read_results
+    from evalscope_niah.reporting.result_files import read_results
 
     dataset = {
         'local_path': spec['corpus'],

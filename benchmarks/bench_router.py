@@ -111,7 +111,7 @@ def _settings(api_url: str, corpus: Path, work_dir: Path, args: argparse.Namespa
 def measure(policy: str, corpus: Path, args: argparse.Namespace) -> Row:
     from evalscope_niah.integration.run import run_task_settings
     from evalscope_niah.reporting.outputs import RESULTS_FILE
-    from evalscope_niah.reporting.results import read_results
+    from evalscope_niah.reporting.result_files import read_results
     from evalscope_niah.serving.local_model import LocalModelServer
     from evalscope_niah.serving.local_router import LocalRouter, prometheus_counters
     from evalscope_niah.serving.prometheus import LLAMA_CACHED, LLAMA_COMPUTED

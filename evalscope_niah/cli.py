@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 from .atomic import atomic_write_text, atomic_writer
 from .cli_args import build_parser
 from .errors import NiahConfigError
-from .inert import inert_console, json_text, terminal_text
+from .escaping import inert_console, json_text, terminal_text
 from .params.run_params import NiahParams
 
 if TYPE_CHECKING:  # the real import is deferred: it pulls in numpy, and `preview` must start fast
     from .reporting.length_status import EffectiveBound
     from .reporting.outputs import OutputFiles
-    from .reporting.records import SampleResult
+    from .reporting.sample_record import SampleResult
     from .reporting.stats import CellSummary
 
 DATASET_ARGS_KEYS = ('local_path', 'subset_list', 'extra_params', 'system_prompt', 'prompt_template')
@@ -120,7 +120,7 @@ def _plot(args: argparse.Namespace) -> int:
             return 2
     from .reporting.live import find_unfinished_runs
     from .reporting.outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
-    from .reporting.results import read_results_to_draw
+    from .reporting.result_files import read_results_to_draw
 
     found = [path for work_dir in args.work_dirs for path in find_results_files(work_dir)]
     unfinished = [path for work_dir in args.work_dirs for path in find_unfinished_runs(work_dir)]
@@ -190,7 +190,7 @@ def _effective_lengths(
 ) -> dict[str, EffectiveBound]:
     """Effective lengths (a bound names its unknown length) as the run stored them (its threshold and mode), else
     computed with the defaults."""
-    from .reporting.results import read_summary_json
+    from .reporting.result_files import read_summary_json
     from .reporting.stats import effective_context_length
 
     grid: dict[str, set[int]] = {}

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Literal
 
 from .errors import NiahConfigError
-from .inert import terminal_text
+from .escaping import terminal_text
 from .making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from .reporting.labels import format_cell_table
 from .reporting.outputs import HEATMAP_PREFIX, JUDGE_CHECK_FILE, RESULTS_FILE, scoring_notes
-from .reporting.results import read_results
+from .reporting.result_files import read_results
 from .reporting.stats import summarize_cells, summarize_subsets
 from .scoring import RULE_PASS_THRESHOLD
 

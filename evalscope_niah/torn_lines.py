@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 
 from .atomic import atomic_write_bytes
-from .inert import inert_logger
+from .escaping import inert_logger
 
 __all__ = ['TORN_SUFFIX', 'set_aside_torn_line', 'torn_line_file']
 

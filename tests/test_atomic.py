@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.atomic import atomic_write_bytes, atomic_write_text, atomic_writer
-from evalscope_niah.reporting.results import (
+from evalscope_niah.reporting.result_files import (
     read_cells_csv,
     write_cells_csv,
     write_results,

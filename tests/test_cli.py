@@ -14,8 +14,8 @@ from PIL import Image
 
 from evalscope_niah.cli import main
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import read_results, write_results
+from evalscope_niah.reporting.result_files import read_results, write_results
+from evalscope_niah.reporting.sample_record import SampleResult
 
 REQUIRED_FIELDS = {
     'subset',
@@ -175,7 +175,7 @@ def _write_run(work_dir: Path, model: str, good_up_to: dict[str, int], *, run: s
 
 def test_plot_marks_effective_length_computed_or_stored(tmp_path: Path, capsys) -> None:
     from evalscope_niah.reporting.outputs import SUMMARY_FILE
-    from evalscope_niah.reporting.results import read_results, write_summary_json
+    from evalscope_niah.reporting.result_files import read_results, write_summary_json
     from tests.support.results import EFFECTIVE_THRESHOLD, PASS_MARK
 
     report_dir = _write_run(tmp_path / 'run', 'model', {'english': 2000})
@@ -294,7 +294,7 @@ def test_plot_csv_refuses_two_models_sharing_file_names(tmp_path: Path, capsys) 
 
 def test_plot_from_our_cells_csv_and_missing_csv(tmp_path: Path, capsys) -> None:
     from evalscope_niah.reporting.outputs import CELLS_FILE
-    from evalscope_niah.reporting.results import read_results, write_cells_csv
+    from evalscope_niah.reporting.result_files import read_results, write_cells_csv
     from evalscope_niah.reporting.stats import summarize_cells
 
     report_dir = _write_run(tmp_path / 'run', 'my-model', {'english': 2000})

@@ -9,7 +9,7 @@ import pytest
 from evalscope_niah.demo import DemoOptions, run_demo
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 
 

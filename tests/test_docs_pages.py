@@ -123,8 +123,8 @@ def test_a_field_without_a_comment_is_refused(tmp_path: Path) -> None:
 def test_the_results_page_lists_every_field(language: str) -> None:
     from dataclasses import fields
 
-    from evalscope_niah.reporting.records import SampleResult
-    from evalscope_niah.reporting.results import CELL_CSV_COLUMNS
+    from evalscope_niah.reporting.result_files import CELL_CSV_COLUMNS
+    from evalscope_niah.reporting.sample_record import SampleResult
 
     page = (DOCS / language / 'results-files.md').read_text(encoding='utf-8')
     for name in [field.name for field in fields(SampleResult)] + list(CELL_CSV_COLUMNS):

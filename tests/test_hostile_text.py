@@ -23,11 +23,11 @@ import pytest
 import evalscope_niah
 from evalscope_niah import demo
 from evalscope_niah.cli import main
-from evalscope_niah.inert import FORMULA_STARTS, inert_logger, shown_text, terminal_text, unsafe_characters
+from evalscope_niah.escaping import FORMULA_STARTS, inert_logger, shown_text, terminal_text, unsafe_characters
 from evalscope_niah.reporting.labels import length_unit
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, write_run_outputs
-from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import read_cells_csv, read_results, read_summary_json
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results, read_summary_json
+from evalscope_niah.reporting.sample_record import SampleResult
 from tests.support.results import EFFECTIVE_THRESHOLD
 
 # What a browser, a terminal and a spreadsheet would act on.
@@ -283,7 +283,7 @@ def _package_loggers() -> dict[str, logging.Logger]:
 def test_every_logger_of_ours_makes_its_records_inert() -> None:
     """A logger's filter sees only what is logged on it, so each of ours carries the filter (none is made around
     `inert_logger`), and it reaches every handler: message, arguments and traceback shown, not obeyed."""
-    sources = [path for path in Path(evalscope_niah.__file__).parent.rglob('*.py') if path.name != 'inert.py']
+    sources = [path for path in Path(evalscope_niah.__file__).parent.rglob('*.py') if path.name != 'escaping.py']
     made_here = [path for path in sources if 'logging.getLogger(__name__)' in path.read_text(encoding='utf-8')]
     assert made_here == []
     loggers = _package_loggers()

@@ -190,7 +190,7 @@ FLOORS: tuple[frozenset[str], ...] = (
             'atomic',
             'disk_space',
             'work_dir_lock',
-            'inert',
+            'escaping',
             'safe_names',
             'safe_files',
             'torn_lines',
@@ -249,7 +249,7 @@ def test_the_floor_check_can_fail() -> None:
 
 
 # What every task builds on; each task folder (tasks/single/, ...) sits above them, so none of them imports one.
-TASK_FOUNDATION = ('evalscope_niah.tasks.base', 'evalscope_niah.tasks.registry', 'evalscope_niah.tasks.guide')
+TASK_FOUNDATION = ('evalscope_niah.tasks.base', 'evalscope_niah.tasks.registry', 'evalscope_niah.tasks.answer_format')
 
 
 def test_the_task_type_knows_no_task() -> None:

@@ -22,11 +22,11 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration import replies
-from evalscope_niah.integration.sample_results import LOST_SAMPLE_ERROR
+from evalscope_niah.integration.score_rows import LOST_SAMPLE_ERROR
 from evalscope_niah.making.tokenization import shipped_qwen3_dir
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE
-from evalscope_niah.reporting.records import MAX_TEXT_CHARS, SampleResult
-from evalscope_niah.reporting.results import read_cells_csv, read_results
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results
+from evalscope_niah.reporting.sample_record import MAX_TEXT_CHARS, SampleResult
 from evalscope_niah.serving import endpoint
 from evalscope_niah.serving.server_values import shown
 from evalscope_niah.testing.openai_server import (

@@ -362,7 +362,7 @@ UNREACHABLE: dict[tuple[str, str], str] = {
     ('tasks/multi_retrieval/rules.py', 'values must not be empty'): 'a multi-needle sample always has values',
     ('reporting/labels.py', 'unit must be 1000 or 1024'): 'the unit is fixed in the code',
     ('reporting/outputs.py', 'output prefix must be one of'): 'the prefix is the benchmark name run',
-    ('reporting/records.py', 'limit must leave room'): 'the cut limit is a constant',
+    ('reporting/sample_record.py', 'limit must leave room'): 'the cut limit is a constant',
     ('reporting/stats.py', 'agreement scores must be finite'): 'scores are validated when a result is read',
     ('reporting/estimate.py', 'max_output_tokens and'): '--max-tokens is refused below 1 first',
 }

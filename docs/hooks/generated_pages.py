@@ -106,7 +106,7 @@ def sweep_plan_fields(language: str) -> str:
 
 
 def example_result():
-    from evalscope_niah.reporting.records import SampleResult
+    from evalscope_niah.reporting.sample_record import SampleResult
 
     return SampleResult(
         subset='english',
@@ -128,8 +128,8 @@ def example_result():
 
 def example_row(language: str) -> str:
     """A results line and the cells CSV it gives, written and read back by the package's own writers."""
-    from evalscope_niah.inert import json_text
-    from evalscope_niah.reporting.results import read_results, write_cells_csv, write_results
+    from evalscope_niah.escaping import json_text
+    from evalscope_niah.reporting.result_files import read_results, write_cells_csv, write_results
     from evalscope_niah.reporting.stats import summarize_cells
     from evalscope_niah.tasks import reported_values
 

@@ -158,7 +158,7 @@ def _literal_keys(
 
 def results_keys(prefix: str = '') -> list[Key]:
     """A results line (``SampleResult.to_dict``): the optional fields only when they have a value."""
-    records = PACKAGE / 'reporting' / 'records.py'
+    records = PACKAGE / 'reporting' / 'sample_record.py'
     tree = ast.parse(records.read_text(encoding='utf-8'))
     omitted = next(
         node.value
@@ -225,7 +225,7 @@ def cells_columns() -> list[Key]:
     import csv
     import tempfile
 
-    from evalscope_niah.reporting.results import write_cells_csv
+    from evalscope_niah.reporting.result_files import write_cells_csv
     from evalscope_niah.reporting.stats import CellSummary
     from evalscope_niah.tasks import reported_value_declarations, reported_values
 

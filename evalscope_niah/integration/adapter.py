@@ -22,7 +22,7 @@ from evalscope.api.model import Model
 from evalscope.constants import JudgeStrategy, ScoringPolicy
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..making.corpus import resolve_corpus_dir
 from ..making.prompts import PromptSpec
 from ..making.samples import grid, subset_samplers
@@ -30,27 +30,27 @@ from ..making.tokenization import SERVER_TOKENIZER
 from ..metadata import GridCell, SampleMeta
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
-from ..reporting.records import SampleResult
 from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
+from ..reporting.sample_record import SampleResult
 from ..scoring import PromptText, strip_reasoning
 from ..serving.prefix_gate import PlannedPrompt, PrefixGate
 from ..serving.routing import routing_headers, routing_key
 from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
-from .entry import refusal_ends_cli_run
 from .interrupt import install_deadline
+from .invocation import refusal_ends_cli_run
 from .judge_check import qualify_judges
 from .judge_workflow import judge_workflow
 from .live_pages import LivePages
+from .metric_display import declare_metric_semantics, fix_overall_rows
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
 from .run_state import RunPlan
 from .safe_paths import claim_safe_model_id
-from .sample_results import ErrorRows, SampleLedger, error_result, sample_result, score_meta
+from .score_rows import ErrorRows, SampleLedger, error_result, sample_result, score_meta
 from .secrets import redacting, run_redactor
-from .semantics import declare_metric_semantics, fix_overall_rows
 from .window_check import check_model_window, model_endpoint
 
 __all__ = ['ELIDED_HAYSTACK', 'PENDING_PROMPT', 'NiahAdapter']

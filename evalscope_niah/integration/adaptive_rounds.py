@@ -22,13 +22,13 @@ from typing import Any
 
 from evalscope.api.dataset import MemoryDataset
 
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..making.adaptive_plan import AdaptiveSettings, PlanUnit, next_round
 from ..metadata import SampleMeta
 from ..reporting.outputs import OutputFiles
 from ..reporting.sweep_plan import subset_plan, write_sweep_plan
 from ..tasks.compose import effective_length_mode
-from .sample_results import sample_result
+from .score_rows import sample_result
 
 __all__ = ['AdaptiveRounds', 'sweep_settings']
 

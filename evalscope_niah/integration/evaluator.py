@@ -15,15 +15,15 @@ from evalscope.evaluator import DefaultEvaluator
 
 from ..disk_space import DiskFull, disk_full_error, disk_full_message
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..metadata import SampleMeta
 from ..reporting.outputs import OutputFiles, write_judge_check
 from ..serving.deadline import stop_requests
 from ..serving.ordering import PrefixInfo, prefix_friendly_order
 from ..work_dir_lock import hold_work_dir
 from .adaptive_rounds import AdaptiveRounds
-from .entry import refusal_ends_cli_run
 from .interrupt import exit_interrupted, install_deadline, stop_on_interrupt
+from .invocation import refusal_ends_cli_run
 from .judge_check import JudgeCheckStop
 from .safe_paths import claim_safe_model_id
 

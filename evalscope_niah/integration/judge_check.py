@@ -13,7 +13,7 @@ from evalscope.api.messages import ChatMessageSystem, ChatMessageUser
 from evalscope.api.model import GenerateConfig
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..judging.judge_failures import FATAL_FAILURE_KINDS, JudgeCallFailure
 from ..judging.qualification import (
     QualificationResult,
@@ -24,7 +24,7 @@ from ..judging.qualification import (
 )
 from ..tasks import get_task, judge_reference
 from ..tasks.single.hooks import calibration_values
-from .entry import entered_from_cli
+from .invocation import entered_from_cli
 from .judge_errors import judge_call_error
 from .replies import judge_generate
 

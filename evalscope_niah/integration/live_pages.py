@@ -13,7 +13,7 @@ from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
 from ..tasks.compose import effective_length_mode
 from .run_state import RunPlan
-from .sample_results import sample_result
+from .score_rows import sample_result
 
 __all__ = ['LivePages']
 

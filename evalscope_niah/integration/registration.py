@@ -26,7 +26,7 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
 from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
@@ -34,11 +34,11 @@ from ..tasks.compose import check_dataset_args
 from ..tasks.registry import without_plugins
 from ..vocabulary import BENCHMARK_NAMES
 from .adapter import NiahAdapter
-from .entry import refusal_ends_cli_run
 from .evalscope_surface import BUILTIN_ADAPTER, REGISTRY_DICT, REGISTRY_LOCK, missing_hooks, resolve
 from .evaluator import NiahEvaluator
+from .invocation import refusal_ends_cli_run
+from .metric_display import declare_metric_semantics
 from .param_spec import extra_params_spec
-from .semantics import declare_metric_semantics
 
 __all__ = ['OVERRIDDEN_NAME', 'PUBLIC_NAME', 'build_meta', 'dataset_args_keys', 'register', 'resolves_to_ours']
 

@@ -14,7 +14,7 @@ from evalscope.api.model import GenerateConfig, ModelOutput
 from pydantic import BaseModel, ValidationError
 
 from ..errors import exception_chain
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..serving.reply_bounds import ReplyTooLarge, kept_text, whole_text
 from ..serving.server_values import plausible_tokens, shown
 from ..vocabulary import BudgetReason, NoAnswerReason

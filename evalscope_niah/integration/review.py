@@ -24,7 +24,7 @@ from evalscope.api.metric import SampleScore, Score
 from evalscope.constants import ScoreStatus
 
 from ..metadata import SampleMeta
-from ..reporting.records import bounded_text
+from ..reporting.sample_record import bounded_text
 from ..scoring import PromptText
 from ..scoring.result import RuleScore
 from ..serving.server_values import ServerValues

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from evalscope.api.model import ModelOutput
 from pydantic import BaseModel, SecretStr
 
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..serving.redact import NO_SECRETS, Redactor
 
 __all__ = ['configured_secrets', 'redacting', 'run_redactor']

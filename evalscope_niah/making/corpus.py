@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import NiahConfigError
 from ..params.corpus_format import DATASET_ID, is_jsonl_file
-from ..params.sendable import check_sendable
+from ..params.prompt_safety import check_sendable
 from ..params.subsets import ResolvedSubset
 from ..safe_files import contained_file, read_bounded
 

@@ -6,7 +6,7 @@ import string
 from dataclasses import dataclass
 
 from ..errors import NiahConfigError
-from ..params.sendable import check_sendable
+from ..params.prompt_safety import check_sendable
 
 DEFAULT_SYSTEM_PROMPT = (
     'You are a helpful AI bot that answers questions for a user. Keep your response short and direct'

@@ -2,7 +2,7 @@
 
 Prompts of a grid are cut from the same stretch of corpus, so the corpus is JSON-escaped once, in blocks
 (``RepeatedCorpus.json_body``), and each line joins the blocks its context spans. The bytes are those of
-``inert.json_text(sample.to_record())`` encoded as UTF-8: both escapings work character by character. On the
+``escaping.json_text(sample.to_record())`` encoded as UTF-8: both escapings work character by character. On the
 1k-128k grid (114 MB of prompts) serializing this way costs a small part of what json.dumps and the scan did.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ..inert import json_text
+from ..escaping import json_text
 from ..metadata import GridCell
 from ..params.run_params import NiahParams
 from .haystack import Haystack, HaystackBuilder

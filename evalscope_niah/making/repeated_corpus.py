@@ -3,7 +3,7 @@ cached token counts of its clean boundaries (see haystack.py for how the counts 
 
 from __future__ import annotations
 
-from ..inert import json_text
+from ..escaping import json_text
 from .tokenization import TokenIndex
 
 COPY_SEPARATOR = '\n\n'
@@ -13,7 +13,7 @@ _JSON_BLOCK = 4096
 
 
 def json_body(text: str) -> bytes:
-    """``text`` as it appears inside a JSON string written by ``inert.json_text``, UTF-8 encoded. Both escapings
+    """``text`` as it appears inside a JSON string written by ``escaping.json_text``, UTF-8 encoded. Both escapings
     work character by character, so the body of a concatenation is the concatenation of the bodies."""
     return json_text(text)[1:-1].encode('utf-8')
 

@@ -8,16 +8,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..metadata import GridCell, SampleMeta
+from ..params.prompt_safety import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.run_params import NiahParams
 from ..params.run_size import check_corpus_repeats
-from ..params.sendable import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.subsets import ResolvedSubset
 from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
 from ..tasks import ABSENT_REFERENCE, get_task
+from ..tasks.answer_format import guided_question
 from ..tasks.base import PlanContext
-from ..tasks.guide import guided_question
 from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
@@ -52,7 +52,7 @@ __all__ = [
 ]
 
 
-class _ReadsAsMeta:
+class _ForwardsToMeta:
     """A plan or sample reads as its metadata (plan.question, sample.context_length): one set of field names."""
 
     meta: SampleMeta
@@ -64,7 +64,7 @@ class _ReadsAsMeta:
 
 
 @dataclass(frozen=True)
-class SamplePlan(_ReadsAsMeta):
+class SamplePlan(_ForwardsToMeta):
     """Everything about a sample except its haystack: cheap, so a whole grid of plans costs nothing to hold."""
 
     meta: SampleMeta  # needles in insertion order (none for a control cell); question as asked, guide included
@@ -79,7 +79,7 @@ class SamplePlan(_ReadsAsMeta):
 
 
 @dataclass(frozen=True)
-class NeedleSample(_ReadsAsMeta):
+class NeedleSample(_ForwardsToMeta):
     """A built sample: its metadata with what the build measured, and the prompt."""
 
     meta: SampleMeta

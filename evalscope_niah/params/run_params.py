@@ -22,8 +22,8 @@ from .grid import GridParams
 from .kamradt_names import KamradtParams
 from .limits import LimitsParams
 from .placement import PlacementParams
+from .request_routing import SendingParams
 from .run_size import check_sample_count
-from .sending import SendingParams
 from .subset_params import SubsetParams
 from .subsets import ResolvedSubset, check_subset_list
 from .sweep import SweepParams, check_budget_fits

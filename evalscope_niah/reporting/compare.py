@@ -18,12 +18,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..atomic import atomic_write_bytes, atomic_write_text
-from ..inert import terminal_text
+from ..escaping import terminal_text
 from .labels import length_axis_label, length_labels, subset_tokenizer
 from .outputs import OutputFiles, find_results_files, results_file_names
 from .plotting import add_accuracy_colorbar, draw_heatmap, png_bytes
-from .records import SampleResult
-from .results import csv_text, read_results_to_draw
+from .result_files import csv_text, read_results_to_draw
+from .sample_record import SampleResult
 from .stats import (
     CellSummary,
     EffectiveLength,

@@ -2,8 +2,8 @@
 tooltip and, when the samples are given, a click that shows the answers of a cell.  Self-contained, offline, a
 few tens of KB without answers; coloured with the same colormap as the PNG.
 
-Model output is untrusted: every text goes through `inert.html_text`, data in the script through
-`inert.script_json`, and the script only shows and hides elements, never builds HTML from data.
+Model output is untrusted: every text goes through `escaping.html_text`, data in the script through
+`escaping.script_json`, and the script only shows and hides elements, never builds HTML from data.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..atomic import atomic_write_text
-from ..inert import html_text, script_json, shown_text
+from ..escaping import html_text, script_json, shown_text
 from .heatmap_style import EMPTY_COLOR, accuracy_hex, effective_mark, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
 from .page_text import EN, PageText, page_text, reason_text
@@ -24,7 +24,7 @@ from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
     from .length_status import EffectiveBound
-    from .records import SampleResult
+    from .sample_record import SampleResult
 
 __all__ = ['PageParts', 'plot_heatmap_html']
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..atomic import atomic_write_text
-from ..inert import script_json, shown_text
+from ..escaping import script_json, shown_text
 from .heatmap_html import (
     _ANSWERS_CSS,
     _ANSWERS_JS,
@@ -37,7 +37,7 @@ from .page_text import EN, PageText, page_text
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
-    from .records import SampleResult
+    from .sample_record import SampleResult
 
 __all__ = ['LiveCell', 'LivePage', 'RunStatus', 'write_live_heatmap']
 

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from ..inert import terminal_text
+from ..escaping import terminal_text
 from ..making.tokenization import TIKTOKEN_PREFIX
 from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
 from .page_text import EN, PageText

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..vocabulary import LENGTH_STATUSES, LengthStatus
 from .page_text import EN, PageText, reason_text
-from .records import SampleResult
+from .sample_record import SampleResult
 
 __all__ = [
     'LENGTH_STATUSES',

@@ -23,15 +23,15 @@ from typing import Any
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
 from ..errors import NiahConfigError
-from ..inert import inert_logger, json_text
+from ..escaping import inert_logger, json_text
 from ..safe_files import read_bounded, regular_file
 from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens, tokenizer_display_name
 from .length_status import EffectiveBound
 from .outputs import OUTPUT_PREFIXES, OutputFiles
 from .page_text import EN, PageText, page_text, subset_language
-from .records import SampleResult, checked_cell
-from .results import check_drawable
+from .result_files import check_drawable
+from .sample_record import SampleResult, checked_cell
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
 
 __all__ = [

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
-from .records import SampleResult
+from .sample_record import SampleResult
 
 __all__ = ['NO_ANSWER_ALERT', 'no_answer_message']
 

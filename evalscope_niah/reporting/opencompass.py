@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from .labels import format_depth, length_labels
-from .results import CELL_CSV_COLUMNS, csv_text, read_cells_csv
-from .results import spreadsheet_unescape as unescape
+from .result_files import CELL_CSV_COLUMNS, csv_text, read_cells_csv
+from .result_files import spreadsheet_unescape as unescape
 from .stats import CellSummary
 
 __all__ = ['read_summary_csv', 'write_opencompass_summary']

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..atomic import atomic_write_text
 from ..disk_space import disk_full_error
-from ..inert import inert_logger, json_text
+from ..escaping import inert_logger, json_text
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
 from ..vocabulary import SERVED_TOKENIZER_PREFIX
@@ -20,9 +20,9 @@ from .labels import SERVED_COUNT, file_name_part
 from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .page_text import EN, page_text, subset_language
-from .records import SampleResult
-from .results import effective_lengths, write_cells_csv, write_results, write_summary_json
+from .result_files import effective_lengths, write_cells_csv, write_results, write_summary_json
 from .run_metrics import effective_length_message
+from .sample_record import SampleResult
 from .stats import CellSummary, EffectiveLength, samples_by_cell, summarize_cells
 from .sweep_plan import untested_cells
 

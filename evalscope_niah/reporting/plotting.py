@@ -27,7 +27,7 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from ..atomic import atomic_write_bytes
-from ..inert import inert_logger, terminal_text
+from ..escaping import inert_logger, terminal_text
 from . import png_fonts
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, effective_mark, title_parts
@@ -45,7 +45,7 @@ from .page_text import EN, PageText, page_text, subset_language
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
-    from .records import SampleResult
+    from .sample_record import SampleResult
 
 __all__ = [
     'HeatmapError',

@@ -8,7 +8,7 @@ from functools import cache
 
 from matplotlib import font_manager
 
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from .page_text import EN, page_text
 
 __all__ = ['cjk_font', 'png_language']

@@ -14,7 +14,7 @@ from typing import Any
 from ..scoring import RULE_PASS_THRESHOLD
 from .labels import length_unit
 from .length_status import EffectiveBound
-from .records import GUESSED, SampleResult
+from .sample_record import GUESSED, SampleResult
 from .stats import effective_context_length, summarize_subsets
 
 __all__ = [

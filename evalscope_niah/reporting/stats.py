@@ -1,7 +1,7 @@
 """Statistics over NIAH results: cell, control and subset summaries, bootstrap CIs, judge/rule agreement (Cohen's
 kappa) and the effective context length.
 
-Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `results.py` imports this module
+Pure Python + numpy.  Inputs are `records.SampleResult` records; the file layer in `result_files.py` imports this module
 to write summaries, never the other way round.  Pass marks and thresholds are arguments: their defaults belong to the
 parameter model and the scoring rules, which the callers read.
 """
@@ -18,7 +18,7 @@ import numpy as np
 from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode, LengthStatus
 from .bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_LEVEL, bootstrap_ci, resampled_means
 from .length_status import EffectiveBound, mean_range, status_arrays, statuses, unscored_reason
-from .records import GUESSED, SampleResult
+from .sample_record import GUESSED, SampleResult
 
 __all__ = [
     'EFFECTIVE_MODES',

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write_text
-from ..inert import json_text
+from ..escaping import json_text
 
 __all__ = ['PLAN_FORMAT', 'planned_axes', 'subset_plan', 'untested_cells', 'write_sweep_plan']
 

@@ -26,7 +26,7 @@ import httpx
 import numpy as np
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..vocabulary import served_tokenizer_name
 from .redact import Redactor
 from .server_values import plausible_tokens, shown, trusted_window

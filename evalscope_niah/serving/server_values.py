@@ -12,7 +12,7 @@ import threading
 from typing import Any
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 
 logger = inert_logger(__name__)
 

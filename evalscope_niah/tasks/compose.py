@@ -33,8 +33,8 @@ from pydantic.fields import FieldInfo
 from ..errors import NiahConfigError, quoted
 from ..params.needlebench_names import check_needlebench_forms
 from ..params.peer_names import resolve as resolve_peer_names
+from ..params.prompt_safety import check_sendable_values
 from ..params.run_params import ALIASES, NiahParams, TaskParams
-from ..params.sendable import check_sendable_values
 from ..params.subsets import check_subset_list
 from ..params.sweep import BUDGETS, refuse_bool_budget
 from ..vocabulary import BENCHMARK_NAMES

@@ -36,7 +36,7 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint
 
 from ..errors import NiahConfigError
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from .base import Task
 from .registry import (
     deferring_registration,

@@ -24,7 +24,7 @@ from evalscope import run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.interrupt import install_deadline
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.testing.openai_server import (
     FaultPlan,
     OpenAICompatServer,

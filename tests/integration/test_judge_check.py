@@ -20,7 +20,7 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.reporting.outputs import JUDGE_CHECK_FILE, RESULTS_FILE, RULE_FALLBACK_NOTE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, parse_judge_prompt
 from tests.support.tasks import judge_block, task_settings
 

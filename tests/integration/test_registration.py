@@ -25,7 +25,7 @@ from evalscope_niah.integration.evaluator import NiahEvaluator
 from evalscope_niah.integration.registration import OVERRIDDEN_NAME, PUBLIC_NAME, register, resolves_to_ours
 from evalscope_niah.reporting.compare import find_runs
 from evalscope_niah.reporting.outputs import OUTPUT_PREFIXES, OutputFiles
-from evalscope_niah.reporting.results import read_cells_csv, read_results
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from evalscope_niah.reporting.outputs import CELLS_FILE
-from evalscope_niah.reporting.results import read_cells_csv, read_results
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results
 from evalscope_niah.testing.openai_server import (
     OpenAICompatServer,
     Reply,

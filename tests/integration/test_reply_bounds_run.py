@@ -17,8 +17,8 @@ from evalscope import TaskConfig, run_task
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.serving.reply_bounds import MAX_KEPT_REPLY_CHARS
 from evalscope_niah.testing.openai_server import (
     FaultPlan,

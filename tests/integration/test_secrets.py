@@ -14,7 +14,7 @@ pytest.importorskip('evalscope')
 from evalscope import TaskConfig, run_task
 
 from evalscope_niah.reporting.outputs import JUDGE_CHECK_FILE, RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.serving.redact import REDACTED
 from evalscope_niah.testing.openai_server import FaultPlan, OpenAICompatServer, make_judge_responder, needle_finder
 from tests.support.tasks import UNCHECKED_JUDGE, judge_block, task_settings

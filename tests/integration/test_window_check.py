@@ -17,7 +17,7 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.tokenization import shipped_qwen3_dir
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings
 from tests.support.tokenizers import byte_level_qwen3_dir

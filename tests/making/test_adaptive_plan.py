@@ -18,7 +18,7 @@ from evalscope_niah.making.adaptive_plan import (
     next_round,
     sweep_order,
 )
-from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.reporting.stats import effective_context_length
 
 LENGTHS = [1000 * (i + 1) for i in range(10)]

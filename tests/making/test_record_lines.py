@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from evalscope_niah.inert import json_text
+from evalscope_niah.escaping import json_text
 from evalscope_niah.making.record_lines import iter_record_lines
 from evalscope_niah.making.samples import iter_samples
 from evalscope_niah.tasks.compose import parse_params
@@ -14,9 +14,9 @@ from evalscope_niah.tasks.compose import parse_params
 def test_record_lines_are_the_records_json_byte_for_byte(fixture_corpus_dir: Path, tmp_path: Path) -> None:
     """`preview` writes record_line: the context's JSON joined from corpus blocks escaped once must be exactly
     json_text of the record, across block edges, seams between corpus copies, controls and padding-only cells, and
-    characters that JSON or inert escaping rewrites."""
+    characters that JSON or our escaping rewrites."""
     english = (fixture_corpus_dir / 'PaulGraham_Essays.txt').read_text(encoding='utf-8')
-    # Quote, backslash, tab, DEL, C1, bidi and line separator: each escaped by json.dumps or by inert.
+    # Quote, backslash, tab, DEL, C1, bidi and line separator: each escaped by json.dumps or by the escaping module.
     hostile = english.replace('. ', '. "Q\\t\t\x7f\x85\u202e\u2028" ', 40)
     corpus_dir = tmp_path / 'corpus'
     corpus_dir.mkdir()

@@ -20,8 +20,8 @@ from evalscope_niah.making.prompts import DEFAULT_SYSTEM_PROMPT, PromptSpec
 from evalscope_niah.making.samples import ABSENT_REFERENCE, GridCell, NeedleSample, grid, iter_samples
 from evalscope_niah.making.tokenization import load_tokenizer
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
+from evalscope_niah.tasks.answer_format import answer_format_guide
 from evalscope_niah.tasks.compose import parameter_value, parse_params
-from evalscope_niah.tasks.guide import answer_format_guide
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
 from tests.support.samples import context_of

@@ -13,8 +13,8 @@ from evalscope_niah.params.grid import GridParams
 from evalscope_niah.params.kamradt_names import KamradtParams
 from evalscope_niah.params.limits import LimitsParams
 from evalscope_niah.params.placement import PlacementParams
+from evalscope_niah.params.request_routing import SendingParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
-from evalscope_niah.params.sending import SendingParams
 from evalscope_niah.params.subset_params import SubsetParams
 from evalscope_niah.params.sweep import SweepParams
 

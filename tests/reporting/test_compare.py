@@ -23,8 +23,8 @@ from evalscope_niah.reporting.compare import (
     write_comparison_csv,
 )
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import write_results
+from evalscope_niah.reporting.result_files import write_results
+from evalscope_niah.reporting.sample_record import SampleResult
 from tests.support.results import EFFECTIVE_THRESHOLD
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from evalscope_niah.reporting.live import LiveRun, PlannedSample
 from evalscope_niah.reporting.outputs import OutputFiles
-from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.sample_record import SampleResult
 from tests.support.results import EFFECTIVE_THRESHOLD
 
 CHROMIUM = shutil.which('chromium')
@@ -172,7 +172,7 @@ CONTROLS = 'needle \u202eevil\u202c \x1b[2J bell\x07 end'
 def test_both_pages_show_control_and_bidi_characters_escaped_alike(browser: object, tmp_path: Path) -> None:
     # The live page's script draws answers and the progress line (with the tokenizer's name) from decoded JSON; it
     # drew U+202E, ESC and BEL raw while the final page showed them escaped. Both now show the same text.
-    from evalscope_niah.inert import shown_text
+    from evalscope_niah.escaping import shown_text
     from evalscope_niah.reporting.heatmap_html import plot_heatmap_html
     from evalscope_niah.reporting.stats import samples_by_cell, summarize_cells
 

@@ -13,7 +13,7 @@ import pytest
 
 from evalscope_niah.cli import main
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import (
+from evalscope_niah.reporting.result_files import (
     MAX_DRAWN_LENGTHS,
     MAX_RESULT_LINE_BYTES,
     read_results,

@@ -11,14 +11,14 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.cli import main
-from evalscope_niah.inert import script_json
+from evalscope_niah.escaping import script_json
 from evalscope_niah.reporting import live
 from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
 from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
 from evalscope_niah.reporting.outputs import OutputFiles
 from evalscope_niah.reporting.page_text import ZH
-from evalscope_niah.reporting.records import SampleResult
-from evalscope_niah.reporting.results import write_results
+from evalscope_niah.reporting.result_files import write_results
+from evalscope_niah.reporting.sample_record import SampleResult
 
 FILES = OutputFiles()
 PLAN = tuple(PlannedSample('english', length, depth, length) for length in (1000, 2000) for depth in (0.0, 100.0))

@@ -10,7 +10,7 @@ import pytest
 
 from evalscope_niah.reporting.opencompass import read_summary_csv, write_opencompass_summary
 from evalscope_niah.reporting.outputs import CELLS_FILE, opencompass_summary_file, write_opencompass_summaries
-from evalscope_niah.reporting.results import write_cells_csv
+from evalscope_niah.reporting.result_files import write_cells_csv
 from evalscope_niah.reporting.stats import (
     CellSummary,
     summarize_cells,

@@ -52,7 +52,7 @@ def test_the_run_summary_is_computed_once_and_passed_on(tmp_path: Path, monkeypa
     """The cells and the effective length (a bootstrap per subset) are computed once for every file and heatmap."""
     import json
 
-    from evalscope_niah.reporting import outputs, results, stats
+    from evalscope_niah.reporting import outputs, result_files, stats
     from tests.support.results import curve
 
     calls = {'cells': 0, 'effective': 0}
@@ -64,7 +64,7 @@ def test_the_run_summary_is_computed_once_and_passed_on(tmp_path: Path, monkeypa
 
         return wrapper
 
-    monkeypatch.setattr(results, 'effective_context_length', counted('effective', stats.effective_context_length))
+    monkeypatch.setattr(result_files, 'effective_context_length', counted('effective', stats.effective_context_length))
     monkeypatch.setattr(outputs, 'summarize_cells', counted('cells', stats.summarize_cells))
     outputs.write_run_outputs(tmp_path, curve(1.0, 0.9, 0.2), threshold=0.8, mode='absolute')
     assert calls == {'cells': 1, 'effective': 1}

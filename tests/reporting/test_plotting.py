@@ -34,7 +34,7 @@ from evalscope_niah.reporting.plotting import (
     plot_heatmap_html,
     plot_heatmap_png,
 )
-from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.reporting.stats import CellSummary, samples_by_cell, summarize_cells
 
 PNG_MAGIC = b'\x89PNG\r\n\x1a\n'

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from evalscope_niah.reporting.length_status import EffectiveBound
-from evalscope_niah.reporting.records import SampleResult
 from evalscope_niah.reporting.run_metrics import effective_length_message, subset_metrics
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.reporting.stats import effective_context_length
 
 

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from evalscope_niah.reporting.outputs import OutputFiles, write_run_outputs
-from evalscope_niah.reporting.records import SampleResult
+from evalscope_niah.reporting.sample_record import SampleResult
 from evalscope_niah.reporting.sweep_plan import planned_axes, subset_plan, untested_cells, write_sweep_plan
 
 PLANNED = [(length, depth) for length in (1000, 2000, 3000) for depth in (0.0, 100.0) for _ in range(2)]

@@ -16,7 +16,7 @@ pytest.importorskip('evalscope')
 from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.serving.local_model import LocalModelError, LocalModelServer, find_smollm2_gguf
 from evalscope_niah.serving.local_router import LocalRouter, LocalRouterError, prometheus_counters, router_binary
 from evalscope_niah.serving.prometheus import LLAMA_CACHED, LLAMA_COMPUTED

@@ -13,7 +13,7 @@ import pytest
 from evalscope_niah.integration.run import run_task_settings
 from evalscope_niah.params.subsets import EN_NEEDLE
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.serving.prefix_gate import PlannedPrompt, PrefixGate
 from evalscope_niah.testing.openai_server import OpenAICompatServer, needle_finder
 from tests.support.tasks import task_settings

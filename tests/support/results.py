@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evalscope_niah.params.run_params import NiahParams
-from evalscope_niah.reporting.records import GUESSED, SampleResult
+from evalscope_niah.reporting.sample_record import GUESSED, SampleResult
 from evalscope_niah.reporting.stats import CellSummary
 from evalscope_niah.scoring import RULE_PASS_THRESHOLD
 

@@ -75,7 +75,7 @@ def test_declared_values_reach_results_cells_and_report(task: str, fixture_corpu
     from evalscope import TaskConfig, run_task
 
     from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE
-    from evalscope_niah.reporting.results import read_cells_csv, read_results
+    from evalscope_niah.reporting.result_files import read_cells_csv, read_results
     from evalscope_niah.testing.openai_server import OpenAICompatServer
     from tests.support.tasks import task_settings
 

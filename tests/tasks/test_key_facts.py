@@ -140,7 +140,7 @@ def test_a_right_short_answer_to_a_needle_you_wrote_scores_right_in_a_run(fixtur
     from evalscope import run_task
 
     from evalscope_niah.reporting.outputs import RESULTS_FILE
-    from evalscope_niah.reporting.results import read_results
+    from evalscope_niah.reporting.result_files import read_results
     from evalscope_niah.testing.openai_server import OpenAICompatServer
     from tests.support.reports import overall_scores
     from tests.support.tasks import task_config

@@ -11,7 +11,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.making.haystack import find_needle_in_corpus
-from evalscope_niah.tasks.guide import answer_format_guide
+from evalscope_niah.tasks.answer_format import answer_format_guide
 from evalscope_niah.tasks.multi_retrieval.facts import MULTI_KEYS, multi_retrieval_set
 from evalscope_niah.tasks.reasoning.chains import pick_chain, reasoning_chains
 from evalscope_niah.tasks.single.bank import BUILTIN_BANK_FILE, BankNeedle, draw_needles, load_needle_bank

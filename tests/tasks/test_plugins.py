@@ -420,7 +420,7 @@ importlib.metadata.entry_points = counted
 
 from evalscope import TaskConfig, run_task
 from evalscope_niah.reporting.outputs import RESULTS_FILE
-from evalscope_niah.reporting.results import read_results
+from evalscope_niah.reporting.result_files import read_results
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.tasks import task_settings
 

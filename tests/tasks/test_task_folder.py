@@ -20,7 +20,7 @@ from evalscope_niah.cli import main
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE
-from evalscope_niah.reporting.results import read_cells_csv, read_results
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results
 from evalscope_niah.tasks import register_task, score_answer, unregister_task
 from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.testing.openai_server import OpenAICompatServer, make_judge_responder, parse_judge_prompt

@@ -21,7 +21,7 @@ from evalscope import TaskConfig, run_task
 from evalscope_niah.integration.adapter import PENDING_PROMPT
 from evalscope_niah.making.tokenization import load_tokenizer
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE
-from evalscope_niah.reporting.results import read_cells_csv, read_results
+from evalscope_niah.reporting.result_files import read_cells_csv, read_results
 
 MODEL = 'mock-model'
 LENGTHS = [700, 1400]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...inert import inert_logger
+from ...escaping import inert_logger
 from ..kit import (
     RULE_PASS_THRESHOLD,
     GridCell,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 
 from ...scoring import keyword_score
-from ..guide import answer_format_guide
+from ..answer_format import answer_format_guide
 from ..kit import GridCell, NeedleChoice, PlanContext, RuleScore, RuleTarget, Task
 from .chains import Chain, pick_chain, reasoning_chains
 from .params import ReasoningParams

@@ -9,7 +9,7 @@ from ...params.needlebench_names import draw_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
 from ...safe_files import contained_file
-from ..guide import answer_format_guide
+from ..answer_format import answer_format_guide
 from ..kit import (
     GridCell,
     NeedleChoice,

@@ -1,4 +1,4 @@
-"""The rules of `evalscope_niah.inert`, character by character: what each edge escapes, that escaped JSON still means
+"""The rules of `evalscope_niah.escaping`, character by character: what each edge escapes, that escaped JSON still means
 the same text, that showing is idempotent, and that the console is given back as it was."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from evalscope_niah.inert import (
+from evalscope_niah.escaping import (
     FORMULA_STARTS,
     csv_cell,
     csv_cell_read,
@@ -85,7 +85,7 @@ def test_inert_console_shows_what_is_printed_and_gives_the_streams_back() -> Non
 
 
 # ---- the same output as the dict-lookup implementation it replaced, byte for byte ------------------------------------
-# The reference: each edge's table applied with str.translate, as inert.py did before its escaping found the characters
+# The reference: each edge's table applied with str.translate, as the module did before it found the characters
 # with a compiled search (issue 44). Kept here only, to prove the faster rule writes exactly what the old one wrote.
 
 

@@ -12,7 +12,7 @@ from evalscope.api.metric import SampleScore
 from evalscope.constants import ScoreStatus
 
 from ..metadata import SampleMeta
-from ..reporting.records import SampleResult
+from ..reporting.sample_record import SampleResult
 from ..serving.server_values import plausible_tokens
 from ..tasks import task_for
 

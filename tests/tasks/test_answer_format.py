@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evalscope_niah.tasks.guide import BLANK, answer_format_guide, guided_question
+from evalscope_niah.tasks.answer_format import BLANK, answer_format_guide, guided_question
 
 
 def test_plain_question_gets_the_format_appended() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip('evalscope')
 
-from evalscope_niah.integration.sample_results import LOST_SAMPLE_ERROR, SampleLedger, error_result
+from evalscope_niah.integration.score_rows import LOST_SAMPLE_ERROR, SampleLedger, error_result
 from evalscope_niah.metadata import SampleMeta
 
 

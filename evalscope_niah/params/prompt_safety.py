@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..errors import NiahConfigError, quoted
-from ..inert import inert_logger
+from ..escaping import inert_logger
 
 __all__ = [
     'check_no_delimiters',

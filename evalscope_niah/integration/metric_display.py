@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..inert import inert_logger
+from ..escaping import inert_logger
 from ..reporting.run_metrics import OVERALL_AGGREGATION
 from ..tasks import reported_value_declarations
 from ..tasks.base import ReportedValue

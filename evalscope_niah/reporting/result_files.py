@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..atomic import atomic_write_text
-from ..inert import csv_cell, csv_cell_read, json_text
+from ..escaping import csv_cell, csv_cell_read, json_text
 from ..vocabulary import LENGTH_STATUSES
-from .records import SampleResult
+from .sample_record import SampleResult
 from .stats import (
     CellSummary,
     ControlSummary,
@@ -98,7 +98,7 @@ spreadsheet_unescape = csv_cell_read
 
 
 def csv_text(rows: Iterable[Sequence[int | float | str | None]]) -> str:
-    """CSV text ('\\n' line ends) safe to open in a spreadsheet and to print: each field is `inert.csv_cell` (None
+    """CSV text ('\\n' line ends) safe to open in a spreadsheet and to print: each field is `escaping.csv_cell` (None
     empty; text starting with = + - @ tab, CR or ' gets a leading quote, so it is shown as text, never run as a
     formula; controls shown as escapes).  The one CSV encoder of the package.
     """

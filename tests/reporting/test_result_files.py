@@ -1,4 +1,4 @@
-"""Behavioural tests for evalscope_niah.reporting.results: SampleResult, JSONL, cells CSV, summary JSON, CSV safety."""
+"""Behavioural tests for evalscope_niah.reporting.result_files: results JSONL, cells CSV, summary JSON, CSV safety."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_FILE
-from evalscope_niah.reporting.records import MAX_TEXT_CHARS, SampleResult, bounded_text
-from evalscope_niah.reporting.results import (
+from evalscope_niah.reporting.result_files import (
     CELL_CSV_COLUMNS,
     csv_text,
     read_cells_csv,
@@ -23,6 +22,7 @@ from evalscope_niah.reporting.results import (
     write_results,
     write_summary_json,
 )
+from evalscope_niah.reporting.sample_record import MAX_TEXT_CHARS, SampleResult, bounded_text
 from evalscope_niah.reporting.stats import (
     effective_context_length,
     summarize_cells,

@@ -8,7 +8,7 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.prompts import DEFAULT_USER_TEMPLATE, PromptSpec
-from evalscope_niah.params.sendable import (
+from evalscope_niah.params.prompt_safety import (
     check_no_delimiters,
     check_sendable,
     check_sendable_values,

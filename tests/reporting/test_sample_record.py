@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from evalscope_niah.reporting.records import GUESSED, SampleResult
+from evalscope_niah.reporting.sample_record import GUESSED, SampleResult
 from tests.support.results import control, errored, sample
 
 # --------------------------------------------------------------------------------------------------------------------
