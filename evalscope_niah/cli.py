@@ -149,10 +149,7 @@ def _plot(args: argparse.Namespace) -> int:
         options = {'prefix': files.heatmap_prefix}
         if args.served_tokens:
             results, effective = in_served_tokens(results, effective)
-            options = {
-                'prefix': f'{files.heatmap_prefix}_served',
-                'title': 'Needle in a haystack (tokens the model read)',
-            }
+            options = {'prefix': f'{files.heatmap_prefix}_served', 'served_tokens': True}
         for path in draw_heatmaps(
             results_file.parent, results, effective_lengths=effective, show_score=args.show_score, **options
         ):

@@ -391,7 +391,9 @@ def test_plot_can_label_lengths_in_the_tokens_the_model_read(tmp_path: Path) -> 
     assert bound == {'chinese': EffectiveBound(2180, 4350, '2 server errors')}
     assert main(['plot', str(tmp_path), '--served-tokens']) == 0
     html = (report_dir / 'needle_haystack_heatmap_served_chinese.html').read_text(encoding='utf-8')
-    assert 'tokens the model read' in html and '2,180' in html and '4,350' in html
+    # The chinese subset's page says so in Chinese (the English subset's: 'tokens the model read').
+    assert '大海捞针（按模型读入的 token 计）' in html and '2,180' in html and '4,350' in html
+    assert '上下文长度（模型读入的 token）' in html
     assert (report_dir / 'needle_haystack_heatmap_served_chinese.png').is_file()
 
 
@@ -407,3 +409,4 @@ def test_plot_names_the_tokenizer_that_counted_and_served_tokens_say_so(tmp_path
     assert main(['plot', str(tmp_path / 'run'), '--served-tokens']) == 0
     page = (report_dir / 'needle_haystack_heatmap_served_english.html').read_text(encoding='utf-8')
     assert 'Context length (served tokens)' in page  # the server's own count, not Qwen3's any more
+    assert 'Needle in a haystack (tokens the model read)' in page

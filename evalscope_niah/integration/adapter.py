@@ -480,7 +480,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             plot=plot,
             model=self._model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
-            sweep_plan=self.sweep_plan,
+            **self.page_options(),
         )
 
 

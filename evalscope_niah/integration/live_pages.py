@@ -24,6 +24,7 @@ class LivePages:
     name: str
     params: Any  # the run's NiahParams (the adapter's)
     _plan: RunPlan  # the adapter's, set by load: the subsets' samplers
+    sweep_plan: dict[str, Any] | None  # an adaptive sweep's plan (the adapter's)
     _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
 
     def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
@@ -37,8 +38,17 @@ class LivePages:
             )
             for m in metas
         ]
-        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name))
+        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name), languages=self.subset_languages())
         self.sample_finished(*finished)
+
+    def subset_languages(self) -> dict[str, str]:
+        """Each loaded subset's language ('en', 'zh'): the language of its heatmaps' words."""
+        return {name: sampler.subset.language for name, sampler in self._plan.samplers.items()}
+
+    def page_options(self) -> dict[str, Any]:
+        """What the final pages need of the run beyond its results (`write_run_outputs`): an adaptive sweep's plan
+        (its untested cells drawn as such) and each subset's language."""
+        return {'sweep_plan': self.sweep_plan, 'languages': self.subset_languages()}
 
     def sample_finished(self, *sample_scores: SampleScore | None) -> None:
         """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""

@@ -42,8 +42,8 @@ class SweepParams(BaseModel):
         description="Adaptive sweep: most prompt tokens it may send, counted as the samples' context lengths; at "
         "least one prompt of the shortest length (None: up to the whole grid's).",
         json_schema_extra={
-            'description_zh': '自适应扫描：最多发送的提示词元数，按各样本的上下文长度计，至少为最短长度的一个提示'
-            '（None：至多整个网格的词元数）。'
+            'description_zh': '自适应扫描：最多发送的提示 token 数，按各样本的上下文长度计，至少为最短长度的一个提示'
+            '（None：至多整个网格的 token 数）。'
         },
     )
     sweep_confidence: float = Field(

@@ -19,6 +19,7 @@ from ..atomic import atomic_write_text
 from ..escaping import html_text, script_json, shown_text
 from .heatmap_style import EMPTY_COLOR, accuracy_hex, effective_mark, title_parts
 from .labels import EMPTY_CELL, cell_grid, format_depth, length_axis_label, length_labels, length_unit, subset_tokenizer
+from .page_text import EN, PageText, page_text, reason_text
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -27,18 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ['PageParts', 'plot_heatmap_html']
 
-# One line per `_hover_fields` entry; '{}' is replaced by the field.  The tooltip script fills them in on hover.
-_HOVER_LINES = (
-    'context length: {} tokens',  # a page names its tokenizer here: 'context length: 1,000 Qwen3 tokens'
-    'depth: {}%',
-    'mean accuracy: {}',
-    'n: {}',
-    'rule recall mean: {}',
-    'judge failures: {}',
-    'errors: {}',
-    '95% CI: {}',
-    'no final answer (not scored): {}',
-)
 # Separates the hover fields inside a cell's data-h attribute; no formatted field contains it.
 _FIELD_SEP = '|'
 # Colour stops of the legend bar: the gradient between them is linear, like the colormap itself.
@@ -118,35 +107,32 @@ if(p){p.hidden=false;shown=p;p.scrollIntoView({block:'nearest'});}
 });
 })();
 """
-# What a sample's line in the answers panel says of a reply with no final answer (SampleResult.no_answer).
-_NO_ANSWER_STATUS = {
-    'reasoning_only': 'only reasoning (see reasoning below)',
-    'tool_call_only': 'only a tool call',
-}
 # A cell's panel lists at most this many samples; the results JSONL has them all.
 _MAX_SAMPLES_PER_CELL = 20
 
 
-def _fmt(value: float | None) -> str:
-    return 'n/a' if value is None else f'{value:.2f}'
+def _fmt(value: float | None, text: PageText = EN) -> str:
+    return text.not_available if value is None else f'{value:.2f}'
 
 
-def _hover_lines(unit: str) -> list[str]:
-    """`_HOVER_LINES` with the length in ``unit`` ('Qwen3 tokens')."""
-    return [_HOVER_LINES[0].replace('tokens', unit), *_HOVER_LINES[1:]]
+def _hover_lines(unit: str, text: PageText = EN) -> list[str]:
+    """The tooltip's lines (`PageText.hover_lines`, one per `_hover_fields` entry; '{}' is replaced by the field)
+    with the length in ``unit``: 'context length: 1,000 Qwen3 tokens'."""
+    return [f'{text.hover_lines[0]} {unit}', *text.hover_lines[1:]]
 
 
-def _hover_fields(length: int, depth: float, cell: CellSummary | None) -> list[str]:
+def _hover_fields(length: int, depth: float, cell: CellSummary | None, text: PageText = EN) -> list[str]:
+    na = text.not_available
     if cell is None:
-        return [f'{length:,}', format_depth(depth), 'no data', '0', 'n/a', '0', '0', 'n/a', '0']
-    ci = 'n/a' if cell.ci_low is None or cell.ci_high is None else f'[{cell.ci_low:.2f}, {cell.ci_high:.2f}]'
+        return [f'{length:,}', format_depth(depth), text.no_data, '0', na, '0', '0', na, '0']
+    ci = na if cell.ci_low is None or cell.ci_high is None else f'[{cell.ci_low:.2f}, {cell.ci_high:.2f}]'
     return [
         f'{length:,}',
         format_depth(depth),
         # A cell with samples and no score is unknown (why: '3 server errors'), never a 0 (length_status.py).
-        f'unknown ({cell.unknown})' if cell.unknown else _fmt(cell.accuracy),
+        text.unknown_cell.format(reason=reason_text(cell.unknown, text)) if cell.unknown else _fmt(cell.accuracy, text),
         str(cell.n),
-        _fmt(cell.rule_recall),
+        _fmt(cell.rule_recall, text),
         str(cell.judge_failures),
         str(cell.errors),
         ci,
@@ -171,9 +157,15 @@ def _score(cell: CellSummary | None) -> float | None:
 
 
 def _cell_td(
-    length: int, depth: float, cell: CellSummary | None, *, effective: bool = False, answers_id: int | None = None
+    length: int,
+    depth: float,
+    cell: CellSummary | None,
+    *,
+    effective: bool = False,
+    answers_id: int | None = None,
+    text: PageText = EN,
 ) -> str:
-    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell)))
+    fields = _esc(_FIELD_SEP.join(_hover_fields(length, depth, cell, text)))
     score = _score(cell)
     # 'ec': the effective length's column, drawn with a dashed right border like the PNG's line.
     classes = ' '.join(name for name, on in (('e', score is None), ('ec', effective)) if on)
@@ -185,12 +177,12 @@ def _cell_td(
     return f'<td{class_attr} style="background:{_color(score)}" data-h="{fields}"{answers_attr}>{score:.2f}</td>'
 
 
-def _legend_td(n_rows: int) -> str:
+def _legend_td(n_rows: int, text: PageText) -> str:
     stops = ','.join(_color(i / (_LEGEND_STOPS - 1)) for i in reversed(range(_LEGEND_STOPS)))
     ticks = ''.join(f'<span class="tk" style="top:{100 * (1 - v):g}%">{v:g}</span>' for v in _LEGEND_TICKS)
     return (
         f'<td class="leg" rowspan="{n_rows}"><div class="bar" style="background:linear-gradient({stops})"></div>'
-        f'{ticks}<span class="ll axis">accuracy</span></td>'
+        f'{ticks}<span class="ll axis">{_esc(text.accuracy)}</span></td>'
     )
 
 
@@ -199,45 +191,51 @@ def _legend_td(n_rows: int) -> str:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def _sample_status(sample: SampleResult) -> str:
+def _sample_status(sample: SampleResult, text: PageText) -> str:
     if sample.error is not None:
-        return f'error: {sample.error}'
+        return text.status_error.format(error=sample.error)
     if sample.budget_excluded:
-        return 'budget exhausted (not scored)'
+        return text.status_budget
     if sample.no_answer_excluded:
-        return f'no final answer: {_NO_ANSWER_STATUS[sample.no_answer]} (not scored)'
-    return 'scored' if sample.accuracy is not None else 'not scored'
+        return text.status_no_answer.format(why=text.no_answer_why[sample.no_answer])
+    return text.status_scored if sample.accuracy is not None else text.status_not_scored
 
 
-def _sample_meta(sample: SampleResult) -> str:
+def _sample_meta(sample: SampleResult, text: PageText = EN) -> str:
+    rating = text.not_available if sample.judge_rating is None else f'{sample.judge_rating:g}'
     parts = [
-        f'score {_fmt(sample.accuracy)}',
-        f'judge rating {sample.judge_rating:g}' if sample.judge_rating is not None else 'judge rating n/a',
-        f'judge {sample.judge_status}',
-        f'rule recall {_fmt(sample.rule_recall)}',
-        *([f'scoring: {sample.scoring}'] if sample.scoring else []),
-        _sample_status(sample),
+        text.meta_score.format(_fmt(sample.accuracy, text)),
+        text.meta_judge_rating.format(rating),
+        text.meta_judge.format(sample.judge_status),
+        text.meta_rule_recall.format(_fmt(sample.rule_recall, text)),
+        *([text.meta_scoring.format(sample.scoring)] if sample.scoring else []),
+        _sample_status(sample, text),
     ]
     return ' · '.join(parts)
 
 
-def _sample_html(sample: SampleResult) -> str:
-    answer = '(no answer recorded)' if sample.answer is None else sample.answer
+def answer_heading(length_label: str, unit: str, depth: float, samples: int, text: PageText) -> str:
+    """The heading of a cell's answers panel: '4k Qwen3 tokens · depth 50% · 3 sample(s)'."""
+    return text.answers_heading.format(length=length_label, unit=unit, depth=format_depth(depth), n=samples)
+
+
+def _sample_html(sample: SampleResult, text: PageText) -> str:
+    answer = text.no_answer_recorded if sample.answer is None else sample.answer
     # html_text (not _esc): inside <pre> newlines stay newlines.
-    text = f'<div class="smp"><p class="meta">{_esc(_sample_meta(sample))}</p><pre>{html_text(answer)}</pre>'
+    html = f'<div class="smp"><p class="meta">{_esc(_sample_meta(sample, text))}</p><pre>{html_text(answer)}</pre>'
     if sample.reasoning:
-        text += f'<details><summary>reasoning</summary><pre>{html_text(sample.reasoning)}</pre></details>'
-    return text + '</div>'
+        html += f'<details><summary>{_esc(text.reasoning)}</summary><pre>{html_text(sample.reasoning)}</pre></details>'
+    return html + '</div>'
 
 
 def _answers_section(
-    panel_id: int, length_label: str, depth: float, samples: Sequence[SampleResult], *, unit: str
+    panel_id: int, length_label: str, depth: float, samples: Sequence[SampleResult], *, unit: str, text: PageText
 ) -> str:
     shown = samples[:_MAX_SAMPLES_PER_CELL]
     more = len(samples) - len(shown)
-    heading = f'{length_label} {unit} · depth {format_depth(depth)}% · {len(samples)} sample(s)'
-    tail = f'<p class="meta">{more} more in the results file</p>' if more else ''
-    body = ''.join(_sample_html(sample) for sample in shown)
+    heading = answer_heading(length_label, unit, depth, len(samples), text)
+    tail = f'<p class="meta">{_esc(text.more_in_results.format(n=more))}</p>' if more else ''
+    body = ''.join(_sample_html(sample, text) for sample in shown)
     return f'<section class="ans" id="ans-{panel_id}" hidden><h2>{_esc(heading)}</h2>{body}{tail}</section>'
 
 
@@ -248,6 +246,7 @@ def _answer_panels(
     answers: Mapping[CellKey, Sequence[SampleResult]],
     *,
     unit: str,
+    text: PageText,
 ) -> tuple[dict[tuple[float, int], int], list[str]]:
     """Panel number per (depth, length) that has samples, and the panels' HTML, in grid order."""
     labels = dict(zip(lengths, length_labels(lengths), strict=True))
@@ -258,7 +257,7 @@ def _answer_panels(
             samples = answers.get((subset, length, depth))
             if samples:
                 ids[(depth, length)] = len(panels)
-                panels.append(_answers_section(len(panels), labels[length], depth, samples, unit=unit))
+                panels.append(_answers_section(len(panels), labels[length], depth, samples, unit=unit, text=text))
     return ids, panels
 
 
@@ -293,6 +292,7 @@ def _table_rows(
     column: int | None,
     panel_ids: Mapping[tuple[float, int], int],
     live: PageParts | None,
+    text: PageText,
 ) -> list[str]:
     """One <tr> per depth: the y-axis label (first row only), the depth, a <td> per length, the legend (first row
     only).  A live page brings its own <td>s."""
@@ -300,7 +300,7 @@ def _table_rows(
     for row, depth in enumerate(depths):
         parts = ['<tr>']
         if row == 0:
-            parts.append(f'<th rowspan="{len(depths)}"><div class="yl axis">Needle depth (%)</div></th>')
+            parts.append(f'<th rowspan="{len(depths)}"><div class="yl axis">{_esc(text.depth_axis)}</div></th>')
         parts.append(f'<th>{_esc(format_depth(depth))}</th>')
         parts.extend(
             _cell_td(
@@ -309,22 +309,23 @@ def _table_rows(
                 grid.get((depth, length)),
                 effective=col == column,
                 answers_id=panel_ids.get((depth, length)),
+                text=text,
             )
             if live is None
             else live.tds[(depth, length)]
             for col, length in enumerate(lengths)
         )
         if row == 0:
-            parts.append(_legend_td(len(depths)))
+            parts.append(_legend_td(len(depths), text))
         parts.append('</tr>')
         rows.append(''.join(parts))
     return rows
 
 
-def _column_labels(labels: Sequence[str], column: int | None) -> str:
+def _column_labels(labels: Sequence[str], column: int | None, text: PageText) -> str:
     """The x-axis' <th>s; the effective length's says so."""
     return ''.join(
-        f'<th class="eff">{_esc(label)}<span class="effl">effective</span></th>'
+        f'<th class="eff">{_esc(label)}<span class="effl">{_esc(text.effective_column)}</span></th>'
         if col == column
         else f'<th>{_esc(label)}</th>'
         for col, label in enumerate(labels)
@@ -332,26 +333,28 @@ def _column_labels(labels: Sequence[str], column: int | None) -> str:
 
 
 def _empty_cell_note(
-    lengths: Sequence[int], depths: Sequence[float], grid: Mapping[tuple[float, int], CellSummary]
+    lengths: Sequence[int], depths: Sequence[float], grid: Mapping[tuple[float, int], CellSummary], text: PageText
 ) -> str:
     """The line that explains the empty cell's colour, only when the table has one."""
     if all(_score(grid.get((d, t))) is not None for d in depths for t in lengths):
         return ''
     swatch = f'<span class="sw" style="background:{EMPTY_COLOR}"></span>'
-    return f'<p class="note">{swatch} {EMPTY_CELL} = no scored sample</p>\n'
+    return f'<p class="note">{swatch} {EMPTY_CELL} = {_esc(text.no_scored_sample)}</p>\n'
 
 
-def _css_script_note(note: str, panels: Sequence[str], *, unit: str, live: PageParts | None) -> tuple[str, str, str]:
+def _css_script_note(
+    note: str, panels: Sequence[str], *, unit: str, live: PageParts | None, text: PageText
+) -> tuple[str, str, str]:
     """The page's CSS, script and notes under the table.  Answers add their CSS, a hint, the panels and their
     script; without them the page is as it always was.  A live page's cells and answers come from the data it
     re-reads (heatmap_live.py), so it brings its own."""
     # The tooltip's script draws these labels as text: the unit (a tokenizer's name) is shown as the page shows it.
-    labels = [shown_text(line) for line in _hover_lines(unit)]
+    labels = [shown_text(line) for line in _hover_lines(unit, text)]
     css, script = _HTML_CSS, _HTML_JS % (script_json(labels), _FIELD_SEP)
     if live is not None:
         return css + live.css, script + live.script, live.note
     if panels:
-        hint = '<p class="note">Click a cell to show its answers below.</p>\n'
+        hint = f'<p class="note">{_esc(text.click_hint)}</p>\n'
         return css + _ANSWERS_CSS, script + _ANSWERS_JS, note + hint + '\n'.join(panels) + '\n'
     return css, script, note
 
@@ -376,30 +379,34 @@ def _heatmap_html(
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     live: PageParts | None = None,
+    text: PageText = EN,
 ) -> str:
     """The whole HTML document for one subset: a coloured table with a hover tooltip, no external resources.
     One template filled top to bottom: each piece is built above and only put together here."""
     lengths, depths, grid = cell_grid(cells, subset=subset) if live is None else (live.lengths, live.depths, live.grid)
-    column, effective_text = effective_mark(lengths, effective_length, subset=subset)
+    column, effective_text = effective_mark(lengths, effective_length, subset=subset, text=text)
     labels = length_labels(lengths)
     tokenizer = subset_tokenizer(cells, subset=subset) or (live.tokenizer if live is not None else None)
-    unit = length_unit(tokenizer)
-    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
+    unit = length_unit(tokenizer, text=text)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer, text=text)
     if effective_text is not None:
-        subheading = f'{subheading} · effective context length: {effective_text}'
-    panel_ids, panels = _answer_panels(subset, lengths, depths, answers or {}, unit=unit) if live is None else ({}, [])
-    rows = _table_rows(lengths, depths, grid, column=column, panel_ids=panel_ids, live=live)
-    css, script, note = _css_script_note(_empty_cell_note(lengths, depths, grid), panels, unit=unit, live=live)
+        subheading = f'{subheading} · {text.effective_html.format(label=effective_text)}'
+    panel_ids, panels = (
+        _answer_panels(subset, lengths, depths, answers or {}, unit=unit, text=text) if live is None else ({}, [])
+    )
+    rows = _table_rows(lengths, depths, grid, column=column, panel_ids=panel_ids, live=live, text=text)
+    empty_note = _empty_cell_note(lengths, depths, grid, text)
+    css, script, note = _css_script_note(empty_note, panels, unit=unit, live=live, text=text)
     doc_title = _esc(f'{heading} · {subheading}'.replace('\n', ' '))
     return (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<!DOCTYPE html>\n<html lang="{text.html_lang}">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width,initial-scale=1">\n'
         f'<title>{doc_title}</title>\n<style>\n{css}</style>\n</head>\n<body>\n'
         f'<h1>{_esc(heading)}</h1>\n{_sub_lines(subheading, scoring_note, live)}'
         '<table id="grid">\n<tbody>\n' + '\n'.join(rows) + '\n</tbody>\n<tfoot>\n'
-        f'<tr><th colspan="2"></th>{_column_labels(labels, column)}<th></th></tr>\n'
+        f'<tr><th colspan="2"></th>{_column_labels(labels, column, text)}<th></th></tr>\n'
         f'<tr><th colspan="2"></th><th class="xl axis" colspan="{len(lengths)}">'
-        f'{_esc(length_axis_label(tokenizer))}</th><th></th></tr>\n'
+        f'{_esc(length_axis_label(tokenizer, text=text))}</th><th></th></tr>\n'
         '</tfoot>\n</table>\n'
         f'{note}<div id="tip" role="tooltip" hidden></div>\n<script>\n{script}</script>\n</body>\n</html>\n'
     )
@@ -415,6 +422,7 @@ def plot_heatmap_html(
     scoring_note: str | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     live: PageParts | None = None,
+    language: str = 'en',
 ) -> Path:
     """Save an interactive HTML heatmap of one subset (atomically); ValueError when the subset has no cells.
 
@@ -425,7 +433,8 @@ def plot_heatmap_html(
     it.  `answers` maps (subset, context_length, depth_percent), as `stats.samples_by_cell` gives it, to the
     samples of that cell: a click on the cell then shows their answers, reasoning, score, judge rating and status
     (at most 20 per cell; all text HTML-escaped).  `live` (heatmap_live.py) draws the page of a run still going:
-    its axes, cells, notes and script in place of the final page's.
+    its axes, cells, notes and script in place of the final page's.  `language` ('en', 'zh': the subset's) is the
+    page's lang attribute and the language of its words.
     """
     page = _heatmap_html(
         cells,
@@ -435,5 +444,6 @@ def plot_heatmap_html(
         scoring_note=scoring_note,
         answers=answers,
         live=live,
+        text=page_text(language),
     )
     return atomic_write_text(path, page)

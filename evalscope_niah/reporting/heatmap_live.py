@@ -27,11 +27,13 @@ from .heatmap_html import (
     _hover_fields,
     _sample_meta,
     _score,
+    answer_heading,
     plot_heatmap_html,
 )
 from .heatmap_style import EMPTY_COLOR, effective_mark, title_parts
-from .labels import EMPTY_CELL, cell_grid, format_depth, length_labels, length_unit, subset_tokenizer
+from .labels import EMPTY_CELL, cell_grid, length_labels, length_unit, subset_tokenizer
 from .length_status import EffectiveBound
+from .page_text import EN, PageText, page_text
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -110,9 +112,9 @@ var p=document.getElementById('ans-'+k);
 if(!p){p=el('section','ans');p.id='ans-'+k;p.hidden=true;box.appendChild(p);}
 var kids=[el('h2',null,c.hd)];
 c.a.forEach(function(s){var d=el('div','smp');d.appendChild(el('p','meta',s[0]));d.appendChild(el('pre',null,s[1]));
-if(s[2]){var x=el('details');x.appendChild(el('summary',null,'reasoning'));x.appendChild(el('pre',null,s[2]));
+if(s[2]){var x=el('details');x.appendChild(el('summary',null,O.reasoning));x.appendChild(el('pre',null,s[2]));
 d.appendChild(x);}kids.push(d);});
-if(c.m)kids.push(el('p','meta',c.m+' more in the results file'));
+if(c.m)kids.push(el('p','meta',c.m));
 p.replaceChildren.apply(p,kids);
 }
 function apply(d){
@@ -139,12 +141,13 @@ def _cell_key(row: int, col: int) -> str:
     return f'{row}-{col}'
 
 
-def _live_hover(length: int, depth: float, cell: CellSummary | None, live: LiveCell) -> str:
-    fields = _hover_fields(length, depth, cell)
+def _live_hover(length: int, depth: float, cell: CellSummary | None, live: LiveCell, text: PageText = EN) -> str:
+    fields = _hover_fields(length, depth, cell, text)
     if live.state == 'untested':
-        fields[2] = 'not tested (left out by the sweep)'
+        fields[2] = text.not_tested
     elif live.finished < live.planned:
-        fields[2] = f'{fields[2] if live.finished else "pending"} ({live.finished}/{live.planned} samples finished)'
+        state = fields[2] if live.finished else text.pending
+        fields[2] = text.pending_hover.format(state=state, finished=live.finished, planned=live.planned)
     return _FIELD_SEP.join(fields)
 
 
@@ -170,6 +173,7 @@ def _live_cells(
     answers: Mapping[CellKey, Sequence[SampleResult]],
     *,
     unit: str,
+    text: PageText,
 ) -> dict[tuple[float, int], dict[str, Any]]:
     """The data of every cell of the table, keyed by (depth, length): what `_live_td` draws and the script applies."""
     labels = dict(zip(lengths, length_labels(lengths), strict=True))
@@ -177,27 +181,28 @@ def _live_cells(
     for row, depth in enumerate(depths):
         for col, length in enumerate(lengths):
             cell, state = grid.get((depth, length)), live.cells.get((length, depth), LiveCell(0, untested=True))
-            text, css_class, background = _live_look(cell, state)
+            cell_text, css_class, background = _live_look(cell, state)
             samples = list(answers.get((subset, length, depth), ()))
             shown = samples[:_MAX_SAMPLES_PER_CELL]
             data[(depth, length)] = {
                 'k': _cell_key(row, col),
-                't': text,
+                't': cell_text,
                 'c': css_class,
                 'bg': background,
-                'h': _live_hover(length, depth, cell, state),
-                'hd': f'{labels[length]} {unit} · depth {format_depth(depth)}% · {len(samples)} sample(s)',
-                'a': [_live_sample(sample) for sample in shown],
-                'm': len(samples) - len(shown),
+                'h': _live_hover(length, depth, cell, state, text),
+                'hd': answer_heading(labels[length], unit, depth, len(samples), text),
+                'a': [_live_sample(sample, text) for sample in shown],
+                # The line under the panel when it lists fewer than the cell's samples ('' when all are shown).
+                'm': text.more_in_results.format(n=len(samples) - len(shown)) if len(samples) > len(shown) else '',
             }
     return data
 
 
-def _live_sample(sample: SampleResult) -> list[str]:
+def _live_sample(sample: SampleResult, text: PageText) -> list[str]:
     """[meta line, answer, reasoning] of one sample in a cell's panel (as `_sample_html` shows them)."""
     return [
-        _sample_meta(sample),
-        '(no answer recorded)' if sample.answer is None else sample.answer,
+        _sample_meta(sample, text),
+        text.no_answer_recorded if sample.answer is None else sample.answer,
         sample.reasoning or '',
     ]
 
@@ -238,26 +243,27 @@ def _shown(value: Any) -> Any:
     return value
 
 
-def _live_script(live: LivePage, data: Mapping[str, Any]) -> str:
-    return _LIVE_JS % script_json({'src': live.data_src, 'every': _RELOAD_MS, 'data': data})
+def _live_script(live: LivePage, data: Mapping[str, Any], text: PageText) -> str:
+    options = {'src': live.data_src, 'every': _RELOAD_MS, 'data': data, 'reasoning': text.reasoning}
+    return _LIVE_JS % script_json(options)
 
 
-def _live_note(*, untested: bool, rereads: bool) -> str:
+def _live_note(*, untested: bool, rereads: bool, text: PageText = EN) -> str:
     """The legend of the cell states; 'not tested' only where a cell is (a pending one can turn up until the end).
     A page that re-reads its data has it hidden: its script shows it when the run ends with cells it never sent."""
-    not_tested = (_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = not tested (left out by the sweep)', 'ntl')
+    not_tested = (_UNTESTED_BACKGROUND, f'{UNTESTED_CELL} = {text.legend_not_tested}', 'ntl')
     swatches = (
-        (_PENDING_BACKGROUND, f'{PENDING_CELL} = pending (planned, not answered yet)', ''),
+        (_PENDING_BACKGROUND, f'{PENDING_CELL} = {text.legend_pending}', ''),
         *([not_tested] if untested or rereads else []),
-        (EMPTY_COLOR, f'{EMPTY_CELL} = no scored sample', ''),
+        (EMPTY_COLOR, f'{EMPTY_CELL} = {text.no_scored_sample}', ''),
     )
     legend = ' &nbsp; '.join(
-        f'<span{_legend_attrs(key, untested)}><span class="sw" style="background:{bg}"></span> {_esc(text)}</span>'
-        for bg, text, key in swatches
+        f'<span{_legend_attrs(key, untested)}><span class="sw" style="background:{bg}"></span> {_esc(say)}</span>'
+        for bg, say, key in swatches
     )
     return (
-        f'<p class="note">{legend}; a score in italics: some of its samples are still pending.</p>\n'
-        '<p class="note">Click a cell to show its answers below.</p>\n<div id="answers"></div>\n'
+        f'<p class="note">{legend}{_esc(text.italics_note)}</p>\n'
+        f'<p class="note">{_esc(text.click_hint)}</p>\n<div id="answers"></div>\n'
     )
 
 
@@ -288,14 +294,15 @@ def _heading(
     live: LivePage,
     axes: tuple[Sequence[int], Mapping[tuple[float, int], CellSummary]],
     title: str | None,
+    text: PageText,
 ) -> tuple[str, str]:
     """(title, the line under it), as the final page words them: with the effective length once the run is done."""
     lengths, grid = axes
     tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
-    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
-    _, effective_text = effective_mark(lengths, live.effective, subset=subset)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer, text=text)
+    _, effective_text = effective_mark(lengths, live.effective, subset=subset, text=text)
     if effective_text is not None:
-        subheading = f'{subheading} · effective context length: {effective_text}'
+        subheading = f'{subheading} · {text.effective_html.format(label=effective_text)}'
     return heading, subheading
 
 
@@ -306,23 +313,25 @@ def _page_parts(
     live: LivePage,
     answers: Mapping[CellKey, Sequence[SampleResult]],
     title: str | None,
+    text: PageText = EN,
 ) -> tuple[PageParts, dict[str, Any]]:
     """The live page's pieces for `plot_heatmap_html`, and its data (what the data file holds)."""
     lengths, depths, grid = _page_grid(cells, subset=subset, live=live)
     tokenizer = subset_tokenizer(cells, subset=subset) or live.tokenizer
-    unit = length_unit(tokenizer)
-    live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit)
-    data = _live_data(live, live_cells, _heading(cells, subset, live, (lengths, grid), title))
+    unit = length_unit(tokenizer, text=text)
+    live_cells = _live_cells(subset, live, lengths, depths, grid, answers, unit=unit, text=text)
+    data = _live_data(live, live_cells, _heading(cells, subset, live, (lengths, grid), title, text))
     parts = PageParts(
         lengths=lengths,
         depths=depths,
         grid=grid,
         tds={key: _live_td(cell) for key, cell in live_cells.items()},
         css=_ANSWERS_CSS + _LIVE_CSS,
-        script=_ANSWERS_JS + _live_script(live, data),
+        script=_ANSWERS_JS + _live_script(live, data, text),
         note=_live_note(
             untested=any(cell['c'] == 'nt' for cell in live_cells.values()),
             rereads=live.data_src is not None and live.status == 'running',
+            text=text,
         ),
         line=live.line,
         tokenizer=tokenizer,
@@ -339,13 +348,17 @@ def write_live_heatmap(
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
     title: str | None = None,
     page: bool = True,
+    language: str = 'en',
 ) -> Path:
     """Write a live page's data file (`live.data_src`, beside `path`) and, with `page`, the page itself; both
     atomically, the data first.  A run that has ended rewrites only the data (`page=False`): the page then holds
-    the final heatmap, and the data tells a page still open on the live one that the run is over."""
-    parts, data = _page_parts(cells, subset=subset, live=live, answers=answers or {}, title=title)
+    the final heatmap, and the data tells a page still open on the live one that the run is over.  `language`
+    ('en', 'zh': the subset's) is the language of the page's words."""
+    parts, data = _page_parts(
+        cells, subset=subset, live=live, answers=answers or {}, title=title, text=page_text(language)
+    )
     if live.data_src is not None:
         atomic_write_text(Path(path).parent / live.data_src, f'niahLive({script_json(data)});\n')
     if page:
-        plot_heatmap_html(cells, subset=subset, path=path, title=title, live=parts)
+        plot_heatmap_html(cells, subset=subset, path=path, title=title, live=parts, language=language)
     return Path(path)

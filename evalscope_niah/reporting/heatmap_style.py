@@ -9,8 +9,9 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
-from .labels import length_labels, tokenizer_display_name
+from .labels import length_labels, length_unit, tokenizer_display_name
 from .length_status import EffectiveBound
+from .page_text import EN, PageText
 from .stats import CellSummary
 
 __all__ = [
@@ -68,7 +69,6 @@ def accuracy_hex(value: float) -> str:
 
 # Empty cells (no scored sample) must not look like any score on the red-green scale.
 EMPTY_COLOR = '#D9D9D9'
-_DEFAULT_TITLE = 'Needle in a haystack'
 
 
 def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
@@ -81,15 +81,20 @@ def _weighted_mean(cells: Iterable[CellSummary]) -> tuple[float | None, int]:
 
 
 def title_parts(
-    subset: str, grid: dict[tuple[float, int], CellSummary], title: str | None, *, tokenizer: str | None = None
+    subset: str,
+    grid: dict[tuple[float, int], CellSummary],
+    title: str | None,
+    *,
+    tokenizer: str | None = None,
+    text: PageText = EN,
 ) -> tuple[str, str]:
     """(heading, 'subset: ... · mean accuracy ... (n=...) · lengths in Qwen3 tokens'), shared by the PNG and the
-    HTML heatmap; the last part only when the tokenizer that counted the lengths is known."""
+    HTML heatmap, in ``text``'s language; the last part only when the tokenizer that counted the lengths is known."""
     mean, total = _weighted_mean(grid.values())
-    mean_text = 'n/a' if mean is None else f'{mean:.2f}'
-    unit = tokenizer_display_name(tokenizer)
-    lengths = f' · lengths in {unit} tokens' if unit else ''
-    return title or _DEFAULT_TITLE, f'subset: {subset} · mean accuracy {mean_text} (n={total}){lengths}'
+    mean_text = text.not_available if mean is None else f'{mean:.2f}'
+    known = tokenizer_display_name(tokenizer) is not None
+    lengths = text.lengths_in.format(unit=length_unit(tokenizer, text=text)) if known else ''
+    return title or text.default_title, text.subtitle.format(subset=subset, mean=mean_text, n=total) + lengths
 
 
 def effective_column(lengths: Sequence[int], effective_length: int | None, *, subset: str) -> int | None:
@@ -105,13 +110,13 @@ def effective_column(lengths: Sequence[int], effective_length: int | None, *, su
 
 
 def effective_mark(
-    lengths: Sequence[int], effective: EffectiveBound | int | None, *, subset: str
+    lengths: Sequence[int], effective: EffectiveBound | int | None, *, subset: str, text: PageText = EN
 ) -> tuple[int | None, str | None]:
     """(column to mark, what the title states) of an effective length or bound, in the axis' labels: the column of
-    the lengths known to pass, and '16k' or 'at least 2.5k; 3k unknown: 3 server errors'."""
+    the lengths known to pass, and '16k' or 'at least 2.5k; 3k unknown: 3 server errors' (in ``text``'s language)."""
     bound = EffectiveBound.of(effective)
     column = effective_column(lengths, bound.at_least, subset=subset)
     labels = length_labels(lengths)
     if bound.unknown_length is not None:
         effective_column(lengths, bound.unknown_length, subset=subset)  # the same check: a length of this grid
-    return column, bound.describe(lambda length: labels[list(lengths).index(length)])
+    return column, bound.describe(lambda length: labels[list(lengths).index(length)], text=text)

@@ -1,5 +1,6 @@
 """Human-readable labels for the grid: token counts ('4k', '128k'), depths ('33.33'), the tokenizer that counted
-them ('Qwen3 tokens'), and the plain-text cell table the CLI and the demo print.  Shared by the heatmaps, the
+them ('Qwen3 tokens'), and the plain-text cell table the CLI and the demo print; lengths in a page's language
+(page_text.py).  Shared by the heatmaps, the
 comparison figure and the OpenCompass writer.
 """
 
@@ -7,14 +8,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..escaping import terminal_text
 from ..making.tokenization import TIKTOKEN_PREFIX
-from ..vocabulary import SERVED_TOKENIZER_PREFIX
-from .stats import CellSummary
+from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
+from .page_text import EN, PageText
+
+if TYPE_CHECKING:
+    from .stats import CellSummary
 
 __all__ = [
     'EMPTY_CELL',
+    'SERVED_COUNT',
     'cell_grid',
     'file_name_part',
     'format_cell_table',
@@ -66,16 +72,25 @@ def tokenizer_display_name(tokenizer: str | None) -> str | None:
     return name or None
 
 
-def length_unit(tokenizer: str | None) -> str:
+# The tokenizer of lengths relabelled with a server's counts when the results do not name its model (`plot
+# --served-tokens`): 'served tokens'.
+SERVED_COUNT = served_tokenizer_name('served')
+
+
+def length_unit(tokenizer: str | None, *, text: PageText | None = None) -> str:
     """What a length counts: 'Qwen3 tokens', or 'tokens' when the tokenizer is unknown (files from before it was
-    recorded)."""
+    recorded); in ``text``'s language (English by default)."""
+    text = text or EN
+    if tokenizer == SERVED_COUNT:
+        return text.served_tokens
     name = tokenizer_display_name(tokenizer)
-    return f'{name} tokens' if name else 'tokens'
+    return text.named_tokens.format(name=name) if name else text.tokens
 
 
-def length_axis_label(tokenizer: str | None) -> str:
+def length_axis_label(tokenizer: str | None, *, text: PageText | None = None) -> str:
     """The heatmaps' length axis: 'Context length (Qwen3 tokens)'."""
-    return f'Context length ({length_unit(tokenizer)})'
+    text = text or EN
+    return text.length_axis.format(unit=length_unit(tokenizer, text=text))
 
 
 def subset_tokenizer(cells: Iterable[CellSummary], *, subset: str) -> str | None:

@@ -21,6 +21,7 @@ from statistics import NormalDist
 import numpy as np
 
 from ..vocabulary import LENGTH_STATUSES, LengthStatus
+from .page_text import EN, PageText, reason_text
 from .sample_record import SampleResult
 
 __all__ = [
@@ -119,14 +120,16 @@ class EffectiveBound:
     def is_bound(self) -> bool:
         return self.unknown_length is not None
 
-    def describe(self, label: Callable[[int], str]) -> str | None:
+    def describe(self, label: Callable[[int], str], *, text: PageText = EN) -> str | None:
         """'16k' (settled), 'at least 2,500 tokens; 3,000 tokens unknown: 3 server errors' (a bound), 'unknown; ...'
         when even the shortest length is unknown; None when there is nothing to state (the shortest length fails).
-        ``label`` writes a length as the caller shows lengths (with the tokenizer that counted them)."""
+        ``label`` writes a length as the caller shows lengths (with the tokenizer that counted them); ``text`` is the
+        language of the words (labels.PageText: a Chinese subset's heatmaps)."""
         if self.unknown_length is None:
             return None if self.at_least is None else label(self.at_least)
-        known = 'unknown' if self.at_least is None else f'at least {label(self.at_least)}'
-        return f'{known}; {label(self.unknown_length)} unknown: {self.reason or "too few scored samples"}'
+        known = text.bound_unknown if self.at_least is None else text.bound_at_least.format(label=label(self.at_least))
+        reason = reason_text(self.reason, text)
+        return text.bound.format(known=known, length=label(self.unknown_length), reason=reason)
 
     def relabelled(self, labels: dict[int, int]) -> EffectiveBound:
         """The bound with its lengths replaced by ``labels`` (a length not in it keeps its own)."""

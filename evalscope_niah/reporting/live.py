@@ -29,6 +29,7 @@ from .heatmap_live import LiveCell, LivePage, RunStatus, write_live_heatmap
 from .labels import file_name_part, format_tokens, tokenizer_display_name
 from .length_status import EffectiveBound
 from .outputs import OUTPUT_PREFIXES, OutputFiles
+from .page_text import EN, PageText, page_text, subset_language
 from .result_files import check_drawable
 from .sample_record import SampleResult, checked_cell
 from .stats import CellSummary, effective_context_length, samples_by_cell, summarize_cells
@@ -103,7 +104,7 @@ class RunProgress:
     results: tuple[SampleResult, ...]
     status: RunStatus
 
-    def line(self, *, name: str = 'needle_haystack') -> str:
+    def line(self, *, name: str = 'needle_haystack', text: PageText = EN) -> str:
         """'needle_haystack: 12/40 cells done · 30/100 samples · 1.2M/4M prompt tokens sent (Qwen3) · 2 errors': the
         tokenizer that counted the tokens named, as every length we show names it."""
         cells, cells_done = self.cell_counts()
@@ -111,14 +112,14 @@ class RunProgress:
         tokens_planned = sum(sample.tokens for sample in self.planned)
         tokens_sent = sum(_sample_tokens(self.planned, finished))
         errors = sum(1 for result in self.results if result.error is not None)
+        sent, planned = format_tokens(tokens_sent), format_tokens(tokens_planned)
         parts = [
-            f'{cells_done}/{len(cells)} cells done',
-            f'{len(self.results)}/{len(self.planned)} samples',
-            f'{format_tokens(tokens_sent)}/{format_tokens(tokens_planned)} prompt tokens sent{self._counted_by()}',
-            *([f'{errors} error(s)'] if errors else []),
+            text.progress_cells.format(done=cells_done, total=len(cells)),
+            text.progress_samples.format(done=len(self.results), total=len(self.planned)),
+            text.progress_tokens.format(sent=sent, planned=planned, by=self._counted_by()),
+            *([text.progress_errors.format(n=errors)] if errors else []),
         ]
-        state = {'running': 'running', 'complete': 'run complete', 'stopped': 'run stopped'}[self.status]
-        return f'{name} ({state}): ' + ' · '.join(parts)
+        return f'{name} ({text.progress_states[self.status]}): ' + ' · '.join(parts)
 
     def _counted_by(self) -> str:
         names = dict.fromkeys(tokenizer_display_name(sample.tokenizer) for sample in self.planned)
@@ -215,15 +216,20 @@ def draw_progress(
     page: bool = True,
     title: str | None = None,
     effective: Mapping[str, EffectiveBound] | None = None,
+    languages: Mapping[str, str] | None = None,
 ) -> list[Path]:
     """Each subset's page of a running (or stopped) run in `report_dir`: `live` ones re-read their data file.
-    ``effective`` (a complete run's, per subset) is stated under the title as the final page states it."""
+    ``effective`` (a complete run's, per subset) is stated under the title as the final page states it;
+    ``languages`` (subset -> 'en' / 'zh') as `plotting.plot_all` takes it: the language of each page's words."""
     results = [result for result in progress.results if not result.control]
     cells, answers = summarize_cells(results), samples_by_cell(results)
-    line = f'{progress.line(name=prefix.removesuffix("_heatmap"))} · updated {_now()}'
+    now, run_name = _now(), prefix.removesuffix('_heatmap')
     paths = []
     for subset in progress.subsets():
         name = f'{prefix}_{file_name_part(subset)}.html'
+        language = subset_language(subset, languages)
+        text = page_text(language)
+        line = f'{progress.line(name=run_name, text=text)} · {text.progress_updated.format(time=now)}'
         state = LivePage(
             cells=progress.live_cells(subset),
             status=progress.status,
@@ -234,7 +240,14 @@ def draw_progress(
         )
         paths.append(
             write_live_heatmap(
-                cells, subset=subset, path=Path(report_dir) / name, live=state, answers=answers, title=title, page=page
+                cells,
+                subset=subset,
+                path=Path(report_dir) / name,
+                live=state,
+                answers=answers,
+                title=title,
+                page=page,
+                language=language,
             )
         )
     return paths
@@ -273,6 +286,7 @@ def draw_unfinished(
     """`evalscope-niah plot` of a run still going: each subset's PNG (pending cells grey, noted in the title) and
     a page that shows pending cells as such and does not refresh. ValueError when the file is not a progress file."""
     from .plotting import plot_heatmap_png  # matplotlib only when drawing
+    from .png_fonts import png_language
 
     path = Path(progress_file)
     files = next(OutputFiles(prefix) for prefix in OUTPUT_PREFIXES if OutputFiles(prefix).progress == path.name)
@@ -282,13 +296,18 @@ def draw_unfinished(
     results = [result for result in progress.results if not result.control]
     cells = summarize_cells(results)
     planned, done = progress.cell_counts()
-    note = f'run {progress.status}: {done}/{len(planned)} cells done, grey ones pending'
     written = []
     for subset in progress.subsets():
         png = path.parent / f'{files.heatmap_prefix}_{file_name_part(subset)}.png'
         subset_cells = [cell for cell in cells if cell.subset == subset] + _pending_cells(progress, subset)
+        language = png_language(subset_language(subset))  # the note in the words the PNG can draw
+        text = page_text(language)
+        state = text.progress_states[progress.status]
+        note = text.unfinished_note.format(status=progress.status, state=state, done=done, total=len(planned))
         written.append(
-            plot_heatmap_png(subset_cells, subset=subset, path=png, show_score=show_score, scoring_note=note)
+            plot_heatmap_png(
+                subset_cells, subset=subset, path=png, show_score=show_score, scoring_note=note, language=language
+            )
         )
     written += draw_progress(path.parent, progress, prefix=files.heatmap_prefix, live=False)
     return written
@@ -305,8 +324,10 @@ class LiveRun:
         *,
         files: OutputFiles,
         clock: Callable[[], float] = time.monotonic,
+        languages: Mapping[str, str] | None = None,
     ) -> None:
         self._dir = Path(report_dir)
+        self._languages = dict(languages or {})  # subset -> 'en' / 'zh': the language of its page's words
         self._planned = tuple(planned)
         self._files = files
         self._clock = clock
@@ -358,7 +379,15 @@ class LiveRun:
         try:
             atomic_write_text(self._dir / self._files.progress, json_text(progress.to_dict()))
             prefix = self._files.heatmap_prefix
-            draw_progress(self._dir, progress, prefix=prefix, live=True, page=page, effective=effective)
+            draw_progress(
+                self._dir,
+                progress,
+                prefix=prefix,
+                live=True,
+                page=page,
+                effective=effective,
+                languages=self._languages,
+            )
         except Exception as exc:  # a page that cannot be drawn must not stop the run; the final outputs come anyway
             if disk_full_error(exc) is not None:  # not a drawing problem: the run ends with one line (disk_space.py)
                 raise

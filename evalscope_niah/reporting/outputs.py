@@ -15,10 +15,11 @@ from ..disk_space import disk_full_error
 from ..escaping import inert_logger, json_text
 from ..scoring import RULE_PASS_THRESHOLD
 from ..tasks import reported_values
-from ..vocabulary import SERVED_TOKENIZER_PREFIX, served_tokenizer_name
-from .labels import file_name_part
+from ..vocabulary import SERVED_TOKENIZER_PREFIX
+from .labels import SERVED_COUNT, file_name_part
 from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
+from .page_text import EN, page_text, subset_language
 from .result_files import effective_lengths, write_cells_csv, write_results, write_summary_json
 from .run_metrics import effective_length_message
 from .sample_record import SampleResult
@@ -153,7 +154,7 @@ def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
     return sorted(path for path in root.rglob('*.jsonl') if path.name in names)
 
 
-RULE_FALLBACK_NOTE = 'scored by rule: the judge failed qualification'
+RULE_FALLBACK_NOTE = EN.rule_fallback_note
 
 
 def _grid_order(result: SampleResult) -> tuple:
@@ -183,13 +184,14 @@ def write_run_outputs(
     model: str | None = None,
     files: OutputFiles = OutputFiles(),
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
+    languages: Mapping[str, str] | None = None,
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up; named by ``files`` (the benchmark name run). ``model`` is the model's
     name in the OpenCompass CSVs (default: the folder's, which may be its safe form: safe_names.py). Drawing may fail
     without losing the scores: it is logged, not raised. ``sweep_plan`` (an adaptive sweep's subset entries,
     sweep_plan.py): the summary lists the cells not tested and the heatmaps draw them grey, labelled so; no row is
-    made up for them."""
+    made up for them. ``languages`` (subset -> 'en' / 'zh', from the run's subsets): the heatmaps' words."""
     if not results:
         return
     results = sorted(results, key=_grid_order)
@@ -221,6 +223,7 @@ def write_run_outputs(
             show_score=show_score,
             prefix=files.heatmap_prefix,
             sweep_plan=sweep_plan,
+            languages=languages,
         )
         logger.info('needle_haystack heatmaps: %s', ', '.join(str(path) for path in paths))
     except Exception as exc:  # plotting must not lose the scores, but it must not be silent either
@@ -245,13 +248,10 @@ def _effective_bounds(
     return bounds
 
 
-# The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
-# results file does not name the served model unless the run counted with tokenizer_path 'server' already).
-_SERVED_TOKENS = served_tokenizer_name('served')
-
-
 def _served_unit(tokenizer: str | None) -> str:
-    return tokenizer if tokenizer and tokenizer.startswith(SERVED_TOKENIZER_PREFIX) else _SERVED_TOKENS
+    # The unit of lengths relabelled with the server's counts: its model's tokens ('served tokens' on the axis, as the
+    # results file does not name the served model unless the run counted with tokenizer_path 'server' already).
+    return tokenizer if tokenizer and tokenizer.startswith(SERVED_TOKENIZER_PREFIX) else SERVED_COUNT
 
 
 def in_served_tokens(
@@ -279,10 +279,14 @@ def in_served_tokens(
     return relabelled, effective
 
 
-def scoring_notes(results: Sequence[SampleResult]) -> dict[str, str | None]:
-    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules)."""
+def scoring_notes(results: Sequence[SampleResult], languages: Mapping[str, str] | None = None) -> dict[str, str | None]:
+    """A subtitle per subset when its accuracy is not what the run asked for (the judge fell back to rules), in the
+    subset's language (``languages``, as `plotting.plot_all` takes it)."""
     fallback = {result.subset for result in results if result.scoring == 'rule_fallback'}
-    return {subset: RULE_FALLBACK_NOTE if subset in fallback else None for subset in {r.subset for r in results}}
+    return {
+        subset: page_text(subset_language(subset, languages)).rule_fallback_note if subset in fallback else None
+        for subset in {r.subset for r in results}
+    }
 
 
 def draw_heatmaps(
@@ -295,20 +299,23 @@ def draw_heatmaps(
     title: str | None = None,
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
     cells: Sequence[CellSummary] | None = None,
+    languages: Mapping[str, str] | None = None,
+    served_tokens: bool = False,
 ) -> list[Path]:
     """PNG and HTML heatmaps per subset; the HTML shows each cell's answers on click. With an adaptive sweep's
     ``sweep_plan`` every cell of the full grid is drawn: those not tested as empty (grey, n 0), named in a note.
-    ``cells``: ``summarize_cells(results)`` when the caller has it already (the run's outputs); None computes it."""
+    ``cells``: ``summarize_cells(results)`` when the caller has it already (the run's outputs); None computes it.
+    ``languages`` (subset -> 'en' / 'zh'): the language of each subset's words; ``served_tokens``: the lengths are
+    the server's counts (`in_served_tokens`), said in the title (both as `plotting.plot_all` takes them)."""
     from .plotting import plot_all  # matplotlib only when drawing
+    from .png_fonts import png_language
 
-    notes = scoring_notes(results)
     cells = list(summarize_cells(results) if cells is None else cells)
     for subset, entry in (sweep_plan or {}).items():
-        untested = untested_cells(entry)
-        cells += [_not_tested(subset, length, depth) for length, depth in untested]
-        tested = len(entry['cells']) - len(untested)
-        sweep_note = f'adaptive sweep: {tested} of {len(entry["cells"])} cells tested; grey = not tested'
-        notes[subset] = '; '.join(note for note in (notes.get(subset), sweep_note) if note)
+        cells += [_not_tested(subset, length, depth) for length, depth in untested_cells(entry)]
+    subsets = {cell.subset for cell in cells}
+    page_languages = {subset: subset_language(subset, languages) for subset in subsets}
+    png_languages = {subset: png_language(language) for subset, language in page_languages.items()}
     return plot_all(
         cells,
         output_dir=output_dir,
@@ -316,9 +323,26 @@ def draw_heatmaps(
         effective_lengths=effective_lengths,
         prefix=prefix,
         title=title,
-        scoring_notes=notes,
+        scoring_notes=_notes(results, sweep_plan, page_languages),
+        png_scoring_notes=_notes(results, sweep_plan, png_languages),
         answers=samples_by_cell(results),
+        languages=page_languages,
+        served_tokens=served_tokens,
     )
+
+
+def _notes(
+    results: Sequence[SampleResult], sweep_plan: Mapping[str, Mapping[str, Any]] | None, languages: Mapping[str, str]
+) -> dict[str, str | None]:
+    """The notes under each subset's title, in its language: the judge's fallback, and what an adaptive sweep left
+    untested."""
+    notes = scoring_notes(results, languages)
+    for subset, entry in (sweep_plan or {}).items():
+        tested = len(entry['cells']) - len(untested_cells(entry))
+        text = page_text(subset_language(subset, languages))
+        sweep_note = text.sweep_note.format(tested=tested, total=len(entry['cells']))
+        notes[subset] = '; '.join(note for note in (notes.get(subset), sweep_note) if note)
+    return notes
 
 
 def _not_tested(subset: str, length: int, depth: float) -> CellSummary:

@@ -12,10 +12,12 @@ import io
 import os
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
+from matplotlib import rc_context
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.cm import ScalarMappable
@@ -26,6 +28,7 @@ from matplotlib.text import Text
 
 from ..atomic import atomic_write_bytes
 from ..escaping import inert_logger, terminal_text
+from . import png_fonts
 from .heatmap_html import plot_heatmap_html
 from .heatmap_style import CMAP, EMPTY_COLOR, effective_column, effective_mark, title_parts
 from .labels import (
@@ -38,6 +41,7 @@ from .labels import (
     subset_tokenizer,
 )
 from .length_status import EffectiveBound
+from .page_text import EN, PageText, page_text, subset_language
 from .stats import CellKey, CellSummary
 
 if TYPE_CHECKING:
@@ -100,11 +104,12 @@ def _png_title(
     effective_label: str | None,
     scoring_note: str | None,
     tokenizer: str | None,
+    text: PageText = EN,
 ) -> str:
     # The effective length is stated here, above the grid, so no label can cover a cell's number.
-    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer)
+    heading, subheading = title_parts(subset, grid, title, tokenizer=tokenizer, text=text)
     if effective_label is not None:
-        subheading = f'{subheading} · effective: {effective_label}'
+        subheading = f'{subheading} · {text.effective_png.format(label=effective_label)}'
     return '\n'.join([heading, subheading, *([scoring_note] if scoring_note else [])])
 
 
@@ -155,6 +160,7 @@ def draw_heatmap(
     show_score: bool = False,
     effective_length: int | None = None,
     colorbar: bool = True,
+    text: PageText = EN,
 ) -> bool:
     """Draw one subset's depth x length accuracy heatmap on `ax` (fixed 0-1 colour scale).
 
@@ -181,7 +187,7 @@ def draw_heatmap(
     if show_score:
         _annotate_scores(ax, matrix)
     if colorbar:
-        ax.figure.colorbar(mesh, ax=ax, label='accuracy')
+        ax.figure.colorbar(mesh, ax=ax, label=text.accuracy)
     rotate = len(lengths) > _ROTATE_AFTER_COLUMNS
     ax.tick_params(axis='x', labelrotation=45 if rotate else 0)
     if rotate:
@@ -194,14 +200,14 @@ def draw_heatmap(
     return bool(np.isnan(matrix).any())
 
 
-def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes]) -> Colorbar:
+def add_accuracy_colorbar(fig: Figure, axes: Sequence[Axes], *, text: PageText = EN) -> Colorbar:
     """One colorbar for several heatmaps drawn with `colorbar=False`: the same fixed 0-1 scale they all use."""
     mappable = ScalarMappable(norm=Normalize(vmin=0.0, vmax=1.0), cmap=CMAP)
-    return fig.colorbar(mappable, ax=list(axes), label='accuracy', shrink=0.9)
+    return fig.colorbar(mappable, ax=list(axes), label=text.accuracy, shrink=0.9)
 
 
-def _add_empty_note(fig: Figure) -> None:
-    fig.text(0.01, 0.005, 'grey = no scored sample', fontsize=7, color='#555555', ha='left', va='bottom')
+def _add_empty_note(fig: Figure, text: PageText) -> None:
+    fig.text(0.01, 0.005, text.empty_png, fontsize=7, color='#555555', ha='left', va='bottom')
 
 
 def _build_heatmap_figure(
@@ -212,36 +218,61 @@ def _build_heatmap_figure(
     title: str | None = None,
     effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
+    language: str = 'en',
 ) -> Figure:
     """Draw the heatmap on a fresh Agg-backed Figure (not registered with pyplot); the caller owns and closes it."""
+    words, fonts = _png_words(language)
+    with fonts:
+        return _draw_heatmap_figure(
+            cells,
+            subset=subset,
+            show_score=show_score,
+            title=title,
+            effective_length=effective_length,
+            scoring_note=scoring_note,
+            text=words,
+        )
+
+
+def _draw_heatmap_figure(
+    cells: Sequence[CellSummary],
+    *,
+    subset: str,
+    show_score: bool,
+    title: str | None,
+    effective_length: EffectiveBound | int | None,
+    scoring_note: str | None,
+    text: PageText,
+) -> Figure:
     lengths, depths, grid = cell_grid(cells, subset=subset)
-    column, effective_label = effective_mark(lengths, effective_length, subset=subset)
+    column, effective_label = effective_mark(lengths, effective_length, subset=subset, text=text)
     marked = None if column is None else lengths[column]
     fig = Figure(figsize=_figure_size(len(lengths), len(depths)), layout='constrained')
     FigureCanvasAgg(fig)  # attaches itself to fig; the constrained layout measures tick labels through it
     ax = fig.add_subplot()
     try:
         has_empty = draw_heatmap(
-            ax, cells, subset=subset, show_score=show_score, effective_length=marked, colorbar=True
+            ax, cells, subset=subset, show_score=show_score, effective_length=marked, colorbar=True, text=text
         )
     except BaseException:
         fig.clear()
         raise
     tokenizer = subset_tokenizer(cells, subset=subset)
-    ax.set_xlabel(length_axis_label(tokenizer))
-    ax.set_ylabel('Needle depth (%)')
-    text = _png_title(
+    ax.set_xlabel(length_axis_label(tokenizer, text=text))
+    ax.set_ylabel(text.depth_axis)
+    heading = _png_title(
         subset,
         grid,
         title,
         effective_label=effective_label,
         scoring_note=scoring_note,
         tokenizer=tokenizer,
+        text=text,
     )
     # parse_math=False: subset names and titles are data; a '$' in them must print as itself, not as mathtext.
-    ax.set_title(_fit_title(fig, ax, text), fontsize=_TITLE_FONTSIZE, parse_math=False)
+    ax.set_title(_fit_title(fig, ax, heading), fontsize=_TITLE_FONTSIZE, parse_math=False)
     if has_empty:
-        _add_empty_note(fig)
+        _add_empty_note(fig, text)
     return fig
 
 
@@ -314,6 +345,7 @@ def plot_heatmap_png(
     title: str | None = None,
     effective_length: EffectiveBound | int | None = None,
     scoring_note: str | None = None,
+    language: str = 'en',
 ) -> Path:
     """Save the accuracy heatmap of one subset as PNG (atomically); ValueError when the subset has no cells.
 
@@ -321,6 +353,7 @@ def plot_heatmap_png(
     ('effective: 16k'); a bound (length_status.EffectiveBound) marks the lengths known to pass and is stated as one
     ('effective: at least 2.5k; 3k unknown: 3 server errors').  `scoring_note` (e.g. 'scored by rule (judge failed
     qualification)') is a last title line.
+    `language` ('en', 'zh': the subset's) is the language of its words (with a font that has its glyphs).
     Titles are drawn literally: a '$' in a subset name or title is not mathtext.
     """
     fig = _build_heatmap_figure(
@@ -330,6 +363,7 @@ def plot_heatmap_png(
         title=title,
         effective_length=effective_length,
         scoring_note=scoring_note,
+        language=language,
     )
     try:
         return atomic_write_bytes(path, png_bytes(fig))
@@ -343,6 +377,31 @@ def plot_heatmap_png(
 # --------------------------------------------------------------------------------------------------------------------
 
 
+def _png_words(language: str) -> tuple[PageText, AbstractContextManager[object]]:
+    """The words of a PNG in ``language`` (`png_language`) and the font settings that draw them, in force while the
+    figure is built (each text keeps the font family it was made with)."""
+    text = page_text(png_fonts.png_language(language))
+    if text is EN:
+        return EN, nullcontext()
+    return text, rc_context({'font.family': [png_fonts.cjk_font(), 'DejaVu Sans']})
+
+
+def _file_stems(cells: Sequence[CellSummary], out: Path, prefix: str) -> dict[str, Path]:
+    """Each subset's files without their suffix, in subset order, in `out` (made): `{prefix}_{subset}`."""
+    subsets = sorted({c.subset for c in cells})
+    names = {subset: file_name_part(subset) for subset in subsets}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f'subset names collide after making them file-name safe: {names}')
+    out.mkdir(parents=True, exist_ok=True)
+    # Not Path.with_suffix later: a dotted subset name ('en.v2') would lose its tail.
+    return {subset: out / f'{prefix}_{names[subset]}' for subset in subsets}
+
+
+def _title(title: str | None, language: str, served_tokens: bool) -> str | None:
+    """The title asked for; else, for lengths in the tokens the model read, a title that says so."""
+    return title or (page_text(language).served_title if served_tokens else None)
+
+
 def plot_all(
     cells: Iterable[CellSummary],
     *,
@@ -353,6 +412,9 @@ def plot_all(
     title: str | None = None,
     scoring_notes: Mapping[str, str | None] | None = None,
     answers: Mapping[CellKey, Sequence[SampleResult]] | None = None,
+    languages: Mapping[str, str] | None = None,
+    png_scoring_notes: Mapping[str, str | None] | None = None,
+    served_tokens: bool = False,
 ) -> list[Path]:
     """Write `{prefix}_{subset}.png` and `.html` for every subset, in subset order.
 
@@ -360,7 +422,10 @@ def plot_all(
     None: no mark).
     `scoring_notes` maps subset -> a subtitle line such as 'scored by rule (judge failed qualification)'.
     `answers` ((subset, length, depth) -> samples, as `stats.samples_by_cell` gives it) lets a click on a cell of
-    the HTML heatmap show its answers.
+    the HTML heatmap show its answers.  `languages` maps subset -> 'en' / 'zh', the language of its files' words
+    (a subset not in it: the built-in subset's of that name, else English); `png_scoring_notes`, when given, are
+    the PNGs' notes in the language `png_language` leaves them (English where no font draws Chinese).
+    `served_tokens` (lengths in the tokens the model read): the default title says so, in each subset's language.
     Characters outside [A-Za-z0-9._-] in subset names become '_' in file names.  A subset that fails is logged
     and skipped so the others are still drawn; afterwards one `HeatmapError` names every failed subset.
     """
@@ -368,26 +433,24 @@ def plot_all(
     cell_list = list(cells)
     if not cell_list:
         raise ValueError('no cells to plot')
-    subsets = sorted({c.subset for c in cell_list})
-    names = {subset: file_name_part(subset) for subset in subsets}
-    if len(set(names.values())) != len(names):
-        raise ValueError(f'subset names collide after making them file-name safe: {names}')
-    out = Path(output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    stems = _file_stems(cell_list, Path(output_dir), prefix)
     written: list[Path] = []
     failures: dict[str, Exception] = {}
-    for subset in subsets:
-        # Not Path.with_suffix: a dotted subset name ('en.v2') would lose its tail.
-        stem = f'{prefix}_{names[subset]}'
-        note = (scoring_notes or {}).get(subset)
+    notes = scoring_notes or {}
+    png_notes = notes if png_scoring_notes is None else png_scoring_notes
+    for subset, stem in stems.items():
+        language = subset_language(subset, languages)
+        options = {'title': _title(title, language, served_tokens), 'effective_length': effective.get(subset)}
+        options['language'] = language
+        options['scoring_note'] = notes.get(subset)
         try:
-            options = {'title': title, 'effective_length': effective.get(subset), 'scoring_note': note}
-            written.append(
-                plot_heatmap_png(cell_list, subset=subset, path=out / f'{stem}.png', show_score=show_score, **options)
-            )
-            written.append(
-                plot_heatmap_html(cell_list, subset=subset, path=out / f'{stem}.html', answers=answers, **options)
-            )
+            png = stem.parent / f'{stem.name}.png'
+            # The PNG's words in the language it can draw (png_language): its title and notes too.
+            png_title = _title(title, png_fonts.png_language(language), served_tokens)
+            png_options = options | {'scoring_note': png_notes.get(subset), 'title': png_title}
+            written.append(plot_heatmap_png(cell_list, subset=subset, path=png, show_score=show_score, **png_options))
+            html = stem.parent / f'{stem.name}.html'
+            written.append(plot_heatmap_html(cell_list, subset=subset, path=html, answers=answers, **options))
         except Exception as exc:  # keep drawing the other subsets; reported together below
             logger.error('heatmap for subset %r failed: %s: %s', subset, type(exc).__name__, exc, exc_info=exc)
             failures[subset] = exc

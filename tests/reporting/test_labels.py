@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -16,6 +17,7 @@ from evalscope_niah.reporting.labels import (
     subset_tokenizer,
     tokenizer_display_name,
 )
+from evalscope_niah.reporting.page_text import EN, ZH, PageText, page_text, reason_text, subset_language
 from evalscope_niah.reporting.stats import (
     summarize_cells,
 )
@@ -127,3 +129,53 @@ def test_format_cell_table_corner_names_the_tokenizer() -> None:
     assert subset_tokenizer(cells, subset='en') == 'tiktoken:cl100k_base'
     assert format_cell_table(cells, subset='en').splitlines()[1].startswith('depth % \\ cl100k_base tokens')
     assert format_cell_table(cells, subset='old').splitlines()[1].startswith('depth % \\ tokens')
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The heatmaps' words, one table per language
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def _strings(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, tuple):
+        return [s for item in value for s in _strings(item)]
+    if isinstance(value, dict):
+        return [s for item in value.values() for s in _strings(item)]
+    return []
+
+
+@pytest.mark.parametrize('field', [field.name for field in dataclasses.fields(PageText) if field.name != 'html_lang'])
+def test_each_word_of_the_pages_has_a_chinese_twin_with_the_same_blanks(field: str) -> None:
+    english, chinese = _strings(getattr(EN, field)), _strings(getattr(ZH, field))
+    assert len(english) == len(chinese)
+    for en, zh in zip(english, chinese, strict=True):
+        # The same '{name}' blanks (in either order), so one call fills either language; the unfinished run's note
+        # names its state in each language's words ({status} the raw one, {state} translated).
+        blanks_en, blanks_zh = set(re.findall(r'\{\w*\}', en)), set(re.findall(r'\{\w*\}', zh))
+        if field == 'unfinished_note':
+            blanks_en, blanks_zh = blanks_en - {'{status}'}, blanks_zh - {'{state}'}
+        assert blanks_en == blanks_zh, (en, zh)
+        # No English words left in the Chinese (token is EvalScope's own word; n is the count's symbol).
+        assert not set(re.findall(r'[A-Za-z]+', re.sub(r'\{\w*\}', '', zh))) - {'token', 'n', 'CI'}, zh
+    assert getattr(EN, field) == getattr(page_text('en'), field) == getattr(page_text('fr'), field)
+
+
+def test_a_subsets_language_is_the_runs_then_the_built_in_subsets() -> None:
+    assert subset_language('chinese') == 'zh' and subset_language('english') == 'en' and subset_language('x') == 'en'
+    assert subset_language('x', {'x': 'zh'}) == 'zh' and subset_language('chinese', {'chinese': 'en'}) == 'en'
+    assert length_axis_label('Qwen/Qwen3-0.6B', text=ZH) == '上下文长度（Qwen3 token）'
+    assert length_unit(None, text=ZH) == 'token'
+
+
+def test_every_reason_a_length_is_unknown_has_its_words_in_each_language() -> None:
+    """length_status counts unscored samples in its own words; a kind added there without words here would show
+    English on a Chinese page."""
+    from evalscope_niah.reporting.length_status import _UNSCORED_KINDS
+
+    kinds = {words for _, one, many in _UNSCORED_KINDS for words in (one, many)}
+    assert kinds == set(EN.unscored_kinds) == set(ZH.unscored_kinds)
+    assert reason_text('3 server errors, 1 cut reply', EN) == '3 server errors, 1 cut reply'
+    assert reason_text('3 server errors, 1 cut reply', ZH) == '3 个服务错误、1 个被截断的回复'
+    assert reason_text(None, ZH) == '已评分的样本太少'

@@ -16,6 +16,7 @@ from evalscope_niah.reporting import live
 from evalscope_niah.reporting.heatmap_live import LiveCell, LivePage, write_live_heatmap
 from evalscope_niah.reporting.live import LiveRun, PlannedSample, RunProgress, find_unfinished_runs, read_progress
 from evalscope_niah.reporting.outputs import OutputFiles
+from evalscope_niah.reporting.page_text import ZH
 from evalscope_niah.reporting.result_files import write_results
 from evalscope_niah.reporting.sample_record import SampleResult
 
@@ -263,3 +264,18 @@ def test_a_progress_file_that_is_a_fifo_or_points_out_is_named_not_read(tmp_path
     (work / FILES.progress).symlink_to(outside)
     assert main(['plot', str(tmp_path / 'work')]) == 1
     assert 'a symlink pointing out' in capsys.readouterr().err
+
+
+def test_the_chinese_subsets_live_page_is_chinese(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.stats import summarize_cells
+
+    cells = {(1000, 0.0): LiveCell(1, 1), (1000, 100.0): LiveCell(1, 0), (2000, 0.0): LiveCell(0, untested=True)}
+    progress = RunProgress(PLAN, (), 'running')
+    live = LivePage(cells=cells, status='running', line=progress.line(text=ZH), data_src='data.live.js')
+    done = summarize_cells([_result(1000, 0.0)])
+    write_live_heatmap(done, subset='english', path=tmp_path / 'page.html', live=live, language='zh')
+    page = (tmp_path / 'page.html').read_text('utf-8')
+    assert '<html lang="zh-CN">' in page and '(运行中)' in page
+    assert '= 等待中（已计划，尚未回答）' in page and '= 未测试（扫描时略过）' in page
+    assert '点击单元格，在下方查看它的回答。' in page
+    assert 'pending' not in page.replace("'running'", '') and 'Click a cell' not in page

@@ -19,7 +19,8 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from evalscope_niah.reporting.heatmap_html import _HOVER_LINES, _heatmap_html
+from evalscope_niah.reporting import plotting, png_fonts
+from evalscope_niah.reporting.heatmap_html import _heatmap_html, _hover_lines
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
 from evalscope_niah.reporting.length_status import EffectiveBound
@@ -316,12 +317,13 @@ def test_html_hover_fields_per_cell(cells: list[CellSummary]) -> None:
     rows = parse_table(html).rows
     assert [len(row) for row in rows] == [3, 3, 3]  # every cell has hover data, empty ones included
     # The tooltip script gets one line template per hover field.
-    assert json.dumps(list(_HOVER_LINES), separators=(',', ':')) in html
+    hover_lines = _hover_lines('tokens')
+    assert json.dumps(hover_lines, separators=(',', ':')) in html
     fields = [[td['data-h'].split('|') for td in row] for row in rows]
-    assert all(len(f) == len(_HOVER_LINES) for row in fields for f in row)
+    assert all(len(f) == len(hover_lines) for row in fields for f in row)
 
     def tooltip(row: int, col: int) -> list[str]:
-        return [line.replace('{}', value) for line, value in zip(_HOVER_LINES, fields[row][col], strict=True)]
+        return [line.replace('{}', value) for line, value in zip(hover_lines, fields[row][col], strict=True)]
 
     assert tooltip(1, 1) == [
         'context length: 4,000 tokens',
@@ -761,3 +763,111 @@ def test_a_long_subtitle_wraps_inside_the_figure(subset: str, tokenizer: str) ->
             assert piece in flat  # nothing dropped, only broken across lines
     finally:
         fig.clear()
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The Chinese subset's pages and PNG speak Chinese
+# --------------------------------------------------------------------------------------------------------------------
+
+CJK = re.compile('[\u3400-\u9fff]')
+
+
+def two_languages() -> list[CellSummary]:
+    return [
+        *(cell(length, depth, 0.5, subset='english') for length in (1000, 2000) for depth in (0.0, 100.0)),
+        *(cell(length, depth, 1.0, subset='chinese') for length in (1000, 2000) for depth in (0.0, 100.0)),
+    ]
+
+
+def test_the_chinese_subsets_page_is_chinese_and_the_english_ones_unchanged(tmp_path: Path) -> None:
+    plot_all(two_languages(), output_dir=tmp_path, prefix='h', effective_lengths={'chinese': 2000})
+    zh = (tmp_path / 'h_chinese.html').read_text('utf-8')
+    # lang="zh-CN": the browser draws the CJK characters in their Simplified-Chinese forms, not the Japanese ones.
+    assert '<html lang="zh-CN">' in zh
+    for words in ('<h1>大海捞针</h1>', '子集：chinese', '平均准确率 1.00（n=12）', '有效上下文长度：2k'):
+        assert words in zh
+    assert '<div class="yl axis">针的深度（%）</div>' in zh and '>上下文长度（token）</th>' in zh
+    assert '<span class="ll axis">准确率</span>' in zh and '<span class="effl">有效长度</span>' in zh
+    assert '"上下文长度：{} token"' in zh  # the tooltip's lines
+    assert not re.search(r'Needle|accuracy|depth|Context length|effective', zh)
+    en = (tmp_path / 'h_english.html').read_text('utf-8')
+    assert '<html lang="en">' in en and '<h1>Needle in a haystack</h1>' in en and 'Needle depth (%)' in en
+    assert not CJK.search(en)
+
+
+def test_a_subsets_language_comes_from_the_run_and_defaults_to_the_built_in_ones(tmp_path: Path) -> None:
+    cells = [cell(1000, 0.0, 1.0, subset='mine'), cell(1000, 0.0, 1.0, subset='chinese')]
+    plot_all(cells, output_dir=tmp_path, prefix='h', languages={'mine': 'zh', 'chinese': 'en'})
+    assert '<html lang="zh-CN">' in (tmp_path / 'h_mine.html').read_text('utf-8')
+    assert '<html lang="en">' in (tmp_path / 'h_chinese.html').read_text('utf-8')  # the run's word wins
+    plot_all(cells, output_dir=tmp_path / 'plain', prefix='h')  # a results file alone: `evalscope-niah plot`
+    assert '<html lang="en">' in (tmp_path / 'plain' / 'h_mine.html').read_text('utf-8')
+    assert '<html lang="zh-CN">' in (tmp_path / 'plain' / 'h_chinese.html').read_text('utf-8')
+
+
+def figure_words(cells: list[CellSummary], subset: str, language: str) -> list[str]:
+    fig = _build_heatmap_figure(cells, subset=subset, effective_length=2000, language=language)
+    try:
+        ax = fig.axes[0]
+        colorbar = fig.axes[1]
+        return [ax.get_title(), ax.get_xlabel(), ax.get_ylabel(), colorbar.get_ylabel()]
+    finally:
+        fig.clear()
+
+
+@pytest.mark.filterwarnings('ignore:Glyph .* missing from font')
+def test_the_chinese_subsets_png_is_labelled_in_chinese_with_a_cjk_font(monkeypatch: pytest.MonkeyPatch) -> None:
+    # This machine has no CJK font: a font that has the Latin glyphs stands in, so the labels chosen can be read off
+    # the figure (the glyphs drawn are matplotlib's concern).
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: 'DejaVu Sans')
+    title, x_label, y_label, colorbar = figure_words(two_languages(), 'chinese', 'zh')
+    assert title.startswith('大海捞针\n子集：chinese · 平均准确率 1.00（n=12）') and '有效长度：2k' in title
+    assert (x_label, y_label, colorbar) == ('上下文长度（token）', '针的深度（%）', '准确率')
+    title, x_label, y_label, colorbar = figure_words(two_languages(), 'english', 'en')
+    assert title.startswith('Needle in a haystack\nsubset: english · mean accuracy 0.50')
+    assert (x_label, y_label, colorbar) == ('Context length (tokens)', 'Needle depth (%)', 'accuracy')
+
+
+def test_without_a_cjk_font_the_chinese_png_stays_english_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Empty boxes in place of every label would be worse than English; the log says what to install."""
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
+    png_fonts._warn_no_cjk_font.cache_clear()
+    with caplog.at_level(logging.WARNING):
+        title, x_label, *_ = figure_words(two_languages(), 'chinese', 'zh')
+    assert title.startswith('Needle in a haystack\nsubset: chinese') and x_label == 'Context length (tokens)'
+    assert 'no font with Chinese glyphs found' in caplog.text and 'fonts-noto-cjk' in caplog.text
+
+
+def test_without_a_cjk_font_the_notes_of_the_png_are_english_and_the_pages_chinese(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from evalscope_niah.reporting.outputs import draw_heatmaps
+    from tests.support.results import sample
+
+    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
+    results = [dataclasses.replace(sample(1.0, subset='chinese'), scoring='rule_fallback')]
+    drawn = {}
+    real_png = plotting.plot_heatmap_png
+
+    def png(*args: object, **kwargs: object) -> Path:
+        drawn['note'] = kwargs['scoring_note']
+        return real_png(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(plotting, 'plot_heatmap_png', png)
+    draw_heatmaps(tmp_path, results, effective_lengths={})
+    assert drawn['note'] == 'scored by rule: the judge failed qualification'  # no empty boxes in the PNG
+    page = (tmp_path / 'needle_haystack_heatmap_chinese.html').read_text('utf-8')
+    assert '按规则评分：裁判模型未通过裁判模型检查' in page
+
+
+def test_a_bound_on_the_chinese_page_is_worded_in_chinese(tmp_path: Path) -> None:
+    from evalscope_niah.reporting.length_status import EffectiveBound
+
+    bound = EffectiveBound(1000, 2000, '3 server errors, 1 cut reply')
+    plot_all(two_languages(), output_dir=tmp_path, prefix='h', effective_lengths={'chinese': bound, 'english': bound})
+    zh = (tmp_path / 'h_chinese.html').read_text('utf-8')
+    assert '有效上下文长度：至少 1k；2k 未知：3 个服务错误、1 个被截断的回复' in zh
+    en = (tmp_path / 'h_english.html').read_text('utf-8')
+    assert 'effective context length: at least 1k; 2k unknown: 3 server errors, 1 cut reply' in en
