@@ -29,10 +29,24 @@ def _paragraphs_naming(text: str, needle: str) -> str:
 
 
 def _lines_before(text: str, needle: str, *, count: int = 3) -> str:
-    """The line holding ``needle`` and the ones before it, to ``count`` lines."""
+    """The line holding ``needle`` and the lines of its paragraph or list item before it, to ``count`` lines (a
+    Chinese paragraph is one source line, an English one wraps: either way no neighbouring block is taken in)."""
     lines = text.splitlines()
     at = next(i for i, line in enumerate(lines) if needle in line)
-    return '\n'.join(lines[max(0, at - count + 1) : at + 1])
+    start = at
+    while (
+        at - start + 1 < count
+        and start > 0
+        and not lines[start].lstrip().startswith(('- ', '* '))
+        and lines[start - 1].strip()
+        and not lines[start - 1].lstrip().startswith('|')
+    ):
+        start -= 1
+    window = '\n'.join(lines[start : at + 1])
+    # To the end of the needle's sentence: a Chinese paragraph on one line holds the sentences after it too.
+    after = window.index(needle)
+    ends = [end for end in (window.find('。', after), window.find('. ', after)) if end >= 0]
+    return window[: min(ends) + 1] if ends else window
 
 
 def _quoting_parts() -> dict[str, str]:

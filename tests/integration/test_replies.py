@@ -106,7 +106,7 @@ def test_a_reply_with_no_final_answer_is_flagged_not_scored_zero(
     assert [(c.n, c.accuracy, c.errors, c.no_answer) for c in cells] == [(0, None, 0, 1)] * 2
     with open(_reports(tmp_path) / CELLS_FILE, encoding='utf-8', newline='') as handle:
         assert [row['no_answer'] for row in csv.DictReader(handle)] == ['1', '1']
-    [warning] = [r.getMessage() for r in caplog.records if 'no final answer' in r.getMessage()]
+    [warning] = [r.getMessage() for r in caplog.records if 'had no final answer' in r.getMessage()]
     assert 'subset english: 2 of 2 replies (100%) had no final answer' in warning
     if reason == 'reasoning_only':
         assert '--reasoning-parser' in warning and 'reasoning_content' in warning
