@@ -15,7 +15,7 @@ from ..vocabulary import LANGUAGES
 from .bounds import CERTAIN_PASS, RULE_PASS_THRESHOLD, UNCERTAIN_SCORE_CAP
 from .candidates import one_candidate_score
 from .cdme import keyword_score, levenshtein_score
-from .cues import Paste, PromptText, paste_evidence
+from .paste import Paste, PromptText, paste_evidence
 from .reasoning_tags import strip_reasoning
 from .recall import needle_recall, rule_is_certain
 from .result import RuleScore

@@ -7,7 +7,8 @@ import re
 from collections.abc import Sequence
 
 from .bounds import LIST_GAP_CHARS, LISTED_NAME_SCORE, MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
-from .cues import PromptText, cue_near, cue_verdict, excluded_cue_text, is_list_item, other_language, paste_evidence
+from .cues import cue_near, cue_verdict, excluded_cue_text, is_list_item, other_language
+from .paste import PromptText, paste_evidence
 from .result import RuleScore
 from .text import CJK_CHAR, check_language, key_spans, normalise, zh_key_spans
 

@@ -17,8 +17,6 @@ from .bounds import (
 )
 from .cues import (
     NUMBER_WORDS,
-    Paste,
-    PromptText,
     cue_hits,
     cue_near,
     cue_verdict,
@@ -26,8 +24,8 @@ from .cues import (
     find_abstention,
     is_list_item,
     other_language,
-    paste_evidence,
 )
+from .paste import Paste, PromptText, paste_evidence
 from .recall import needle_recall, rule_is_certain
 from .result import RuleScore
 from .text import answer_size, check_language, key_share, key_spans, normalise

@@ -78,8 +78,6 @@ from ..scoring.bounds import (
 from ..scoring.candidates import one_candidate_score
 from ..scoring.cues import (
     NUMBER_WORDS,
-    Paste,
-    PromptText,
     cue_near,
     cue_verdict,
     excluded_cue_text,
@@ -87,8 +85,8 @@ from ..scoring.cues import (
     is_list_item,
     negated_values,
     other_language,
-    paste_evidence,
 )
+from ..scoring.paste import Paste, PromptText, paste_evidence
 from ..scoring.recall import needle_recall
 from ..scoring.result import RuleScore
 from ..scoring.single_needle import single_needle_score

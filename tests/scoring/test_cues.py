@@ -1,43 +1,12 @@
-"""The paste cue, decided by evidence (scoring/cues.py: paste_evidence), and a clause excluding the rest that is no
-negation; the other cues are exercised through the task ladders (tests/tasks/test_*_rules.py)."""
+"""A clause excluding the rest is no negation, and a stated-values sentence's negations; the other cues are exercised
+through the task ladders (tests/tasks/test_*_rules.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from evalscope_niah.scoring import (
-    PromptText,
-    paste_evidence,
-)
 from evalscope_niah.scoring.cues import cue_near, excluded_cue_text
 from evalscope_niah.scoring.text import key_spans, normalise
-from tests.support.rule_facts import (
-    FILLER_EN,
-    FILLER_ZH,
-    SF_NEEDLE,
-    SF_PROMPT,
-    ZH_NEEDLE,
-)
-
-
-def test_paste_evidence_counts_only_text_beyond_the_allowed_texts() -> None:
-    answer = FILLER_EN * 5 + SF_NEEDLE
-    evidence = paste_evidence(answer, allowed=(SF_NEEDLE,), prompt=SF_PROMPT, language='en')
-    assert evidence.pasted and evidence.pasted_units == len(FILLER_EN.split()) * 5
-    assert evidence.factor == pytest.approx(1 - evidence.pasted_units / len(answer.split()), rel=0.01)
-    quoted = paste_evidence(SF_NEEDLE * 5, allowed=(SF_NEEDLE,), prompt=SF_PROMPT, language='en')
-    assert not quoted.pasted and quoted.factor == 1.0
-
-
-def test_paste_evidence_in_chinese_counts_characters() -> None:
-    shown = PromptText(shown=FILLER_ZH * 80 + ZH_NEEDLE + FILLER_ZH * 80)
-    pasted = paste_evidence(FILLER_ZH * 6 + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh')
-    assert pasted.pasted and pasted.pasted_units >= 80
-    own = (
-        '这句话是文中唯一回答这个问题的地方，它说得很清楚：小明最喜欢的实习地点就是上海人工智能实验室，其余部分讲的都是别的事情。'
-        * 3
-    )
-    assert not paste_evidence(own + ZH_NEEDLE, allowed=(ZH_NEEDLE,), prompt=shown, language='zh').pasted
 
 
 def test_negated_values_are_the_negations_in_a_stated_values_sentence() -> None:
