@@ -35,6 +35,8 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..vocabulary import LengthStatus
+
 __all__ = [
     'ERROR_ATTEMPTS',
     'AdaptiveSettings',
@@ -47,7 +49,8 @@ __all__ = [
 ]
 
 StopReason = Literal['pinned', 'budget', 'exhausted', 'errors']
-Status = Literal['untested', 'open', 'pass', 'fail', 'unknown']
+# A length's verdict as the grid's (vocabulary.LengthStatus), or not yet: never sent, or sent and not settled.
+Status = Literal['untested', 'open'] | LengthStatus
 
 # How many times one sample may be sent within a run before its error stands (each send is itself a request with the
 # model client's own retries): a burst of server faults is ridden out, an outage at one length ends the sweep.
@@ -212,7 +215,7 @@ def _threshold(order: Mapping[int, Sequence[PlanUnit]], scores: Scores, settings
     if not values:
         return None
     base = math.fsum(values) / len(values)
-    # A shortest length scoring 0 gives no baseline: nothing passes, as in stats._passes.
+    # A shortest length scoring 0 gives no baseline: nothing passes, as the grid's rule has it (length_status.py).
     return settings.threshold * base if base > 0 else math.inf
 
 
