@@ -9,7 +9,7 @@ own command lines do, without writing the day's record), then reads the newest `
 change. Times are whole processes on whatever machine this is, so compare ratios (built-in / ours, measured in the
 same run) before seconds; a time that moved with its ratio unchanged is the machine, not the change.
 
-``--quick`` runs both on the tiny demo grid (figures mean nothing; the 'quick' rows have no record to compare
+``--quick`` runs both once on the tiny demo grid (figures mean nothing; the 'quick' rows have no record to compare
 with): it checks that this script still runs.
 """
 
