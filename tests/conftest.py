@@ -7,6 +7,7 @@ worker, in that worker's own temporary directory, so nothing here is shared betw
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,6 +26,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     slow_modules = {getattr(item, 'module', None) for item in items if item.get_closest_marker('slow') is not None}
     # sort is stable: the order within each part is kept.
     items.sort(key=lambda item: getattr(item, 'module', None) not in slow_modules)
+
+
+@pytest.fixture(scope='session', autouse=True)
+def model_threads_per_worker() -> Iterator[None]:
+    """On parallel workers, a llama.cpp server started without ``n_threads`` takes the worker's share of the CPUs, not
+    all of them: two workers' servers each running one thread per core spin-wait on each other (the demo test alone on
+    a loaded 2-core machine: 208 s CPU with 2 threads, 38 s with 1)."""
+    count = int(os.environ.get('PYTEST_XDIST_WORKER_COUNT', '1'))
+    from evalscope_niah.serving import local_model
+
+    share = max(1, local_model._cpu_count() // count)
+    with pytest.MonkeyPatch.context() as patch:
+        if count > 1:
+            patch.setattr(local_model, '_cpu_count', lambda: share)
+        yield
 
 
 @pytest.fixture(scope='session', autouse=True)
