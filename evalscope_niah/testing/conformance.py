@@ -49,7 +49,11 @@ from ..tasks.compose import parse_params
 
 __all__ = [
     'CATEGORIES',
+    'FAIL',
     'GRID',
+    'ONE_KEY',
+    'PASS',
+    'SHARE',
     'Answer',
     'Sample',
     'answers',

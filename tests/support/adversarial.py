@@ -10,8 +10,8 @@ question, reference and answer keys as the task gives them, the reply, and the o
 
 The facts are the package's own: params.py's default needles, the needle bank, the reasoning chains and
 ``multi_retrieval_set`` values with ``distractor_facts``. Beside the hand-written cases, every registered task gets
-the conformance answers (tests/support/conformance.py) on samples its own ``choose`` plans, so a new task is in the
-table the day it is registered.
+the conformance answers (evalscope_niah/testing/conformance.py) on samples its own ``choose`` plans, so a new
+task is in the table the day it is registered.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from evalscope_niah.tasks.multi_retrieval.facts import distractor_facts, multi_r
 from evalscope_niah.tasks.multi_retrieval.task import MultiRetrievalData
 from evalscope_niah.tasks.reasoning.chains import reasoning_chains
 from evalscope_niah.tasks.single.bank import load_needle_bank
-from tests.support.conformance import ONE_KEY, SHARE, Sample, answers, chosen_metas
+from evalscope_niah.testing.conformance import ONE_KEY, SHARE, Sample, answers, chosen_metas
 from tests.support.peer_configs import CDME_SINGLE, EVALSCOPE_MULTI, EVALSCOPE_SINGLE
 
 # Every registered task (the registry's, so a task is in the table the day it is registered), then the control.
@@ -744,7 +744,7 @@ def _control_cases() -> list[Case]:
     return cases
 
 
-# --- every registered task: the conformance answers (tests/support/conformance.py) ------------------------------------
+# --- every registered task: the conformance answers (testing/conformance.py) ------------------------------------------
 
 
 def _registry_cases() -> list[Case]:

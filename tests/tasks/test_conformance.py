@@ -14,7 +14,15 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.tasks import get_task, plugin_tasks, register_task, task_names, unregister_task
-from tests.support.conformance import CATEGORIES, Sample, answers, conformance_misses, meets, planned_samples, score
+from evalscope_niah.testing.conformance import (
+    CATEGORIES,
+    Sample,
+    answers,
+    conformance_misses,
+    meets,
+    planned_samples,
+    score,
+)
 from tests.support.vault_code.task import VaultCode
 
 # Registered by this module's fixture; every other task comes from the registry as it stands, less the tasks of

@@ -17,7 +17,7 @@ import pytest
 import evalscope_niah
 from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.tasks import get_task, kit, register_task, score_answer, task_names, unregister_task
-from tests.support.conformance import CATEGORIES, answers, describe, meets, planned_samples, score
+from evalscope_niah.testing.conformance import CATEGORIES, answers, describe, meets, planned_samples, score
 from tests.support.docs import kit_example, load_kit_example
 
 PACKAGE = Path(evalscope_niah.__file__).parent
