@@ -4,9 +4,8 @@ retries, none for a 4xx), and this names it as a ``JudgeCallFailure`` (kind, URL
 from __future__ import annotations
 
 import socket
+import sys
 from typing import Any
-
-import openai
 
 from ..errors import exception_chain
 from ..judging.judge_failures import JudgeCallFailure, judge_call_failure
@@ -28,13 +27,22 @@ def judge_call_error(exc: BaseException, *, url: str, model: str) -> JudgeCallFa
         if status == 404:
             return judge_call_failure('model_not_found', url=url, model=model, detail=_http_detail(exc, status))
         return judge_call_failure('http_error', url=url, model=model, detail=_http_detail(exc, status))
-    if isinstance(exc, openai.APITimeoutError) or _caused_by(exc, TimeoutError):
+    if isinstance(exc, _openai_errors('APITimeoutError')) or _caused_by(exc, TimeoutError):
         return judge_call_failure('timeout', url=url, model=model, detail='no reply before the timeout')
-    if isinstance(exc, openai.APIConnectionError) or _caused_by(exc, ConnectionError, socket.gaierror):
+    if isinstance(exc, _openai_errors('APIConnectionError')) or _caused_by(exc, ConnectionError, socket.gaierror):
         return judge_call_failure('unreachable', url=url, model=model, detail=_connection_detail(exc))
     if isinstance(exc, (EmptyReplyError, CutReplyError, UnreadableReplyError)):
         return judge_call_failure('bad_reply', url=url, model=model, detail=_cut(str(exc)))
     return judge_call_failure('http_error', url=url, model=model, detail=f'{type(exc).__name__}: {_cut(str(exc))}')
+
+
+def _openai_errors(name: str) -> tuple[type[BaseException], ...]:
+    # Read from sys.modules, never imported here: importing openai cost every `import evalscope` a quarter second
+    # (this module loads when the benchmark registers), and an exception of openai's can only exist once the
+    # client that raises it has imported openai.
+    openai = sys.modules.get('openai')
+    error = getattr(openai, name, None)
+    return (error,) if isinstance(error, type) and issubclass(error, BaseException) else ()
 
 
 def _caused_by(exc: BaseException, *types: type[BaseException]) -> bool:

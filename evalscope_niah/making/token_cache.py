@@ -15,6 +15,7 @@ import re
 import sys
 import threading
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,11 +48,11 @@ class TokenIndex:
     the tokenized prefix (``covered_chars``) with the token count so far. Both are held as compact machine-integer
     arrays (int32 where the values fit: 8 bytes a token instead of ~70 for Python lists), ``chars`` and ``tokens``
     show them as numpy arrays. Lookups run ``bisect`` over memoryviews of them: they run tens of thousands of times
-    per grid, and numpy's per-call overhead dominated. A warm run reads them from the cache without numpy (its
-    import was a fifth of a warm run's time).
+    per grid, and numpy's per-call overhead dominated. Neither building an index nor reading one from the cache
+    imports numpy (its import was a fifth of a warm run's time and a tenth of a cold one's).
     """
 
-    def __init__(self, *, chars: np.ndarray, tokens: np.ndarray) -> None:
+    def __init__(self, *, chars: Sequence[int], tokens: Sequence[int]) -> None:
         self._chars = memoryview(_compact(chars))
         self._tokens = memoryview(_compact(tokens))
 
@@ -97,19 +98,15 @@ class TokenIndex:
 _INT32_MAX = 2**31 - 1
 
 
-def _narrowed(values: np.ndarray) -> np.ndarray:
-    """``values`` as a contiguous numpy array of int32 where they fit, else int64."""
-    import numpy as np
-
-    values = np.asarray(values)
-    wide = len(values) > 0 and int(values.max()) > _INT32_MAX
-    return np.ascontiguousarray(values, dtype=np.int64 if wide else np.int32)
-
-
-def _compact(values: np.ndarray) -> array.array:
-    """``values`` as an ``array.array`` of int32 where they fit, else int64."""
-    narrowed = _narrowed(values)
-    return _machine_array('i' if narrowed.itemsize == 4 else 'q', memoryview(narrowed).cast('B'))
+def _compact(values: Sequence[int]) -> array.array:
+    """``values`` (any sequence of ints: an ``array.array``, a list, a numpy array) as an ``array.array`` of int32
+    where they fit, else int64."""
+    if isinstance(values, array.array) and values.typecode == 'i':
+        return values
+    wide = len(values) > 0 and max(values) > _INT32_MAX
+    if hasattr(values, 'dtype'):  # a numpy array: converted in bulk, not value by value
+        return _machine_array('q' if wide else 'i', values.astype('<i8' if wide else '<i4').tobytes())
+    return array.array('q' if wide else 'i', values)
 
 
 def _machine_array(typecode: str, data: bytes | memoryview) -> array.array:
@@ -154,10 +151,7 @@ def token_index(
     cached = _read_index(path) if use_cache else None
     if cached is not None and (cached.covered_chars >= len(text) or (min_tokens and cached.total_tokens >= min_tokens)):
         return cached
-    import numpy as np  # tokenizing: a cold cache only
-
-    chars: list[np.ndarray] = []
-    tokens: list[np.ndarray] = []
+    chars, tokens = array.array('q'), array.array('q')
     start, token_count = 0, 0
     while start < len(text) and not (min_tokens and token_count >= min_tokens):
         # A few chunks at a time: encoded in parallel where the tokenizer can, without overshooting a prefix much.
@@ -172,13 +166,12 @@ def token_index(
             start = spans[-1][1]
         encoded = tokenizer.boundaries_many([text[low:high] for low, high in spans])
         for (low, _), (chunk_chars, chunk_tokens) in zip(spans, encoded, strict=True):
-            chars.append(_narrowed(chunk_chars[:-1] + low))
-            tokens.append(_narrowed(chunk_tokens[:-1] + token_count))
+            chars.extend(char + low for char in itertools.islice(chunk_chars, len(chunk_chars) - 1))
+            tokens.extend(token + token_count for token in itertools.islice(chunk_tokens, len(chunk_tokens) - 1))
             token_count += int(chunk_tokens[-1])
-    index = TokenIndex(
-        chars=np.concatenate([*chars, np.array([start], dtype=np.int64)]),
-        tokens=np.concatenate([*tokens, np.array([token_count], dtype=np.int64)]),
-    )
+    chars.append(start)
+    tokens.append(token_count)
+    index = TokenIndex(chars=chars, tokens=tokens)
     if use_cache and (cached is None or index.covered_chars > cached.covered_chars):
         _write_index(path, index)
     return index
@@ -210,20 +203,19 @@ def _joins_previous(character: str) -> bool:
 
 def _is_seam(tokenizer: Tokenizer, text: str, cut: int) -> bool:
     """True when the text around ``cut`` encodes as its two sides encoded apart: same tokens either side."""
-    import numpy as np
-
     low, high = max(0, cut - _SEAM_CHECK_CHARS), min(len(text), cut + _SEAM_CHECK_CHARS)
     (both_chars, both_tokens), (left_chars, left_tokens), (right_chars, right_tokens) = tokenizer.boundaries_many(
         [text[low:high], text[low:cut], text[cut:high]]
     )
-    split = int(np.searchsorted(both_chars, cut - low))
+    offset = cut - low
+    split = bisect.bisect_left(both_chars, offset)
     return (
         split < len(both_chars)
-        and both_chars[split] == cut - low
+        and both_chars[split] == offset
         and both_tokens[split] == left_tokens[-1]
         and both_tokens[-1] == left_tokens[-1] + right_tokens[-1]
-        and np.array_equal(both_chars[: split + 1], left_chars)
-        and np.array_equal(both_chars[split:] - (cut - low), right_chars)
+        and [int(char) for char in both_chars[: split + 1]] == [int(char) for char in left_chars]
+        and [int(char) - offset for char in both_chars[split:]] == [int(char) for char in right_chars]
     )
 
 
@@ -270,10 +262,22 @@ def _read_npy(data: bytes) -> array.array | None:
 
 
 def _write_index(path: Path, index: TokenIndex) -> None:
-    import numpy as np
+    """The index as numpy's ``np.savez`` writes it (so ``np.load`` reads it), written without importing numpy."""
+    with atomic_writer(path, binary=True) as handle, zipfile.ZipFile(handle, 'w', zipfile.ZIP_STORED) as archive:
+        archive.writestr('chars.npy', _npy_bytes(index._chars))
+        archive.writestr('tokens.npy', _npy_bytes(index._tokens))
 
-    with atomic_writer(path, binary=True) as handle:
-        np.savez(handle, chars=index.chars, tokens=index.tokens)
+
+def _npy_bytes(values: memoryview) -> bytes:
+    """One array in numpy's .npy format 1.0: magic, version, header length, a header dict padded with spaces to a
+    multiple of 64 bytes and ending in a line break, then the little-endian values."""
+    descr = {4: '<i4', 8: '<i8'}[values.itemsize]
+    header = f"{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len(values)},), }}"
+    header += ' ' * (-(len(_NPY_MAGIC) + 4 + len(header) + 1) % 64) + '\n'
+    data = array.array(values.format, values)
+    if sys.byteorder == 'big':
+        data.byteswap()
+    return _NPY_MAGIC + b'\x01\x00' + len(header).to_bytes(2, 'little') + header.encode('latin-1') + data.tobytes()
 
 
 class TokenCounter:

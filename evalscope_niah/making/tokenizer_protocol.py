@@ -5,14 +5,14 @@ here."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
-if TYPE_CHECKING:  # annotations only: a warm run builds its samples without importing numpy
-    import numpy as np
-
-__all__ = ['Message', 'Tokenizer']
+__all__ = ['Boundaries', 'Message', 'Tokenizer']
 
 Message = dict[str, str]
+# (char offsets, token indices): any sequences of ints. The fast tokenizer gives ``array.array`` (building samples
+# never imports numpy: its import was a tenth of a cold run), others may give numpy arrays.
+Boundaries = tuple[Sequence[int], Sequence[int]]
 
 
 class Tokenizer(Protocol):
@@ -27,10 +27,10 @@ class Tokenizer(Protocol):
     def count(self, text: str) -> int:
         """Number of tokens of ``text`` as a model server would count the rendered prompt."""
 
-    def boundaries(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+    def boundaries(self, text: str) -> Boundaries:
         """(char offsets, token indices) of every token that starts on a character boundary, plus the end."""
 
-    def boundaries_many(self, texts: Sequence[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    def boundaries_many(self, texts: Sequence[str]) -> list[Boundaries]:
         """``boundaries`` of each text (a tokenizer may encode them in parallel or in one request)."""
 
     def render_chat(self, messages: Sequence[Message]) -> str:

@@ -73,3 +73,14 @@ def test_an_empty_reply_is_a_bad_reply_and_credentials_never_show() -> None:
     failure = judge_call_error(EmptyReplyError('judge reply 3 of 3 is empty'), url=url, model=JUDGE)
     assert failure.kind == 'bad_reply' and 'empty' in failure.detail
     assert failure.url == 'http://127.0.0.1:9/v1' and 'secret' not in failure.describe()
+
+
+def test_registering_the_benchmark_does_not_import_the_openai_client() -> None:
+    # judge_errors loads when the benchmark registers (at `import evalscope`): importing openai there cost every
+    # evalscope command a quarter second; the client's exceptions are looked up only once the client exists.
+    import subprocess
+    import sys
+
+    code = 'import evalscope_niah.integration, sys; print("openai" in sys.modules)'
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, check=True, timeout=120)
+    assert result.stdout.strip() == 'False'

@@ -28,7 +28,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 
 # The child: builds (or extends) the token index of the text file and counts a few windows through the shared
 # SQLite counter, then prints what it got. 'race' waits for a 'go' line first, so both children start together;
-# 'kill' writes half of the index file and stops there until it is killed.
+# 'kill' writes the first of the index file's two arrays and stops there until it is killed.
 CHILD = r"""
 import hashlib, io, json, os, sys
 import numpy as np
@@ -39,19 +39,19 @@ text = open(path, encoding='utf-8').read()
 sha = hashlib.sha256(text.encode()).hexdigest()
 tokenizer = load_tokenizer('Qwen/Qwen3-0.6B')
 if mode == 'kill':
-    real_savez = np.savez
+    from evalscope_niah.making import token_cache
 
-    def savez_then_stall(handle, **arrays):
-        buffer = io.BytesIO()
-        real_savez(buffer, **arrays)
-        data = buffer.getvalue()
-        handle.write(data[: len(data) // 2])
-        handle.flush()
-        os.fsync(handle.fileno())
-        print('half-written', flush=True)
-        sys.stdin.readline()  # the parent kills this process here
+    real_npy_bytes = token_cache._npy_bytes
+    arrays_made = []
 
-    np.savez = savez_then_stall
+    def npy_bytes_then_stall(values):
+        arrays_made.append(values)
+        if len(arrays_made) == 2:  # chars.npy is in the temporary file, tokens.npy never comes
+            print('half-written', flush=True)
+            sys.stdin.readline()  # the parent kills this process here
+        return real_npy_bytes(values)
+
+    token_cache._npy_bytes = npy_bytes_then_stall
 print('ready', flush=True)
 if mode == 'race':
     sys.stdin.readline()
