@@ -4,7 +4,7 @@ instead of 16 MB. Run it after changing a Chinese word in evalscope_niah/reporti
 characters the shipped font lacks).
 
     apt-get install -y fonts-noto-cjk        # or: apt-get download fonts-noto-cjk && dpkg-deb -x fonts-noto-cjk_*.deb x
-    PYTHONPATH=$PWD python assets/fonts/build_cjk_subset.py [--source PATH/NotoSansCJK-Regular.ttc]
+    PYTHONPATH=. python assets/fonts/build_cjk_subset.py [--source PATH/NotoSansCJK-Regular.ttc]
 
 The source is Noto Sans CJK (SIL Open Font License 1.1; the .ttc collection Debian ships, or upstream's
 NotoSansCJKsc-Regular.otf). The subset gets a family name of its own (`png_fonts.SHIPPED_FAMILY`): the license

@@ -45,7 +45,7 @@ SHIPPED_FONT = Path(__file__).parents[1] / 'data' / 'fonts' / 'niah-cjk-sc-subse
 SHIPPED_FAMILY = 'NIAH CJK SC Subset'
 # For every glyph the first family lacks (a subset or model name in another script).
 _FALLBACK_FAMILY = 'DejaVu Sans'
-REBUILD_COMMAND = 'PYTHONPATH=$PWD python assets/fonts/build_cjk_subset.py'
+REBUILD_COMMAND = 'PYTHONPATH=. python assets/fonts/build_cjk_subset.py'
 
 
 def subset_characters() -> str:
@@ -76,13 +76,13 @@ def _register_shipped_font() -> tuple[str | None, str]:
     try:
         font = font_manager.get_font(SHIPPED_FONT)
         charmap = font.get_charmap()
-        missing = ''.join(char for char in subset_characters() if ord(char) not in charmap)
-        if missing:
-            raise ValueError(f'it has no glyph for {missing[:20]!r}; rebuild it: {REBUILD_COMMAND}')
         family = font_manager.ttfFontProperty(font).name
-        font_manager.fontManager.addfont(SHIPPED_FONT)
     except Exception as exc:  # FreeType's RuntimeError, OSError, ValueError: each means no usable font
         return None, f'{SHIPPED_FONT}: {type(exc).__name__}: {exc}'
+    missing = ''.join(char for char in subset_characters() if ord(char) not in charmap)
+    if missing:  # not the file the build wrote (or one built before a word was added)
+        return None, f'{SHIPPED_FONT} has no glyph for {missing[:20]!r}; rebuild it: {REBUILD_COMMAND}'
+    font_manager.fontManager.addfont(SHIPPED_FONT)
     return family, ''
 
 
