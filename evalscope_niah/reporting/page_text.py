@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 from ..params.subsets import DEFAULT_SUBSETS
 
-__all__ = ['EN', 'ZH', 'PageText', 'page_text', 'reason_text', 'subset_language']
+__all__ = ['EN', 'ZH', 'PageText', 'all_words', 'page_text', 'reason_text', 'subset_language']
 
 
 @dataclass(frozen=True)
@@ -75,6 +75,7 @@ class PageText:
     unknown_cell: str  # {reason}: a cell with samples and no score
     # length_status's words for samples sent and not scored ('server errors'), each as '{n} ...' in this language.
     unscored_kinds: Mapping[str, str]
+    list_separator: str  # between the parts of a list in running text ('3 server errors, 1 cut reply')
 
 
 EN = PageText(
@@ -151,6 +152,7 @@ EN = PageText(
         'reply with no final answer': '{n} reply with no final answer',
         'replies with no final answer': '{n} replies with no final answer',
     },
+    list_separator=', ',
 )
 
 # EvalScope's Chinese terms (docs/zh/glossary.md): 针, 裁判模型, 单元格, token, 子集.
@@ -228,6 +230,7 @@ ZH = PageText(
         'reply with no final answer': '{n} 个没有最终答案的回复',
         'replies with no final answer': '{n} 个没有最终答案的回复',
     },
+    list_separator='、',
 )
 
 _PAGE_TEXTS = {'en': EN, 'zh': ZH}
@@ -260,4 +263,20 @@ def reason_text(reason: str | None, text: PageText) -> str:
         counted = _COUNTED.fullmatch(part)
         words = text.unscored_kinds.get(counted.group(2)) if counted else None
         parts.append(words.format(n=counted.group(1)) if counted and words else part)
-    return ('、' if text is ZH else ', ').join(parts)
+    return text.list_separator.join(parts)
+
+
+def all_words(text: PageText) -> list[str]:
+    """Every string of ``text`` (tuples and mappings' values included, in field order): what a font drawing its
+    language must have the glyphs of."""
+    found: list[str] = []
+    pending: list[object] = [getattr(text, field.name) for field in fields(text)]
+    while pending:
+        value = pending.pop(0)
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, Mapping):
+            pending[:0] = value.values()
+        elif isinstance(value, tuple):
+            pending[:0] = value
+    return found

@@ -383,7 +383,7 @@ def _png_words(language: str) -> tuple[PageText, AbstractContextManager[object]]
     text = page_text(png_fonts.png_language(language))
     if text is EN:
         return EN, nullcontext()
-    return text, rc_context({'font.family': [png_fonts.cjk_font(), 'DejaVu Sans']})
+    return text, rc_context({'font.family': png_fonts.png_font_families()})
 
 
 def _file_stems(cells: Sequence[CellSummary], out: Path, prefix: str) -> dict[str, Path]:

@@ -19,7 +19,7 @@ from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
 from PIL import Image
 
-from evalscope_niah.reporting import plotting, png_fonts
+from evalscope_niah.reporting import plotting
 from evalscope_niah.reporting.heatmap_html import _heatmap_html, _hover_lines
 from evalscope_niah.reporting.heatmap_style import CMAP as _CMAP
 from evalscope_niah.reporting.heatmap_style import EMPTY_COLOR as _EMPTY_COLOR
@@ -779,6 +779,7 @@ def two_languages() -> list[CellSummary]:
     ]
 
 
+@pytest.mark.filterwarnings('error:Glyph .* missing from font')  # its PNG is drawn in Chinese: no empty box
 def test_the_chinese_subsets_page_is_chinese_and_the_english_ones_unchanged(tmp_path: Path) -> None:
     plot_all(two_languages(), output_dir=tmp_path, prefix='h', effective_lengths={'chinese': 2000})
     zh = (tmp_path / 'h_chinese.html').read_text('utf-8')
@@ -815,11 +816,8 @@ def figure_words(cells: list[CellSummary], subset: str, language: str) -> list[s
         fig.clear()
 
 
-@pytest.mark.filterwarnings('ignore:Glyph .* missing from font')
-def test_the_chinese_subsets_png_is_labelled_in_chinese_with_a_cjk_font(monkeypatch: pytest.MonkeyPatch) -> None:
-    # This machine has no CJK font: a font that has the Latin glyphs stands in, so the labels chosen can be read off
-    # the figure (the glyphs drawn are matplotlib's concern).
-    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: 'DejaVu Sans')
+def test_the_chinese_subsets_png_is_labelled_in_chinese() -> None:
+    # In the fonts this machine has: an installed CJK font, else the one shipped in the package (png_fonts).
     title, x_label, y_label, colorbar = figure_words(two_languages(), 'chinese', 'zh')
     assert title.startswith('大海捞针\n子集：chinese · 平均准确率 1.00（n=12）') and '有效长度：2k' in title
     assert (x_label, y_label, colorbar) == ('上下文长度（token）', '针的深度（%）', '准确率')
@@ -828,25 +826,22 @@ def test_the_chinese_subsets_png_is_labelled_in_chinese_with_a_cjk_font(monkeypa
     assert (x_label, y_label, colorbar) == ('Context length (tokens)', 'Needle depth (%)', 'accuracy')
 
 
-def test_without_a_cjk_font_the_chinese_png_stays_english_and_says_why(
-    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+def test_without_a_usable_cjk_font_the_chinese_png_stays_english_and_says_why(
+    caplog: pytest.LogCaptureFixture, no_usable_cjk_font: None
 ) -> None:
     """Empty boxes in place of every label would be worse than English; the log says what to install."""
-    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
-    png_fonts._warn_no_cjk_font.cache_clear()
     with caplog.at_level(logging.WARNING):
         title, x_label, *_ = figure_words(two_languages(), 'chinese', 'zh')
     assert title.startswith('Needle in a haystack\nsubset: chinese') and x_label == 'Context length (tokens)'
-    assert 'no font with Chinese glyphs found' in caplog.text and 'fonts-noto-cjk' in caplog.text
+    assert 'no font with Chinese glyphs' in caplog.text and 'fonts-noto-cjk' in caplog.text
 
 
-def test_without_a_cjk_font_the_notes_of_the_png_are_english_and_the_pages_chinese(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_without_a_usable_cjk_font_the_notes_of_the_png_are_english_and_the_pages_chinese(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_usable_cjk_font: None
 ) -> None:
     from evalscope_niah.reporting.outputs import draw_heatmaps
     from tests.support.results import sample
 
-    monkeypatch.setattr(png_fonts, 'cjk_font', lambda: None)
     results = [dataclasses.replace(sample(1.0, subset='chinese'), scoring='rule_fallback')]
     drawn = {}
     real_png = plotting.plot_heatmap_png
