@@ -211,11 +211,11 @@ def example_prompt(language: str) -> str:
 
 # ---- the CLI reference ---------------------------------------------------------------------------------------------
 
-CLI_HEADERS = {'en': ('argument', 'default', 'what it does'), 'zh': ('参数', '默认值', '作用（命令行帮助原文）')}
+CLI_HEADERS = {'en': ('argument', 'default', 'what it does'), 'zh': ('参数', '默认值', '说明（命令行帮助原文）')}
 EVAL_NOTE = {
     'en': "Takes `evalscope eval`'s own arguments (see `evalscope eval --help`), with this package's benchmarks "
     'loaded.',
-    'zh': '接受 `evalscope eval` 自己的参数（见 `evalscope eval --help`），并加载本包的基准。',
+    'zh': '参数与 `evalscope eval` 相同（见 `evalscope eval --help`），运行时加载本包的基准。',
 }
 
 
