@@ -201,9 +201,9 @@ def example_prompt(language: str) -> str:
             'en': f'The needle, `{record["needles"][0]}`, sits at {record["achieved_depth_percent"]}% of the '
             f'{record["haystack_tokens"]}-token haystack; the prompt is {record["prompt_tokens"]} tokens of '
             f'`{record["tokenizer"]}`.',
-            'zh': f'针 `{record["needles"][0]}` 位于 {record["haystack_tokens"]} 个 token 的干草堆的 '
-            f'{record["achieved_depth_percent"]}% 处；整个提示为 {record["prompt_tokens"]} 个 '
-            f'`{record["tokenizer"]}` token。',
+            'zh': f'针 `{record["needles"][0]}` 位于干草堆（共 {record["haystack_tokens"]} 个 token）的 '
+            f'{record["achieved_depth_percent"]}% 处；整个提示共 {record["prompt_tokens"]} 个 token'
+            f'（按 `{record["tokenizer"]}` 计）。',
         }[language]
     )
     return '\n'.join(lines)
