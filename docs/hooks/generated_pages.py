@@ -201,9 +201,9 @@ def example_prompt(language: str) -> str:
             'en': f'The needle, `{record["needles"][0]}`, sits at {record["achieved_depth_percent"]}% of the '
             f'{record["haystack_tokens"]}-token haystack; the prompt is {record["prompt_tokens"]} tokens of '
             f'`{record["tokenizer"]}`.',
-            'zh': f'针 `{record["needles"][0]}` 位于 {record["haystack_tokens"]} 个 token 的干草堆的 '
-            f'{record["achieved_depth_percent"]}% 处；整个提示为 {record["prompt_tokens"]} 个 '
-            f'`{record["tokenizer"]}` token。',
+            'zh': f'针 `{record["needles"][0]}` 位于干草堆（共 {record["haystack_tokens"]} 个 token）的 '
+            f'{record["achieved_depth_percent"]}% 处；整个提示共 {record["prompt_tokens"]} 个 token'
+            f'（按 `{record["tokenizer"]}` 计）。',
         }[language]
     )
     return '\n'.join(lines)
@@ -211,11 +211,11 @@ def example_prompt(language: str) -> str:
 
 # ---- the CLI reference ---------------------------------------------------------------------------------------------
 
-CLI_HEADERS = {'en': ('argument', 'default', 'what it does'), 'zh': ('参数', '默认值', '作用（命令行帮助原文）')}
+CLI_HEADERS = {'en': ('argument', 'default', 'what it does'), 'zh': ('参数', '默认值', '说明（命令行帮助原文）')}
 EVAL_NOTE = {
     'en': "Takes `evalscope eval`'s own arguments (see `evalscope eval --help`), with this package's benchmarks "
     'loaded.',
-    'zh': '接受 `evalscope eval` 自己的参数（见 `evalscope eval --help`），并加载本包的基准。',
+    'zh': '参数与 `evalscope eval` 相同（见 `evalscope eval --help`），运行时加载本包的基准。',
 }
 
 

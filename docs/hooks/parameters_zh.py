@@ -24,8 +24,8 @@ ZH_DESCRIPTIONS = {
     ),
     'show_score': '在热力图图片上写出每个单元格的分数。',
     'judge_check': (
-        "模型运行前，裁判模型先给由每个子集的针构造的校准答案打分。'stop'：评错的裁判模型让运行停止；'fallback'："
-        "改用规则评分（并标明）；'off'：不检查。"
+        "被测模型运行之前，裁判模型先给根据各子集的针构造的校准答案打分。'stop'：裁判模型评错时停止运行；"
+        "'fallback'：改用规则评分（并注明）；'off'：不检查。"
     ),
     'absent_control': (
         '每个上下文长度增加一个无针对照单元格：什么也不插入，正确答案是文档中没有说。与准确率分开报告（弃答率与猜测率）。'
@@ -35,8 +35,8 @@ ZH_DESCRIPTIONS = {
         'bootstrap 置信区间。'
     ),
     'needle_file_name': (
-        'OpenCompass NeedleBench v2：它的针文件（每条记录含 needle、retrieval_question、arg1、arg2、'
-        'gold_standard_answer、language），除非给出路径，否则从语料目录读取；每次重复一根针，抽法与 NeedleBench '
+        'OpenCompass NeedleBench v2 的针文件（每条记录含 needle、retrieval_question、arg1、arg2、'
+        'gold_standard_answer、language）；不写路径时从语料目录读取；每次重复抽一根针，抽取方式与 NeedleBench '
         '相同（由它设置 needle_bank）。'
     ),
     'needle_bank': (
@@ -51,22 +51,22 @@ ZH_DESCRIPTIONS = {
     'sample_method': "inspect_evals：针库的抽取方式：'fixed'、'sequential' 或 'random'。",
     'fixed_index': "inspect_evals：'fixed' 时的针库下标（'sequential' 时为起始下标）。",
     'n_runs': 'inspect_evals：整个网格重复的次数；每一轮把上一轮各单元格的针顺移一个单元格。',
-    'sampling_seed': '所有随机选择的种子（随机抽针、魔法数字、推理链的打乱）。',
+    'sampling_seed': '所有随机选择所用的种子（随机抽针、魔法数字、推理链打乱顺序）。',
     'start_buffer': '干草堆开头不放针的 token 数。',
     'end_buffer': '干草堆结尾不放针的 token 数。',
     'length_buffer': '每个上下文长度中留空的 token 数（CDME 的 length_buffer）：提示相应缩短。',
-    'guide': '像 CDME 的问题那样，在问题后附上答案格式提示；已经要求格式的问题则在该要求前加上 CDME 的“先思考”提示。',
-    'effective_length_threshold': '一个上下文长度被算作有效所需达到的分数（0.85，与 RULER 相同）。',
+    'guide': '仿照 CDME 的问题，在问题后附上答案格式提示；问题本身已要求格式时，则在该要求前加上 CDME 的“先思考”提示。',
+    'effective_length_threshold': '上下文长度计为有效所需达到的分数（0.85，与 RULER 相同）。',
     'effective_length_mode': "'absolute'：平均分 >= 阈值；'relative'：>= 阈值 × 最短长度的分数（与 NoLiMa 相同）。",
     'request_order': (
-        "'prefix'：按让带自动前缀缓存的服务复用最多的顺序发送请求；'grid'：长度在外、深度在内，"
-        "与内置基准的发送顺序相同；'replicas'：前缀顺序，但各干草堆起点轮流发送，"
-        '使在途请求分散到路由器后的各副本（路由器按 routing_key_header 路由；适用于有共享前缀缓存的服务：vLLM、'
-        'SGLang）。两种前缀顺序下，若前面某个在途提示正在计算本提示的前缀，本提示会等待它。'
+        "'prefix'：按最利于自动前缀缓存复用的顺序发送请求；'grid'：外层循环长度、内层循环深度，"
+        "与内置基准的发送顺序相同；'replicas'：在前缀顺序的基础上让各干草堆起点轮流发送，"
+        '使在途请求分散到路由器后的各个副本（路由器按 routing_key_header 路由；适用于有共享前缀缓存的服务：vLLM、'
+        'SGLang）。两种前缀顺序下，如果前面某个在途提示正在计算本提示的前缀，本提示会等它算完再发。'
     ),
     'routing_key_header': (
-        '把每个提示所属前缀组（子集、干草堆起点）的键作为请求头发送，使路由器的一致性哈希策略把该组留在同一副本上、'
-        "保住其共享前缀缓存：'on'（X-Session-ID、X-SMG-Routing-Key：vllm-router、sglang-router）、'off'，"
+        '把每个提示所属前缀组（子集、干草堆起点）的键放在请求头中发送，使路由器的一致性哈希策略把同一组固定在同一副本上，'
+        "保住共享前缀缓存：'on'（X-Session-ID、X-SMG-Routing-Key：vllm-router、sglang-router）、'off'，"
         '或自定义的请求头名。'
     ),
     'min_context': 'inspect_evals 的最短上下文长度（n_contexts > 1 时才用到，默认 10000）。',
@@ -80,8 +80,8 @@ ZH_DESCRIPTIONS = {
         '一个时在正中，多个时从头到尾均匀分布（默认 15）。'
     ),
     'final_context_length_buffer': (
-        'Kamradt 的 LLMNeedleHaystackTester：每个上下文长度减去的 token 数（他的默认 200，配置属于他的写法时即生效）；'
-        '这里整个提示相应缩短（length_buffer）。'
+        'Kamradt 的 LLMNeedleHaystackTester：每个上下文长度减去的 token 数（他的默认值为 200，配置按他的写法时生效）；'
+        '在这里，整个提示相应缩短（length_buffer）。'
     ),
     'multi_needle': (
         'Kamradt 的 LLMNeedleHaystackTester：true 时插入 needles（未给出时用 run.py 的三根披萨针），第一根在该深度，'
@@ -118,41 +118,41 @@ ZH_DESCRIPTIONS = {
         '的做法单独成行插入（needles 中亦然）。'
     ),
     'keyword': (
-        'OpenCompass CDME 多针：回答 retrieval_question 的、最后一环中的那个词。给出时 needles 即你自己的推理链：'
-        "任务 'reasoning'（不写 task 也是），按此关键词评分。"
+        'OpenCompass CDME 多针：推理链最后一环中回答 retrieval_question 的那个词。'
+        "给出它时，needles 就是你自己的推理链：任务为 'reasoning'（不写 task 也是如此），按此关键词评分。"
     ),
     'answer': (
         "retrieval_question 的答案：任务 'single' 时为针中的简短答案（用于 guide 与猜测识别；给出自己的 needles "
         '而不写它时，每根针的关键事实由针和问题推出）；与 keyword 一起时为完整参考答案（CDME 的 answer）。'
     ),
-    'language': "没有自己语言设置的子集所用的语言：'en' 或 'zh'，或 CDME 的 'English' / 'Chinese'（不区分大小写）。",
+    'language': "子集没有自己的语言设置时所用的语言：'en' 或 'zh'，或 CDME 的 'English' / 'Chinese'（不区分大小写）。",
     'file_list': (
-        '没有自己语料的子集所读的语料文件（CDME 的 file_list）：纯文本或 JSON Lines（字段 text），按顺序拼接，'
-        '须位于 local_path 内。'
+        '没有自己语料的子集所读取的语料文件（CDME 的 file_list）：纯文本或 JSON Lines（字段为 text），按顺序拼接，'
+        '必须位于 local_path 内。'
     ),
     'length': 'OpenCompass CDME：单个上下文长度（context_lengths [length]）。',
     'depth': 'OpenCompass CDME：单个针深度，百分比（document_depth_percents [depth]）。',
     'max_corpus_repeats': (
-        '为填满最长的上下文长度，语料最多可重复的次数；需要更多的运行会被拒绝（请用更长的语料或更短的长度，'
+        '为填满最长的上下文长度，语料最多可重复的次数；需要重复更多次的运行会报错（请换更长的语料、缩短长度，'
         '或调大此值）。'
     ),
     'max_reply_bytes': (
-        '单个回复（模型或裁判模型）最多读取的字节数；超过即不经解析拒收，视为服务端故障（重试，之后记为错误，'
-        '从不计分）。流式长回答或需要 logprobs 时请调大。'
+        '单条回复（被测模型或裁判模型）最多读取的字节数；超过时不作解析直接拒收，按服务端故障处理（先重试，仍失败则记为错误，'
+        '从不计分）。流式输出长回答或需要 logprobs 时请调大。'
     ),
     'allow_large_grid': '允许每次运行超过 10,000 个样本（网格单元格 × 子集）；即便如此也最多 1,000,000 个。',
     'subsets': (
         '按子集覆盖设置或新增子集：{名字: {corpus_file 或 file_list, text_field, language, needles, '
-        'retrieval_question}}。内置：english（PaulGraham_Essays.txt）、chinese（Journey_to_the_West.txt）。'
+        'retrieval_question}}。内置子集：english（PaulGraham_Essays.txt）、chinese（Journey_to_the_West.txt）。'
     ),
     'num_needles': "任务 'multi_retrieval' 每个样本的事实数（1–20）。",
     'distractors': (
-        "任务 'multi_retrieval'：放入干草堆的、关于其他键的同形式干扰事实（RULER 的 multi-key）；None = 每根针 3 "
-        '条，0 = 不放（v4 之前的任务）。'
+        "任务 'multi_retrieval'：放入干草堆的干扰事实，形式相同但关于其他键（RULER 的 multi-key）；None = 每根针 3 "
+        '条，0 = 不放（v4 之前的做法）。'
     ),
     'diff': "任务 'reasoning'：后一环相对前一环增加的深度，百分点（与 CDME 的 diff 相同）。",
     'shuffle_links': "任务 'reasoning'：以打乱的顺序插入各环。",
     'associative_distractor': (
-        "任务 'associative'：另外在远离针的位置放一句与问题共享词语、却不回答问题的句子（NoLiMa-Hard）。"
+        "任务 'associative'：另在远离针的位置放一句与问题有共同词语、却不回答问题的句子（NoLiMa-Hard）。"
     ),
 }
