@@ -125,18 +125,19 @@ class NiahParams(
         total = self.samples_per_subset() * subset_count
         return check_sample_count(total, shape=shape, allow_large_grid=self.allow_large_grid)
 
-    def task_params(self, model: type[P]) -> P:
-        """A task's own parameters (its ``TaskParams`` model): as given in extra_params, else its defaults."""
+    def given_task_params(self, model: type[P]) -> P | None:
+        """A task's own parameters (its ``TaskParams`` model) as given in extra_params; None when left at their
+        defaults (``tasks.base.task_params`` makes those: the task's model is the task's code, not this floor's)."""
         given = self._task_params.get(model)
-        return given if isinstance(given, model) else model()
+        return given if isinstance(given, model) else None
 
     def replacing_task_params(self, model: TaskParams) -> NiahParams:
         """A copy with one task's parameter model replaced, the others kept."""
         return self.with_task_params({**self._task_params, type(model): model}.values())
 
     def with_task_params(self, given: Iterable[TaskParams]) -> NiahParams:
-        """A copy holding the task parameter models ``given``; those equal to their defaults are left out, so that
-        parameters written out at their defaults equal no parameters at all."""
+        """A copy holding the task parameter models ``given``; the caller leaves out those at their defaults
+        (``tasks.compose``), so that parameters written out at their defaults equal no parameters at all."""
         copy = self.model_copy()
-        copy._task_params = {type(model): model for model in given if model != type(model)()}
+        copy._task_params = {type(model): model for model in given}
         return copy

@@ -28,6 +28,7 @@ __all__ = [
     'RuleTarget',
     'SampleData',
     'Task',
+    'task_params',
     'with_levenshtein',
 ]
 
@@ -49,7 +50,13 @@ class PlanContext:
 
     def options(self, model: type[P]) -> P:
         """The task's own parameters (its ``params_model``), as the user gave them or at their defaults."""
-        return self.params.task_params(model)
+        return task_params(self.params, model)
+
+
+def task_params(params: NiahParams, model: type[P]) -> P:
+    """A task's own parameters (its ``TaskParams`` model): as given in extra_params, else its defaults."""
+    given = params.given_task_params(model)
+    return given if given is not None else model()
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.params.needlebench_names import draw_per_repeat
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.kit import task_params
 from evalscope_niah.tasks.registry import get_task
 from evalscope_niah.tasks.single.bank import load_needle_bank
 from evalscope_niah.tasks.single.params import SingleParams
@@ -76,10 +77,10 @@ def test_draw_per_repeat_is_needlebench_draw() -> None:
 
 def test_needle_file_name_sets_the_bank_and_resolves_in_the_corpus_folder(tmp_path: Path) -> None:
     params = parse_params({'needle_file_name': 'needles.jsonl', 'num_repeats_per_file': 3})
-    assert params.task_params(SingleParams).needle_bank == 'needles.jsonl'
+    assert task_params(params, SingleParams).needle_bank == 'needles.jsonl'
     (tmp_path / 'needles.jsonl').write_bytes(NEEDLES_FILE.read_bytes())
     resolved = get_task('single').with_corpus_folder(params, tmp_path)
-    assert resolved.task_params(SingleParams).needle_bank == str(tmp_path / 'needles.jsonl')
+    assert task_params(resolved, SingleParams).needle_bank == str(tmp_path / 'needles.jsonl')
     assert resolved.num_repeats == 3 and resolved.draws_per_cell() == 1
     absolute = parse_params({'needle_file_name': str(NEEDLES_FILE)})
     assert get_task('single').with_corpus_folder(absolute, tmp_path) is absolute

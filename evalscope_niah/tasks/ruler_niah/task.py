@@ -19,6 +19,7 @@ from ..kit import (
     RuleTarget,
     SampleData,
     Task,
+    task_params,
 )
 from .draws import RULER_DEPTHS, draw_distinct, needle, needle_haystack, noise_haystack, question
 from .params import RulerNiahParams, RulerSpec
@@ -53,7 +54,7 @@ class RulerNiah(Task):
     partial_credit = True  # RULER scores the share of the asked values an answer holds, in any order
 
     def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
-        spec = params.task_params(RulerNiahParams).spec()
+        spec = task_params(params, RulerNiahParams).spec()
         lines = tokens // _TOKENS_PER_LINE + 64
         if spec.type_haystack == 'noise':
             return GeneratedHaystack('ruler:noise', noise_haystack(lines))

@@ -20,6 +20,7 @@ from ..kit import (
     Task,
     needle_recall,
     single_needle_score,
+    task_params,
     text_language,
 )
 from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
@@ -44,7 +45,7 @@ class SingleNeedle(Task):
     def check_params(self, params: NiahParams) -> None:
         """A needle bank draws single needles: refused with another task, and beside needles or a question it would
         replace."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return
         if params.task != self.name:
@@ -68,12 +69,12 @@ class SingleNeedle(Task):
                 raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
 
     def draws_per_cell(self, params: NiahParams) -> int:
-        return params.task_params(SingleParams).draws_per_cell()
+        return task_params(params, SingleParams).draws_per_cell()
 
     def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[BankNeedle, ...]:
         """The needle-bank entries of the subset's language spread over the grid as inspect_evals spreads them: one
         per (run, length, position), in that order (none without a bank)."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return ()
         if options.needle_file_name is not None:  # NeedleBench v2: one needle a repeat, drawn as it draws
@@ -99,7 +100,7 @@ class SingleNeedle(Task):
 
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         name = options.needle_file_name
         if name is None or Path(name).expanduser().is_absolute():  # a path the user gave: read where it points
             return params
@@ -109,7 +110,7 @@ class SingleNeedle(Task):
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
         """With a needle bank, every entry of the bank (any may be drawn)."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return None
         bank = load_needle_bank(options.needle_bank)
@@ -123,7 +124,7 @@ class SingleNeedle(Task):
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
         if context.draws:
-            per_repeat = context.params.task_params(SingleParams).needle_file_name is not None
+            per_repeat = task_params(context.params, SingleParams).needle_file_name is not None
             entry: BankNeedle = context.draws[cell.repeat if per_repeat else _spread_index(context.params, cell)]
             language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
