@@ -41,7 +41,7 @@ from ..vocabulary import BENCHMARK_NAMES
 from .base import Task, task_params
 from .registry import get_task, task_names, unavailable_reason
 from .ruler_niah.names import RULER_ONLY, ruler_task_hint
-from .single.hooks import asks_user_needles, check_run_params, draws_per_cell
+from .single.hooks import asks_user_needles, check_run_params, needles_per_cell
 
 __all__ = [
     'Parameter',
@@ -122,7 +122,7 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
     params = params.with_task_params(model for _, model in task_models if model != type(model)())
     _check_tasks(params, task_models)
     tasks = params.tasks_in_run()
-    return params.with_draws_per_cell(max(draws_per_cell(get_task(task), params) for task in tasks))
+    return params.with_needles_per_cell(max(needles_per_cell(get_task(task), params) for task in tasks))
 
 
 def _refuse_bool_budgets(run_values: dict[str, Any]) -> None:
@@ -265,7 +265,7 @@ def _validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
 
 
 def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
-    """Known task names, each task's own checks (a needle bank only where the task draws from one), and nothing
+    """Known task names, each task's own checks (a needle bank only where the task picks from one), and nothing
     given that would be ignored."""
     names = task_names()
     if params.task not in names:

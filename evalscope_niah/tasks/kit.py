@@ -14,7 +14,7 @@ The task and what it plans:
 * ``PlanContext``: what ``choose`` may read (the subset, the run's parameters, ``options(MyParams)``, the corpus).
 * ``task_params``: a task's own parameters from the run's (``task_params(params, MyParams)``), where a hook is
   handed the run's parameters rather than a ``PlanContext``.
-* ``GridCell``: the cell ``choose`` plans (subset, length, depth, repeat, draw).
+* ``GridCell``: the cell ``choose`` plans (subset, length, depth, repeat, pick).
 * ``NeedleChoice``: what ``choose`` returns: needles, question, reference answer, answer keys, and where the needles
   go (``needle_depths``: one depth per needle) and what misleads (``distractors``).
 * ``SampleData``: the base of a task's own data about a sample, carried through the run and read back typed.

@@ -23,7 +23,7 @@ ADAPTER = INTEGRATION / 'adapter.py'
 
 def _meta(subset: str, depth: float) -> SampleMeta:
     return SampleMeta(
-        subset=subset, language='en', task='single', context_length=600, depth_percent=depth, repeat=0, draw=0,
+        subset=subset, language='en', task='single', context_length=600, depth_percent=depth, repeat=0, pick=0,
         needles=('n',), question='q', reference_answer='n', answer_keys=('n',), start_token=0, divergence_token=0,
     )  # fmt: skip
 

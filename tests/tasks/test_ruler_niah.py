@@ -14,8 +14,8 @@ from evalscope_niah.metadata import GridCell
 from evalscope_niah.tasks import get_task
 from evalscope_niah.tasks.compose import parse_params
 from evalscope_niah.tasks.kit import PlanContext, task_params
-from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
+from evalscope_niah.tasks.ruler_niah.picks import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS
 from evalscope_niah.tasks.ruler_niah.rules import ruler_niah_score, string_match_all
 from evalscope_niah.tasks.ruler_niah.task import RulerNiahData
@@ -81,7 +81,7 @@ def test_a_sample_asks_what_ruler_asks(name: str):
     assert f'special magic {kind} for {asked[0]}' in choice.question
     for needle in choice.needles:
         assert re.fullmatch(rf'One of the special magic {value_type} for (\S+) is: (\S+)\.', needle)
-    # every inserted text has its depth: the first asked one at the cell's, the rest drawn from RULER's 40
+    # every inserted text has its depth: the first asked one at the cell's, the rest picked from RULER's 40
     depths = (*choice.needle_depths, *(choice.distractor_depths or ()))
     assert depths[0] == 50.0 and set(depths[1:]) <= set(RULER_DEPTHS)
     assert len(depths) == len(set(depths)) == max(k, q) * v
