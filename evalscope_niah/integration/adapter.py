@@ -121,7 +121,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         declare_metric_semantics((self.name,))
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
-        endpoint = model_endpoint(self._task_config)
+        endpoint = model_endpoint(self._task_config, model_id=self._plan.model_id)
         samplers = subset_samplers(
             self.params,
             corpus_dir=corpus_dir,
