@@ -1,4 +1,4 @@
-"""Simulated models for bench_adaptive: the shapes real evaluations meet, drawn at random per family, and the two
+"""Simulated models for bench_adaptive: the shapes real evaluations meet, picked at random per family, and the two
 sweeps (full grid, adaptive) run on the same answers.
 
 A model is p(length, depth), the chance of a right answer, built from parts a family switches on:
@@ -8,7 +8,7 @@ A model is p(length, depth), the chance of a right answer, built from parts a fa
 - lost in the middle: middle depths lose up to ``middle`` of it, more at longer lengths;
 - noisy: a fixed offset per (length, depth) cell.
 
-Each sample's answer is drawn once (a model answering the same prompt the same way, as at temperature 0): the grid
+Each sample's answer is picked once (a model answering the same prompt the same way, as at temperature 0): the grid
 reads all of them, the adaptive sweep those it sends. The question is whether the sweep names what the full grid
 names, so both read the same answers and the same estimator (reporting/stats.effective_context_length).
 
@@ -98,7 +98,7 @@ def grid_units(lengths: Sequence[int], depths: Sequence[float], repeats: int) ->
 
 
 def answers(model: SimModel, units: Sequence[PlanUnit], *, seed: str) -> dict[Hashable, float]:
-    """Every sample's answer, drawn once: right (1) with the model's probability at its cell."""
+    """Every sample's answer, picked once: right (1) with the model's probability at its cell."""
     rng = random.Random(seed)
     return {unit.key: 1.0 if rng.random() < model.p(unit.context_length, unit.depth_percent) else 0.0 for unit in units}
 

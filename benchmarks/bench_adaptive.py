@@ -8,7 +8,7 @@ usage: python benchmarks/bench_adaptive.py [--models N] [--quick] [--no-record] 
    lost in the middle by depth; noisy; all of these at once) ``--models`` random models (limits, dips and thresholds
    crossings spread over the length axis), each on five grid shapes (Kamradt's 35 lengths x 35 depths, its first 21
    lengths, 21 x 12 depths, 10 x 10 x 3 haystacks at 100k-1M, 12 doubling-every-two lengths x 5 depths x 3). Every
-   sample's answer is drawn once; the full grid reads all of them, the adaptive sweep (making/adaptive_plan.py, its
+   sample's answer is picked once; the full grid reads all of them, the adaptive sweep (making/adaptive_plan.py, its
    default confidence) those it sends, and both are read by the run's own estimator
    (reporting/stats.effective_context_length). Goals: within one grid step of the grid in at least 98 % of the runs
    of every family, at most 30 % of the grid's prompt tokens overall (the mean of the runs' shares).

@@ -10,7 +10,7 @@ requests go out in our send order (``serving.ordering.prefix_friendly_order``), 
 worker pool sends them. Each is routed when sent:
 
 - ``one replica``: everything on one server (the floor: what N replicas can at best match);
-- ``random``: any replica (mean over ``--ring-seeds`` draws): no affinity at all;
+- ``random``: any replica (mean over ``--ring-seeds`` picks): no affinity at all;
 - ``round_robin``: the k-th request to replica k mod N: a group's prompts, sent one after another, spread over
   every replica;
 - ``cache_aware``: vllm-router's / sglang-router's rule: the replica whose prefix tree matches the most of the

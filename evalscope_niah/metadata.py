@@ -18,14 +18,15 @@ __all__ = ['GridCell', 'SampleMeta']
 class GridCell:
     """One sample's coordinates. ``depth_percent`` None marks the needle-absent control cell of a length.
 
-    ``repeat`` selects the haystack's starting point in the corpus; ``draw`` the needle drawn from a needle bank.
+    ``repeat`` selects the haystack's starting point in the corpus; ``pick`` which of the needles a task picks per
+    cell (a needle bank's) the sample asks.
     """
 
     subset: str
     context_length: int
     depth_percent: float | None
     repeat: int = 0
-    draw: int = 0
+    pick: int = 0
 
     @property
     def control(self) -> bool:
@@ -33,7 +34,7 @@ class GridCell:
 
     def describe(self) -> str:
         where = 'the needle-absent control' if self.depth_percent is None else f'depth {self.depth_percent}%'
-        return f'(length {self.context_length}, {where}, repeat {self.repeat}, draw {self.draw})'
+        return f'(length {self.context_length}, {where}, repeat {self.repeat}, pick {self.pick})'
 
 
 _TUPLE_FIELDS = ('needles', 'answer_keys', 'achieved_depth_percents')
@@ -59,7 +60,7 @@ class SampleMeta:
     context_length: int
     depth_percent: float | None
     repeat: int
-    draw: int
+    pick: int
     needles: tuple[str, ...]
     question: str
     reference_answer: str
@@ -88,7 +89,7 @@ class SampleMeta:
 
     @property
     def cell(self) -> GridCell:
-        return GridCell(self.subset, self.context_length, self.depth_percent, self.repeat, self.draw)
+        return GridCell(self.subset, self.context_length, self.depth_percent, self.repeat, self.pick)
 
     def with_build(self, **measured: Any) -> SampleMeta:
         return dataclasses.replace(self, **measured)
@@ -105,16 +106,18 @@ class SampleMeta:
     def from_dict(cls, data: Mapping[str, Any]) -> SampleMeta:
         known = {item.name for item in dataclasses.fields(cls)}
         values = {key: value for key, value in data.items() if key in known}
+        if 'pick' not in values and 'draw' in data:  # its name in rows cached by 0.1.0: such a run still resumes
+            values['pick'] = data['draw']
         for name in _TUPLE_FIELDS:
             if name in values and values[name] is not None:
                 values[name] = tuple(values[name])
-        for name in ('context_length', 'repeat', 'draw', 'start_token', 'divergence_token'):
+        for name in ('context_length', 'repeat', 'pick', 'start_token', 'divergence_token'):
             if values.get(name) is not None:
                 values[name] = int(values[name])
         if values.get('depth_percent') is not None:
             values['depth_percent'] = float(values['depth_percent'])
         values.setdefault('repeat', 0)
-        values.setdefault('draw', 0)
+        values.setdefault('pick', 0)
         values['task_data'] = _task_data(data)
         return cls(**values)
 

@@ -89,11 +89,11 @@ def test_distractor_facts_are_other_keys_with_fresh_values(language: str) -> Non
 
 
 def test_distractor_facts_are_reproducible_and_seed_dependent() -> None:
-    def draw(seed: int) -> list[Distractor]:
+    def pick(seed: int) -> list[Distractor]:
         return distractor_facts(language='en', count=6, seed=seed, exclude_values=(), name='Quillmere')
 
-    assert draw(1) == draw(1)
-    assert draw(1) != draw(2)
+    assert pick(1) == pick(1)
+    assert pick(1) != pick(2)
     assert distractor_facts(language='en', count=0, seed=1, exclude_values=(), name='Quillmere') == []
 
 

@@ -160,7 +160,7 @@ def test_every_edge_writes_what_the_old_implementation_wrote(text: str) -> None:
 
 
 def test_random_strings_escape_exactly_as_before() -> None:
-    """A property-style loop: random strings drawn mostly from the special characters, partly from anywhere."""
+    """A property-style loop: random strings picked mostly from the special characters, partly from anywhere."""
     import random
 
     rng = random.Random(44)

@@ -77,7 +77,7 @@ def test_the_development_example_task_registers_and_scores(tmp_path: Path) -> No
         assert type(task) is module.CountingStars
         assert (task.ordered_answer, task.partial_credit) == (True, True)
         meta = SampleMeta(
-            subset='s', language='en', task='counting_stars', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+            subset='s', language='en', task='counting_stars', context_length=1, depth_percent=0.0, repeat=0, pick=0,
             needles=tuple(f'The little penguin counted {count} stars.' for count in ('12', '34', '56', '78')),
             question='How many?', reference_answer='12, 34, 56, 78', answer_keys=('12', '34', '56', '78'),
             start_token=0, divergence_token=0,

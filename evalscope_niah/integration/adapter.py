@@ -28,14 +28,13 @@ from ..making.prompts import PromptSpec
 from ..making.samples import grid, subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
 from ..metadata import GridCell, SampleMeta
+from ..params.run_params import NiahParams
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
 from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
-from ..reporting.sample_record import SampleResult
 from ..scoring import PromptText, strip_reasoning
 from ..serving.prefix_gate import PlannedPrompt, PrefixGate
 from ..serving.routing import routing_headers, routing_key
-from ..serving.server_values import ServerValues
 from ..tasks import task_for
 from ..tasks.compose import effective_length_mode, parse_params
 from .interrupt import install_deadline
@@ -47,9 +46,9 @@ from .metric_display import declare_metric_semantics, fix_overall_rows
 from .replies import budget_failure, generate_checked, judge_generate, model_call_config, no_final_answer
 from .resume_cache import refuse_mixed_inputs, refuse_old_folder_name, refuse_other_model_id, set_aside_torn_rows
 from .review import SampleReview, excluded_score, review_of, reviewing, rule_score, served_values
-from .run_state import RunPlan
+from .run_state import RunPlan, RunTally
 from .safe_paths import claim_safe_model_id
-from .score_rows import ErrorRows, SampleLedger, error_result, sample_result, score_meta
+from .score_rows import error_result, sample_result, score_meta
 from .secrets import redacting, run_redactor
 from .window_check import check_model_window, model_endpoint
 
@@ -74,28 +73,27 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         # Made before the evaluator, which builds its folders from the id: the id becomes one safe folder name here.
-        self._model_id = claim_safe_model_id(self._task_config)
+        model_id = claim_safe_model_id(self._task_config)
         # EvalScope hands over every spec value, defaults included: the user's own dict is what gets validated.
         given = self._task_config.dataset_args.get(self.name, {}).get('extra_params') if self._task_config else None
-        self._prompt: PromptSpec | None = None
         with refusal_ends_cli_run():  # under `evalscope eval`: one line, not a traceback
-            self.params = parse_params(self.extra_params, user_given=given)
-            self._prompt_spec()  # refused here, before EvalScope encodes the template to hash the run's config
-            refuse_other_model_id(self._task_config, self._model_id, self.name)  # before EvalScope's identity check
-        self._plan = RunPlan()  # samplers, expected cells, the judge check: set once, at the end of load()
-        self._results: dict[str, list[SampleResult]] = {}  # per subset, filled as EvalScope aggregates each
-        self._errors = ErrorRows()  # samples that raised after every retry
-        self._ledger = SampleLedger()  # every sample asked ends as a row: a score, or an error (lost ones too)
-        self._report_dir: str | None = None
-        # sweep: 'adaptive': the plan's subset entries, set by the evaluator's rounds (adaptive_rounds.py).
-        self.sweep_plan: dict[str, Any] | None = None
-        self._outputs_written = False
-        server = self._task_config.api_url if self._task_config is not None else None
-        self._server_values = ServerValues(f'the model server {server or ""}'.strip())
-        # Server text (errors, replies) can quote the keys the requests carried: redacted before it is stored.
-        self._redactor = run_redactor(self._task_config)  # EvalScope's log lines are redacted from here on too
-        # In a prefix order a deep prompt waits for the earlier one computing its prefix (the evaluator plans it).
-        self.prefix_gate = PrefixGate(on_hold=_log_hold) if self.params.request_order != 'grid' else None
+            params = parse_params(self.extra_params, user_given=given)
+            # Refused here, before EvalScope encodes the template to hash the run's config.
+            prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
+            refuse_other_model_id(self._task_config, model_id, self.name)  # before EvalScope's identity check
+        # What this run is (its subsets join at the end of load) and what it gathers: see run_state.py.
+        self._plan = RunPlan(
+            params=params, prompt=prompt, model_id=model_id, redactor=run_redactor(self._task_config)
+        )  # run_redactor: EvalScope's log lines are redacted from here on too
+        self._tally = RunTally(
+            server=(self._task_config.api_url or '') if self._task_config is not None else '',
+            prefix_gate=PrefixGate(on_hold=_log_hold) if params.request_order != 'grid' else None,
+        )
+
+    @property
+    def params(self) -> NiahParams:
+        """The run's parameters (read by the evaluator and the adaptive rounds too)."""
+        return self._plan.params
 
     # ---- judge configuration --------------------------------------------------------------------------------
 
@@ -123,12 +121,12 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         declare_metric_semantics((self.name,))
         subsets = self.params.resolve_subsets(self.subset_list)
         corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
-        endpoint = model_endpoint(self._task_config)
+        endpoint = model_endpoint(self._task_config, model_id=self._plan.model_id)
         samplers = subset_samplers(
             self.params,
             corpus_dir=corpus_dir,
             subsets=[subset.name for subset in subsets],
-            prompt=self._prompt_spec(),
+            prompt=self._plan.prompt,
             limit=self.limit,
             shuffle=self.shuffle,
             endpoint=endpoint,
@@ -154,12 +152,12 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             # Cached predictions are matched by position; these cells let reviews reject another grid's rows.
             expected_cells[name] = {sample.id: SampleMeta.from_dict(sample.metadata).cell for sample in datasets[name]}
         # Before any model or judge request: a resume whose cached predictions were made from other inputs stops.
-        refuse_old_folder_name(self._task_config, self._model_id)
+        refuse_old_folder_name(self._task_config, self._plan.model_id)
         set_aside_torn_rows(self._task_config, self.name, datasets)  # first: a killed run's torn last lines
-        refuse_mixed_inputs(self._task_config, self.name, datasets, by_subset, self._prompt_spec())
+        refuse_mixed_inputs(self._task_config, self.name, datasets, by_subset, self._plan.prompt)
         judge_check = self._qualify_judges(samplers)
         # The run's plan, in one place: every hook after load() reads it, none changes it.
-        self._plan = RunPlan(samplers=by_subset, expected_cells=expected_cells, judge_check=judge_check)
+        self._plan = self._plan.loaded(samplers=by_subset, expected_cells=expected_cells, judge_check=judge_check)
         return DatasetDict(datasets), None
 
     def _qualify_judges(self, samplers: list[Any]) -> dict[str, Any]:
@@ -192,15 +190,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         plan = (sampler or self._plan.samplers[record['subset']]).plan(GridCell(**record))
         return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
 
-    def _prompt_spec(self) -> PromptSpec:
-        """The run's system prompt and user template, validated once."""
-        if self._prompt is None:
-            self._prompt = PromptSpec(system_prompt=self.system_prompt or '', user_template=self.prompt_template)
-        return self._prompt
-
     def _messages(self, user_prompt: str) -> list[Any]:
         kinds = {'system': ChatMessageSystem, 'user': ChatMessageUser}
-        return [kinds[message['role']](content=message['content']) for message in self._prompt_spec().chat(user_prompt)]
+        return [kinds[message['role']](content=message['content']) for message in self._plan.prompt.chat(user_prompt)]
 
     def _build_input(self, sample: Sample) -> None:
         """Build the haystack of a sample about to be sent; measured values join its metadata."""
@@ -219,7 +211,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         meta = SampleMeta.from_dict(sample.metadata)
         key = routing_headers(self.params.routing_key_header, routing_key(meta.subset, meta.start_token))
         config = model_call_config(model.config, meta.context_length, headers=key)
-        generate = redacting(model.generate, self._redactor)
+        generate = redacting(model.generate, self._plan.redactor)
         with self._prefix_turn(meta, sample):
             return generate_checked(
                 lambda: generate(input=sample.input, tools=sample.tools, config=config),
@@ -229,18 +221,15 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
 
     def plan_prefix_turns(self, samples: list[Sample]) -> None:
         """The samples about to be sent, in send order (the evaluator's): the gate holds deep prompts back by it."""
-        if self.prefix_gate is not None:
-            self.prefix_gate.plan(_planned_prompt(sample) for sample in samples)
+        if self._tally.prefix_gate is not None:
+            self._tally.prefix_gate.plan(_planned_prompt(sample) for sample in samples)
 
     def _prefix_turn(self, meta: SampleMeta, sample: Sample) -> AbstractContextManager[None]:
-        return nullcontext() if self.prefix_gate is None else self.prefix_gate.turn(_prefix_key(meta, sample))
+        gate = self._tally.prefix_gate
+        return nullcontext() if gate is None else gate.turn(_prefix_key(meta, sample))
 
     def run_inference(self, model: Model, sample: Sample, output_dir: str, **kwargs: Any) -> TaskState:
-        # reports/<model_id> is the sibling of predictions/<model_id>; kept for runs where every sample errors.
-        self._report_dir = os.path.join(
-            os.path.dirname(os.path.dirname(output_dir)), 'reports', os.path.basename(output_dir)
-        )
-        self._ledger.asked(sample.id, SampleMeta.from_dict(sample.metadata))
+        self._tally.asked(sample.id, SampleMeta.from_dict(sample.metadata), prediction_dir=output_dir)
         try:
             self._build_input(sample)
             return super().run_inference(model, sample, output_dir, **kwargs)
@@ -249,38 +238,28 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             self._record_error(SampleMeta.from_dict(sample.metadata), exc, sample.id)
             raise
         finally:
-            if self.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
-                self.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
+            if self._tally.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
+                self._tally.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
             sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
-        self._redactor.exception(exc)  # in place: EvalScope logs the same exception after us
-        self._ledger.ended(meta.subset, [sample_id])
-        self._add_error(error_result(meta, f'{type(exc).__name__}: {exc}'), sample_id)
+        self._plan.redactor.exception(exc)  # in place: EvalScope logs the same exception after us
+        self._tally.errored(sample_id, error_result(meta, f'{type(exc).__name__}: {exc}'))
 
-    def _add_error(self, result: SampleResult, sample_id: Any) -> None:
-        self._errors.add(sample_id, result)
-        if self._live is not None:  # a worker thread: the page shows it at the next update
-            self._live.add(result)
-
-    def _add_lost(self, subsets: Any = None) -> None:
-        """Error rows for the samples of ``subsets`` (None: all) that were asked and ended in no row."""
-        for sample_id, result in self._ledger.lost(subsets):
-            self._add_error(result, sample_id)
-
-    def forget_errors(self, subset: str, sample_ids: Any) -> None:
-        """Samples the adaptive sweep asks again: their error leaves the results (one row per sample, its last try)."""
-        self._errors.forget(subset, sample_ids)
+    @property
+    def tally(self) -> RunTally:
+        """What the run has gathered so far; the adaptive rounds add their plan and forget retried errors in it."""
+        return self._tally
 
     def init_llm_judges(self) -> list[Any]:
         judges = super().init_llm_judges()
         for judge in judges:
             # Same reply checks as the model. The executor turns a raise into a transport failure, so a judge
             # that stays empty or is cut falls back to the rule score (degraded, counted), never to a cut verdict.
-            judge.model.generate = redacting(judge.model.generate, self._redactor)
+            judge.model.generate = redacting(judge.model.generate, self._plan.redactor)
             # The run's reply cap on the judge's client now: the judge check calls it before the run does.
             install_deadline(judge.model, max_reply_bytes=self.params.max_reply_bytes)
-            judge.generate = redacting(functools.partial(judge_generate, judge), self._redactor)
+            judge.generate = redacting(functools.partial(judge_generate, judge), self._plan.redactor)
         return judges
 
     # ---- scoring ---------------------------------------------------------------------------------------------
@@ -300,7 +279,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         return super().filter_prediction(review.final if review else strip_reasoning(prediction), task_state)
 
     def _prompt_text(self, task_state: TaskState) -> PromptText | None:
-        spec = self._prompt_spec()
+        spec = self._plan.prompt
         shown = '\n'.join(message.text for message in task_state.messages if message.role in ('system', 'user'))
         if ELIDED_HAYSTACK in shown:
             return None  # a review row without its haystack: no evidence, the scorers fall back to a length bound
@@ -339,12 +318,12 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             raise
         sample_score.score.metadata = {
             **(sample_score.score.metadata or {}),
-            **served_values(task_state, self._server_values, review.final),
+            **served_values(task_state, self._tally.server_values, review.final),
         }
         return sample_score
 
     def _elided_prompt(self, meta: SampleMeta) -> str:
-        return self._prompt_spec().user_message(context=ELIDED_HAYSTACK, question=meta.question)
+        return self._plan.prompt.user_message(context=ELIDED_HAYSTACK, question=meta.question)
 
     def _check_cached_cell(self, task_state: TaskState, meta: SampleMeta) -> None:
         """A prediction cached for another grid (reused through --use-cache with --rerun-review) must not be
@@ -400,12 +379,11 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         results = [sample_result(sample_score) for sample_score in sample_scores]
         subsets = {result.subset for result in results}  # one, when EvalScope aggregates a subset
         for subset in subsets:
-            self._results[subset] = [result for result in results if result.subset == subset]
             scored = zip(sample_scores, results, strict=True)
-            self._ledger.ended(subset, [score.sample_id for score, result in scored if result.subset == subset])
-        self._add_lost(subsets)  # after EvalScope's pool: a sample still open had its reply and no row
+            self._tally.scored(subset, [(score.sample_id, row) for score, row in scored if row.subset == subset])
+        self._tally.close_lost(subsets)  # after EvalScope's pool: a sample still open had its reply and no row
         # Samples that errored this run have no SampleScore; count them beside the scored ones.
-        errors = [error for subset in sorted(subsets) for error in self._errors.of(subset)]
+        errors = [error for subset in sorted(subsets) for error in self._tally.errors_of(subset)]
         params = self.params
         for subset in sorted(subsets):
             for message in (
@@ -446,29 +424,27 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
 
     def _on_generate_report_end(self, report: Any, output_dir: str, **kwargs: Any) -> None:
         fix_overall_rows(report)
-        if self._model_id is not None:  # the folder has the safe name; the report shows the user's id, as data
-            report.model_name = self._model_id
+        if self._plan.model_id is not None:  # the folder has the safe name; the report shows the user's id, as data
+            report.model_name = self._plan.model_id
         self._write_outputs(output_dir, plot=True)
 
     def finalize(self, *args: Any, **kwargs: Any) -> None:
         # With ignore_errors and every sample errored, EvalScope builds no report and never calls the hook above;
         # the errors must still reach the results file. (Without ignore_errors the run raised: nothing to write.)
         ignore_errors = self._task_config is not None and self._task_config.ignore_errors
+        tally = self._tally
         if ignore_errors:
-            self._add_lost()
-        if ignore_errors and self._errors.subsets() and not self._outputs_written and self._report_dir is not None:
-            self._write_outputs(self._report_dir, plot=False)
+            tally.close_lost()
+        if ignore_errors and tally.error_subsets() and not tally.has_outputs and tally.report_dir is not None:
+            self._write_outputs(tally.report_dir, plot=False)
         super().finalize(*args, **kwargs)
 
     def _write_outputs(self, output_dir: str, *, plot: bool) -> None:
-        self._add_lost()  # subsets EvalScope did not aggregate: every sample of theirs ended without a score
-        subsets = sorted(set(self._results) | self._errors.subsets())
-        results = [
-            result for subset in subsets for result in [*self._results.get(subset, []), *self._errors.of(subset)]
-        ]
+        self._tally.close_lost()  # subsets EvalScope did not aggregate: every sample of theirs ended without a score
+        results = self._tally.rows()
         if not results:
             return
-        self._outputs_written = True
+        self._tally.outputs_written()
         params = self.params
         write_run_outputs(
             output_dir,
@@ -478,7 +454,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             mode=effective_length_mode(params),
             show_score=params.show_score,
             plot=plot,
-            model=self._model_id,
+            model=self._plan.model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
             **self.page_options(),
         )

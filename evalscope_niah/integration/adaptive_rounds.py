@@ -81,7 +81,7 @@ class AdaptiveRounds:
                     self._scores[subset][key] = sample_result(cached[(subset, key)]).accuracy
                 else:
                     if key in self._scores[subset]:  # errored before: asked again, its error row goes
-                        self._benchmark.forget_errors(subset, [key])
+                        self._benchmark.tally.forget_errors(subset, [key])
                     to_send.append(items[(subset, key)])
                 self._attempts[subset][key] += 1
             logger.info('needle_haystack adaptive sweep: round of %d samples, %d to send', len(chosen), len(to_send))
@@ -118,7 +118,7 @@ class AdaptiveRounds:
         }
 
     def _plan_path(self, prediction_dir: str) -> str:
-        # reports/<model_id> beside predictions/<model_id>, where the results files go (as the adapter's _report_dir).
+        # reports/<model_id> beside predictions/<model_id>, where the results files go (as RunTally.asked).
         report_dir = os.path.join(
             os.path.dirname(os.path.dirname(prediction_dir)), 'reports', os.path.basename(prediction_dir)
         )
@@ -127,7 +127,7 @@ class AdaptiveRounds:
 
     def _write_plan(self, path: str) -> None:
         entries = self.plan_entries()
-        self._benchmark.sweep_plan = entries
+        self._benchmark.tally.sweep_planned(entries)
         write_sweep_plan(path, entries, settings=dataclasses.asdict(self._settings))
 
     def _narrow_datasets(self) -> None:

@@ -12,7 +12,7 @@ from ..metadata import SampleMeta
 from ..reporting.live import LiveRun, PlannedSample
 from ..reporting.outputs import OutputFiles
 from ..tasks.compose import effective_length_mode
-from .run_state import RunPlan
+from .run_state import RunPlan, RunTally
 from .score_rows import sample_result
 
 __all__ = ['LivePages']
@@ -24,8 +24,7 @@ class LivePages:
     name: str
     params: Any  # the run's NiahParams (the adapter's)
     _plan: RunPlan  # the adapter's, set by load: the subsets' samplers
-    sweep_plan: dict[str, Any] | None  # an adaptive sweep's plan (the adapter's)
-    _live: LiveRun | None = None  # the run's live pages and progress lines, from the evaluator's plan
+    _tally: RunTally  # the adapter's: holds the live pages and an adaptive sweep's plan
 
     def start_live(self, report_dir: str, samples: list[Sample], finished: list[SampleScore]) -> None:
         """The plan (every sample of the run, cached ones too) and the cached scores: the pages are written at once."""
@@ -38,7 +37,9 @@ class LivePages:
             )
             for m in metas
         ]
-        self._live = LiveRun(report_dir, planned, files=OutputFiles(self.name), languages=self.subset_languages())
+        self._tally.live_started(
+            LiveRun(report_dir, planned, files=OutputFiles(self.name), languages=self.subset_languages())
+        )
         self.sample_finished(*finished)
 
     def subset_languages(self) -> dict[str, str]:
@@ -48,18 +49,20 @@ class LivePages:
     def page_options(self) -> dict[str, Any]:
         """What the final pages need of the run beyond its results (`write_run_outputs`): an adaptive sweep's plan
         (its untested cells drawn as such) and each subset's language."""
-        return {'sweep_plan': self.sweep_plan, 'languages': self.subset_languages()}
+        return {'sweep_plan': self._tally.sweep_plan, 'languages': self.subset_languages()}
 
     def sample_finished(self, *sample_scores: SampleScore | None) -> None:
         """Samples' reviews are saved (in the run's main thread): the pages follow, when due."""
-        if self._live is not None:
+        live = self._tally.live
+        if live is not None:
             for sample_score in filter(None, sample_scores):
-                self._live.add(sample_result(sample_score))
-            self._live.update()
+                live.add(sample_result(sample_score))
+            live.update()
 
     def finish_live(self, *, complete: bool) -> None:
         """The run is over: an open page ends as the final one does (the effective length judged as the run's)."""
-        if self._live is not None:
+        live = self._tally.live
+        if live is not None:
             params = self.params
             threshold, mode = params.effective_length_threshold, effective_length_mode(params)
-            self._live.finish(complete=complete, threshold=threshold, mode=mode)
+            live.finish(complete=complete, threshold=threshold, mode=mode)

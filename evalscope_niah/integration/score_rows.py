@@ -1,12 +1,7 @@
 """EvalScope's SampleScore of a sample read back as the run's SampleResult (what the results files, metrics and
-heatmaps are made from); the row of a sample that ended in an error; and the ledger that makes every sample a run
-asked for end as a row."""
+heatmaps are made from), and the row of a sample that ended in an error (run_state.RunTally gathers both)."""
 
 from __future__ import annotations
-
-import threading
-from collections import defaultdict
-from collections.abc import Hashable, Iterable
 
 from evalscope.api.metric import SampleScore
 from evalscope.constants import ScoreStatus
@@ -16,7 +11,7 @@ from ..reporting.sample_record import SampleResult
 from ..serving.server_values import plausible_tokens
 from ..tasks import task_for
 
-__all__ = ['LOST_SAMPLE_ERROR', 'SampleLedger', 'error_result', 'sample_result', 'score_meta']
+__all__ = ['LOST_SAMPLE_ERROR', 'error_result', 'sample_result', 'score_meta']
 
 # Characters of an error message kept in a results row: the exception's type and what it says, not a page of it.
 MAX_ERROR_CHARS = 500
@@ -83,64 +78,3 @@ def error_result(meta: SampleMeta, message: str) -> SampleResult:
         error=message[:MAX_ERROR_CHARS],
         tokenizer=meta.tokenizer,
     )
-
-
-class SampleLedger:
-    """Every sample a run asked the model for, and whether it ended as a scored row or an error row.
-
-    EvalScope saves a reply after our hooks return; a failure there (or anywhere after the reply arrived that no hook
-    of ours sees) was logged and, under ignore_errors, only counted: the sample had no prediction, no review and no
-    row. What the ledger still holds when the rows are written was lost that way, and becomes an error row
-    (:data:`LOST_SAMPLE_ERROR`). Worker threads write to it: hence the lock.
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._open: dict[str, dict[Hashable, SampleMeta]] = defaultdict(dict)  # subset -> sample id -> its meta
-
-    def asked(self, sample_id: Hashable, meta: SampleMeta) -> None:
-        with self._lock:
-            self._open[meta.subset][sample_id] = meta
-
-    def ended(self, subset: str, sample_ids: Iterable[Hashable]) -> None:
-        """These samples of ``subset`` have their row (a score, or an error recorded by us)."""
-        with self._lock:
-            for sample_id in sample_ids:
-                self._open[subset].pop(sample_id, None)
-
-    def lost(self, subsets: Iterable[str] | None = None) -> list[tuple[Hashable, SampleResult]]:
-        """(sample id, error row) for each sample of ``subsets`` (None: all) asked and never ended; they end with it."""
-        with self._lock:
-            chosen = list(self._open) if subsets is None else [subset for subset in subsets if subset in self._open]
-            rows = [
-                (sample_id, error_result(meta, LOST_SAMPLE_ERROR))
-                for subset in sorted(chosen)
-                for sample_id, meta in self._open.pop(subset).items()  # in the order they were asked
-            ]
-        return rows
-
-
-class ErrorRows:
-    """The error row of each sample that raised after every retry, per subset and sample id: a sample the adaptive
-    sweep asks again keeps one row, its last try's. Worker threads add: hence the lock."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._rows: dict[str, dict[Hashable, SampleResult]] = defaultdict(dict)
-
-    def add(self, sample_id: Hashable, result: SampleResult) -> None:
-        with self._lock:
-            self._rows[result.subset][sample_id] = result
-
-    def forget(self, subset: str, sample_ids: Iterable[Hashable]) -> None:
-        with self._lock:
-            for sample_id in sample_ids:
-                self._rows.get(subset, {}).pop(sample_id, None)
-
-    def of(self, subset: str) -> list[SampleResult]:
-        with self._lock:
-            return list(self._rows.get(subset, {}).values())
-
-    def subsets(self) -> set[str]:
-        with self._lock:
-            return {subset for subset, rows in self._rows.items() if rows}

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from ..making.tokenization import SERVER_TOKENIZER
 from ..making.window_fit import check_window, served_counter
 from ..serving.endpoint import probe_context_window
-from .safe_paths import real_model_id
 
 if TYPE_CHECKING:
     from evalscope.config import TaskConfig
@@ -19,12 +18,12 @@ if TYPE_CHECKING:
 __all__ = ['check_model_window', 'check_window_of', 'model_endpoint']
 
 
-def model_endpoint(config: TaskConfig | None) -> dict[str, str | None]:
-    """The model under test's server: what tokenizer_path 'server' counts with and the window is asked of."""
+def model_endpoint(config: TaskConfig | None, *, model_id: str | None) -> dict[str, str | None]:
+    """The model under test's server: what tokenizer_path 'server' counts with and the window is asked of.
+    ``model_id``: the user's id (``RunPlan.model_id``), not the safe folder name ``config.model_id`` now holds."""
     if config is None or not config.api_url:
         return {}
-    model = real_model_id(config) or config.model_id or config.model  # the user's id, not its folder name
-    return {'api_url': config.api_url, 'model': model, 'api_key': config.api_key}
+    return {'api_url': config.api_url, 'model': model_id or config.model, 'api_key': config.api_key}
 
 
 def check_model_window(

@@ -14,7 +14,7 @@ below it, and nothing above that is ever sent (the grid's effective length does 
 
 A length is settled when the grid's verdict on it is already fixed whatever its unsent samples would score, or when
 what its samples showed is too unlikely to come from a length the grid would judge the other way: the exact
-hypergeometric chance of drawing them from the length's samples in the grid, were just too few of those right to pass
+hypergeometric chance of picking them from the length's samples in the grid, were just too few of those right to pass
 (or just enough), is at most (1 - ``confidence``) / number of lengths (the effective length is wrong when any length
 up to it is misjudged, so the confidence holds for the walk as a whole). A length whose answers are clear settles on
 part of its samples; one near the threshold is sent until the grid could know no more.
@@ -149,7 +149,7 @@ def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Ta
 
 @functools.lru_cache(maxsize=65_536)
 def _tail(population: int, right: int, sent: int, seen: int, *, upper: bool) -> float:
-    """P(at least ``seen`` right among ``sent`` samples drawn from ``population`` holding ``right`` right ones), or at
+    """P(at least ``seen`` right among ``sent`` samples picked from ``population`` holding ``right`` right ones), or at
     most ``seen`` when not ``upper``: the hypergeometric tail (in logarithms: a length of many samples stays cheap)."""
     low, high = max(0, sent - (population - right)), min(sent, right)
     hits = range(max(low, seen), high + 1) if upper else range(low, min(high, seen) + 1)

@@ -39,7 +39,7 @@ COMPARED_FIELDS = (
     'context_length',
     'depth_percent',
     'repeat',
-    'draw',
+    'pick',
     'needles',
     'question',
     'reference_answer',

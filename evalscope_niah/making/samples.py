@@ -18,7 +18,7 @@ from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
 from ..tasks import ABSENT_REFERENCE, get_task
 from ..tasks.answer_format import guided_question
 from ..tasks.base import PlanContext
-from ..tasks.single.hooks import corpus_folder_params, draws_for_subset, sent_texts
+from ..tasks.single.hooks import corpus_folder_params, picks_for_subset, sent_texts
 from .corpus import Corpus, generated_corpus, load_corpus
 from .haystack import (
     Haystack,
@@ -97,17 +97,17 @@ class NeedleSample(_ForwardsToMeta):
 
 def grid(params: NiahParams, subsets: Sequence[str]) -> list[GridCell]:
     """Every cell in generation order: lengths outer, depths inner (as the built-in), then the control cell of the
-    length, replicates (repeats x needle draws) innermost."""
+    length, replicates (repeats x needle picks) innermost."""
     lengths, depths = params.context_length_grid(), params.depth_percent_grid()
     positions: list[float | None] = [*depths, None] if params.absent_control else list(depths)
-    draws = params.draws_per_cell()
+    picks = params.needles_per_cell()
     return [
-        GridCell(subset, length, depth, repeat, draw)
+        GridCell(subset, length, depth, repeat, pick)
         for subset in subsets
         for length in lengths
         for depth in positions
         for repeat in range(params.num_repeats)
-        for draw in range(draws)
+        for pick in range(picks)
     ]
 
 
@@ -140,9 +140,9 @@ class SubsetSampler:
         self.prompt = prompt
         self.params = params
         self.task = get_task(subset.task)
-        # What the task draws for this subset (a needle bank's entries), once: every cell plans from the same draws.
+        # What the task picks for this subset (a needle bank's entries), once: every cell plans from the same picks.
         self.context = PlanContext(
-            subset=subset, params=params, draws=draws_for_subset(self.task, subset, params), corpus_text=corpus.text
+            subset=subset, params=params, picks=picks_for_subset(self.task, subset, params), corpus_text=corpus.text
         )
         for needles, param in self.task.corpus_needles(self.context):
             occurring = find_needle_in_corpus(corpus.text, needles)
@@ -220,7 +220,7 @@ class SubsetSampler:
             context_length=cell.context_length,
             depth_percent=cell.depth_percent,
             repeat=cell.repeat,
-            draw=cell.draw,
+            pick=cell.pick,
             needles=tuple(needles),
             question=question,
             reference_answer=reference,
@@ -234,10 +234,10 @@ class SubsetSampler:
         )
 
     def _seed(self, cell: GridCell) -> int:
-        # Stable across processes and platforms (hash() is salted): a rerun draws the same numbers and links. The
+        # Stable across processes and platforms (hash() is salted): a rerun picks the same numbers and links. The
         # length is left out: a depth asks the same facts at every length, so a change along a row is the length's
         # doing, and the shortest usable length of the grid is known exactly (see check_lengths).
-        text = f'{self.params.sampling_seed}|{cell.subset}|{cell.depth_percent}|{cell.repeat}|{cell.draw}'
+        text = f'{self.params.sampling_seed}|{cell.subset}|{cell.depth_percent}|{cell.repeat}|{cell.pick}'
         return zlib.crc32(text.encode())
 
     def _start_token(self, repeat: int) -> int:
@@ -287,7 +287,7 @@ class SubsetSampler:
     def check_lengths(self, cells: Sequence[GridCell]) -> None:
         """Fail before any model call when a cell's length cannot hold its prompt.
 
-        Needles and question may differ per cell (drawn facts, chains per repeat, bank draws spread over lengths as
+        Needles and question may differ per cell (picked facts, chains per repeat, bank picks spread over lengths as
         inspect_evals spreads them), so the longest need over the cells is the shortest length at which every one
         of them builds.
         """
@@ -375,7 +375,7 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
-# Characters of a generated haystack its language is read from (it is one text repeated or drawn in one language).
+# Characters of a generated haystack its language is read from (it is one text repeated or picked in one language).
 _LANGUAGE_SAMPLE_CHARS = 4000
 # Corpus spans at least this long are announced before they are tokenized.
 _ANNOUNCED_SPAN_TOKENS = 200_000

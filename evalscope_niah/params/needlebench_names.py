@@ -1,9 +1,9 @@
-"""OpenCompass NeedleBench v2's names read as ours: its needle records (``needles.jsonl``), its draw of one needle per
+"""OpenCompass NeedleBench v2's names read as ours: its needle records (``needles.jsonl``), its pick of one needle per
 repeat, and its forms that cannot carry over, refused naming the key and what to write instead.
 
 A NeedleBench v2 dataset dict (``needlebench_v2_single_*``) is a CDME dict (length, depth, tokenizer_model, file_list,
 num_repeats_per_file, length_buffer, language: read by cdme_names / aliases) whose needle and question come from a
-file: ``needle_file_name``, one JSON record a line with the keys below, drawn per repeat in the configured language.
+file: ``needle_file_name``, one JSON record a line with the keys below, picked per repeat in the configured language.
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ def needlebench_record(where: str, record: Mapping[str, Any]) -> dict[str, Any]:
 Entry = TypeVar('Entry')
 
 
-def draw_per_repeat(entries: Sequence[Entry], repeats: int) -> tuple[Entry, ...]:
-    """The entry NeedleBench v2 draws for each repeat: ``random.seed(repeat)`` then ``random.choice`` over the
+def pick_per_repeat(entries: Sequence[Entry], repeats: int) -> tuple[Entry, ...]:
+    """The entry NeedleBench v2 picks for each repeat: ``random.seed(repeat)`` then ``random.choice`` over the
     entries of the language in file order, so repeat r asks what NeedleBench's counter r asks."""
     return tuple(random.Random(repeat).choice(entries) for repeat in range(repeats))
 

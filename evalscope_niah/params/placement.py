@@ -17,7 +17,7 @@ class PlacementParams(BaseModel):
         "'server' (the served model's own tokenizer: vLLM's or llama.cpp's /tokenize with its chat template, so "
         "lengths are the model's own tokens).",
     )
-    sampling_seed: int = Field(0, description='Seed of every random choice (random needle draws, magic numbers).')
+    sampling_seed: int = Field(0, description='Seed of every random choice (random needle picks, magic numbers).')
     start_buffer: int = Field(0, description='Tokens at the top of the haystack where no needle is placed.')
     end_buffer: int = Field(0, description='Tokens at the bottom of the haystack where no needle is placed.')
     length_buffer: int = Field(

@@ -63,8 +63,8 @@ class NiahParams(
 
     # Each task's own parameters by model type, set by params.parse_params; empty means every task's defaults.
     _task_params: dict[type[TaskParams], TaskParams] = PrivateAttr(default_factory=dict)
-    # Samples per grid cell, as the run's tasks draw them; set by tasks.compose.parse_params (see draws_per_cell).
-    _draws_per_cell: int = PrivateAttr(default=1)
+    # Samples per grid cell, as the run's tasks pick them; set by tasks.compose.parse_params (see needles_per_cell).
+    _needles_per_cell: int = PrivateAttr(default=1)
 
     @model_validator(mode='after')
     def _sweep_fits_the_grid(self) -> NiahParams:
@@ -90,9 +90,9 @@ class NiahParams(
 
     def samples_per_subset(self) -> int:
         """Samples of one subset: what ``samples.grid`` yields per subset (lengths x depths/control x repeats x
-        draws), computed without building the grid."""
+        picks), computed without building the grid."""
         positions = len(self.depth_percent_grid()) + (1 if self.absent_control else 0)
-        return len(self.context_length_grid()) * positions * self.num_repeats * self.draws_per_cell()
+        return len(self.context_length_grid()) * positions * self.num_repeats * self.needles_per_cell()
 
     def resolve_subsets(self, names: Any) -> list[ResolvedSubset]:
         """The subsets a run selects (``subset_list``), checked as a whole: a list of distinct, known, safe names, and
@@ -103,15 +103,15 @@ class NiahParams(
         self.check_run_size(subset_count=len(names))
         return resolved
 
-    def draws_per_cell(self) -> int:
-        """Samples per grid cell: what the run's tasks draw (a needle bank's n_needles x n_runs), set when the tasks
+    def needles_per_cell(self) -> int:
+        """Samples per grid cell: what the run's tasks pick (a needle bank's n_needles x n_runs), set when the tasks
         compose the parameters (``tasks.compose.parse_params``); 1 for a model built without them."""
-        return self._draws_per_cell
+        return self._needles_per_cell
 
-    def with_draws_per_cell(self, draws: int) -> NiahParams:
-        """A copy whose cells each hold ``draws`` samples (the tasks' ``Task.draws_per_cell``)."""
+    def with_needles_per_cell(self, picks: int) -> NiahParams:
+        """A copy whose cells each hold ``picks`` samples (the tasks' ``Task.needles_per_cell``)."""
         copy = self.model_copy()
-        copy._draws_per_cell = draws
+        copy._needles_per_cell = picks
         return copy
 
     def check_run_size(self, *, subset_count: int) -> int:
@@ -120,23 +120,24 @@ class NiahParams(
             f'{subset_count} subset(s) x {len(self.context_length_grid())} lengths x '
             f'{len(self.depth_percent_grid()) + (1 if self.absent_control else 0)} depths'
             f'{" (control included)" if self.absent_control else ""} x {self.num_repeats} num_repeats x '
-            f'{self.draws_per_cell()} needle draws'
+            f'{self.needles_per_cell()} needle picks'
         )
         total = self.samples_per_subset() * subset_count
         return check_sample_count(total, shape=shape, allow_large_grid=self.allow_large_grid)
 
-    def task_params(self, model: type[P]) -> P:
-        """A task's own parameters (its ``TaskParams`` model): as given in extra_params, else its defaults."""
+    def given_task_params(self, model: type[P]) -> P | None:
+        """A task's own parameters (its ``TaskParams`` model) as given in extra_params; None when left at their
+        defaults (``tasks.base.task_params`` makes those: the task's model is the task's code, not this floor's)."""
         given = self._task_params.get(model)
-        return given if isinstance(given, model) else model()
+        return given if isinstance(given, model) else None
 
     def replacing_task_params(self, model: TaskParams) -> NiahParams:
         """A copy with one task's parameter model replaced, the others kept."""
         return self.with_task_params({**self._task_params, type(model): model}.values())
 
     def with_task_params(self, given: Iterable[TaskParams]) -> NiahParams:
-        """A copy holding the task parameter models ``given``; those equal to their defaults are left out, so that
-        parameters written out at their defaults equal no parameters at all."""
+        """A copy holding the task parameter models ``given``; the caller leaves out those at their defaults
+        (``tasks.compose``), so that parameters written out at their defaults equal no parameters at all."""
         copy = self.model_copy()
-        copy._task_params = {type(model): model for model in given if model != type(model)()}
+        copy._task_params = {type(model): model for model in given}
         return copy

@@ -10,7 +10,7 @@ from .bounds import LIST_GAP_CHARS, LISTED_NAME_SCORE, MAX_SCAN_CHARS, MAX_SPANS
 from .cues import cue_near, cue_verdict, excluded_cue_text, is_list_item, other_language
 from .paste import PromptText, paste_evidence
 from .result import RuleScore
-from .text import CJK_CHAR, check_language, key_spans, normalise, zh_key_spans
+from .text import CJK_CHAR, key_spans, normalise, read_answer, zh_key_spans
 
 __all__ = ['en_names', 'one_candidate_score']
 
@@ -113,13 +113,10 @@ def one_candidate_score(
     come from the task (``chain_candidates``, the associative names); CDME's ``keyword_score`` stays a separate,
     reported metric.
     """
-    check_language(language)
-    if isinstance(candidates, str):
-        raise TypeError('candidates must be a sequence of strings, not a string')
-    final = answer.strip()
-    if not final:
-        return RuleScore.verdict(0.0, True, 'no final answer (empty, or reasoning never closed)', ('empty',))
-    text = normalise(final[:MAX_SCAN_CHARS])
+    read = read_answer(answer, language=language, keys=candidates, keys_name='candidates')
+    if read is None:
+        return RuleScore.no_final_answer()
+    final, text = read.final, read.text
     spans = key_spans(text, normalise(keyword))
     if not spans:
         if other_language(final, language=language):

@@ -33,6 +33,11 @@ class RuleScore:
         """A ladder's verdict: the accuracy alone, with its certainty, reason and flags."""
         return cls(values={'acc': score}, certain=certain, explanation=explanation, flags=flags)
 
+    @classmethod
+    def no_final_answer(cls) -> RuleScore:
+        """Every ladder's verdict on an empty final answer: a certain 0 (nothing to judge)."""
+        return cls.verdict(0.0, True, 'no final answer (empty, or reasoning never closed)', ('empty',))
+
     @property
     def accuracy(self) -> float:
         return self.values['acc']

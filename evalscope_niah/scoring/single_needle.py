@@ -28,7 +28,7 @@ from .cues import (
 from .paste import Paste, PromptText, paste_evidence
 from .recall import needle_recall, rule_is_certain
 from .result import RuleScore
-from .text import answer_size, check_language, key_share, key_spans, normalise
+from .text import answer_size, key_share, key_spans, normalise, read_answer
 
 __all__ = ['single_needle_score']
 
@@ -69,15 +69,12 @@ def single_needle_score(
     Without ``answer_keys`` (a custom needle with no short answer) the needle recall decides as before: certain
     outside (0.1, 0.9), always uncertain when a cue is near the needle's words.
     """
-    check_language(language)
-    if isinstance(answer_keys, str):
-        raise TypeError('answer_keys must be a sequence of strings, not a string')
-    final = answer.strip()
-    if not final:
-        return RuleScore.verdict(0.0, True, 'no final answer (empty, or reasoning never closed)', ('empty',))
+    read = read_answer(answer, language=language, keys=answer_keys, keys_name='answer_keys')
+    if read is None:
+        return RuleScore.no_final_answer()
+    final, text = read.final, read.text
     reference = reference if reference is not None else '\n'.join(needles)
     excluded = excluded_cue_text(*needles, question)
-    text = normalise(final[:MAX_SCAN_CHARS])
     keys = [key for key in answer_keys if key.strip()]
     paste = paste_evidence(
         final, allowed=(*needles, question, reference, *keys), prompt=prompt, language=language, reference=reference

@@ -5,6 +5,8 @@ from __future__ import annotations
 import itertools
 import re
 import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..vocabulary import check_language
 from .bounds import MAX_SCAN_CHARS
@@ -69,6 +71,25 @@ def normalise(text: str) -> str:
     result are what ``key_spans`` and ``cue_near`` use."""
     # NFKC folds full-width digits/letters ("２０２３") to ASCII so both sides compare equal.
     return unicodedata.normalize('NFKC', text).casefold()
+
+
+@dataclass(frozen=True)
+class ReadAnswer:
+    """An answer as the rule ladders read it."""
+
+    final: str  # the final answer (reasoning stripped by the caller), stripped of surrounding whitespace
+    text: str  # its first MAX_SCAN_CHARS, normalised: where the ladders look for the keys and the cues
+
+
+def read_answer(answer: str, *, language: str, keys: Sequence[str], keys_name: str) -> ReadAnswer | None:
+    """The opening both rule ladders share (``single_needle.py``, ``candidates.py``): the language must be one the
+    rules know, ``keys`` (named ``keys_name`` in the error) a sequence of strings, not one string (whose characters
+    would each be a key); None when there is no final answer (``RuleScore.no_final_answer``)."""
+    check_language(language)
+    if isinstance(keys, str):
+        raise TypeError(f'{keys_name} must be a sequence of strings, not a string')
+    final = answer.strip()
+    return ReadAnswer(final, normalise(final[:MAX_SCAN_CHARS])) if final else None
 
 
 def stem(word: str) -> str:

@@ -1,7 +1,7 @@
 """What a task is: a type that plans its needles, names what it checks in the corpus, and scores answers by rule.
 
 A task never sees EvalScope or a haystack. Sample planning hands it a ``PlanContext`` (the subset, the parameters and
-the task's own draws for the subset) and a cell; scoring hands its ``check`` the final answer (reasoning stripped) and
+the task's own picks for the subset) and a cell; scoring hands its ``check`` the final answer (reasoning stripped) and
 a ``RuleTarget`` (what the sample asked, read from its metadata once, here, for every task).
 """
 
@@ -28,6 +28,7 @@ __all__ = [
     'RuleTarget',
     'SampleData',
     'Task',
+    'task_params',
     'with_levenshtein',
 ]
 
@@ -35,12 +36,12 @@ __all__ = [
 @dataclass(frozen=True)
 class PlanContext:
     """What a task may read when it plans a sample: the subset, the run's parameters (its own through ``options``),
-    its own draws for the subset (``Task.draws``) and the corpus."""
+    its own picks for the subset (``Task.picks``) and the corpus."""
 
     subset: ResolvedSubset
     params: NiahParams
-    # What ``Task.draws`` gave for this subset, one per draw of a cell (``GridCell.draw``); () when it draws nothing.
-    draws: tuple[Any, ...] = ()
+    # What ``Task.picks`` gave for this subset, one per pick of a cell (``GridCell.pick``); () when it picks nothing.
+    picks: tuple[Any, ...] = ()
     corpus_text: str = ''  # the subset's corpus, for tasks that must keep their terms out of it
 
     @property
@@ -49,7 +50,13 @@ class PlanContext:
 
     def options(self, model: type[P]) -> P:
         """The task's own parameters (its ``params_model``), as the user gave them or at their defaults."""
-        return self.params.task_params(model)
+        return task_params(self.params, model)
+
+
+def task_params(params: NiahParams, model: type[P]) -> P:
+    """A task's own parameters (its ``TaskParams`` model): as given in extra_params, else its defaults."""
+    given = params.given_task_params(model)
+    return given if given is not None else model()
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class NeedleChoice:
     reference_answer: str
     answer_keys: tuple[str, ...]
     # One depth (percent of the haystack) per needle, in the needles' order: how a task spreads its needles (a chain
-    # 'diff' points apart, RULER's drawn depths). None: the cell's depth for all, placed one after another.
+    # 'diff' points apart, RULER's picked depths). None: the cell's depth for all, placed one after another.
     needle_depths: tuple[float, ...] | None = None
     guide: str | None = None  # an answer-format hint appended to the question when params.guide is on
     distractors: tuple[str, ...] = ()  # sentences placed away from the needles to mislead

@@ -38,10 +38,10 @@ from ..params.run_params import ALIASES, NiahParams, TaskParams
 from ..params.subsets import check_subset_list
 from ..params.sweep import BUDGETS, refuse_bool_budget
 from ..vocabulary import BENCHMARK_NAMES
-from .base import Task
+from .base import Task, task_params
 from .registry import get_task, task_names, unavailable_reason
 from .ruler_niah.names import RULER_ONLY, ruler_task_hint
-from .single.hooks import asks_user_needles, check_run_params, draws_per_cell
+from .single.hooks import asks_user_needles, check_run_params, needles_per_cell
 
 __all__ = [
     'Parameter',
@@ -119,10 +119,10 @@ def parse_params(extra_params: Any, *, user_given: Any = None) -> NiahParams:
         task = get_task(name)
         own = {field: value for field, value in values.items() if known[field].owner == name}
         task_models.append((task, _validated(task.params_model, own)))
-    params = params.with_task_params(model for _, model in task_models)
+    params = params.with_task_params(model for _, model in task_models if model != type(model)())
     _check_tasks(params, task_models)
     tasks = params.tasks_in_run()
-    return params.with_draws_per_cell(max(draws_per_cell(get_task(task), params) for task in tasks))
+    return params.with_needles_per_cell(max(needles_per_cell(get_task(task), params) for task in tasks))
 
 
 def _refuse_bool_budgets(run_values: dict[str, Any]) -> None:
@@ -175,7 +175,7 @@ def parameter_value(params: NiahParams, name: str) -> Any:
         raise NiahConfigError(name, 'unknown parameter')
     if found.owner is None:
         return getattr(params, name)
-    return getattr(params.task_params(get_task(found.owner).params_model), name)
+    return getattr(task_params(params, get_task(found.owner).params_model), name)
 
 
 def effective_length_mode(params: NiahParams) -> str:
@@ -265,7 +265,7 @@ def _validated(model: type[BaseModel], values: dict[str, Any]) -> Any:
 
 
 def _check_tasks(params: NiahParams, task_models: Sequence[tuple[Task, TaskParams]]) -> None:
-    """Known task names, each task's own checks (a needle bank only where the task draws from one), and nothing
+    """Known task names, each task's own checks (a needle bank only where the task picks from one), and nothing
     given that would be ignored."""
     names = task_names()
     if params.task not in names:

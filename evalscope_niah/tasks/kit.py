@@ -12,7 +12,9 @@ The task and what it plans:
 * ``TaskParams``: the base of a task's own parameters (flat ``extra_params`` names, each a pydantic field with its
   description and, in ``json_schema_extra``, its ``description_zh``).
 * ``PlanContext``: what ``choose`` may read (the subset, the run's parameters, ``options(MyParams)``, the corpus).
-* ``GridCell``: the cell ``choose`` plans (subset, length, depth, repeat, draw).
+* ``task_params``: a task's own parameters from the run's (``task_params(params, MyParams)``), where a hook is
+  handed the run's parameters rather than a ``PlanContext``.
+* ``GridCell``: the cell ``choose`` plans (subset, length, depth, repeat, pick).
 * ``NeedleChoice``: what ``choose`` returns: needles, question, reference answer, answer keys, and where the needles
   go (``needle_depths``: one depth per needle) and what misleads (``distractors``).
 * ``SampleData``: the base of a task's own data about a sample, carried through the run and read back typed.
@@ -100,6 +102,7 @@ from .base import (
     RuleTarget,
     SampleData,
     Task,
+    task_params,
     with_levenshtein,
 )
 from .registry import register_task
@@ -141,6 +144,7 @@ __all__ = [
     'paste_evidence',
     'register_task',
     'single_needle_score',
+    'task_params',
     'text_language',
     'with_levenshtein',
 ]

@@ -13,7 +13,7 @@ Per sample, from its ``SampleMeta`` and the prompt the model is shown:
 * must pass (score >= CERTAIN_PASS, certain): the reference answer; a verbose right answer (preamble, the reference,
   an explanation and a polite closing line);
 * must fail (score <= UNCERTAIN_SCORE_CAP): the empty answer; another entity (the answer keys of another sample of
-  the same task: another draw, chain, pair or code); a negation of the keys; a paste of the prompt; a dump (every
+  the same task: another pick, chain, pair or code); a negation of the keys; a paste of the prompt; a dump (every
   key of every sample of the task, when there are three or more); a name list (another sample's key, this one's
   first, a third's);
 * by what the task declares (``Task.ordered_answer``, ``Task.partial_credit``), where a sample has two keys or more:
@@ -137,7 +137,7 @@ def chosen_metas(task: str) -> list[SampleMeta]:
                         context_length=1000,
                         depth_percent=depth,
                         repeat=repeat,
-                        draw=0,
+                        pick=0,
                         needles=choice.needles,
                         question=choice.question,
                         reference_answer=choice.reference_answer,

@@ -12,7 +12,7 @@ from typing import Any
 
 __all__ = ['FAULT_KINDS', 'HUGE_SHAPES', 'TOKENIZE_LIES', 'FaultPlan', 'Lies']
 
-#: Fault names, in the order their rates are stacked when one is drawn.
+#: Fault names, in the order their rates are stacked when one is picked.
 FAULT_KINDS: tuple[str, ...] = (
     'http_500',
     'http_429',
@@ -35,13 +35,13 @@ class FaultPlan:
     """Faults to inject into one model's chat requests.
 
     Each rate is a probability in [0, 1]; the rates must sum to at most 1. For every request
-    to the model one number is drawn from the model's ``random.Random`` (seeded from the
+    to the model one number is rolled from the model's ``random.Random`` (seeded from the
     server's ``seed`` and the model name), and the rates are stacked in :data:`FAULT_KINDS`
     order to pick at most one fault. The k-th request to a model therefore always gets the
     same fault for the same seed, whatever other models receive.
 
     ``fail_first_n`` makes the first N requests to the model fail with HTTP 500 whatever the
-    draw (the draw is still made, so later requests are unaffected).
+    roll (the roll is still made, so later requests are unaffected).
 
     ``drip`` sends the headers, then the (non-streamed) reply one byte every ``drip_interval_s``; it stops after
     ``drip_seconds`` by closing the connection (a reply finished late, or never). ``long_body`` declares a
@@ -55,7 +55,7 @@ class FaultPlan:
     labelled ``text/event-stream`` is still parsed as JSON by the SDK). The server never holds the body whole.
 
     ``outage_prompt_tokens`` ``(low, high)`` answers HTTP 500 to every request whose prompt has ``low <= tokens <
-    high`` (as the server counts ``usage.prompt_tokens``), whatever the draw: an outage that hits one length of a
+    high`` (as the server counts ``usage.prompt_tokens``), whatever the roll: an outage that hits one length of a
     grid (a replica that cannot hold it), every time, however often the client retries.
 
     ``echo_key_status`` (401, 500, ...) answers every request to the model with that HTTP status and an error
@@ -108,12 +108,12 @@ class FaultPlan:
         if outage is not None and not 0 <= outage[0] < outage[1]:
             raise ValueError(f'FaultPlan.outage_prompt_tokens must be (low, high), 0 <= low < high, got {outage!r}')
 
-    def pick(self, draw: float) -> str | None:
-        """The fault for a uniform draw in [0, 1), or None."""
+    def pick(self, roll: float) -> str | None:
+        """The fault for a uniform roll in [0, 1), or None."""
         edge = 0.0
         for name in FAULT_KINDS:
             edge += getattr(self, name)
-            if draw < edge:
+            if roll < edge:
                 return name
         return None
 

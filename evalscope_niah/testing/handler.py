@@ -1,5 +1,5 @@
 """The test server's HTTP side: the threaded listener that can close every connection, and the request handler
-(routes, the tokenize contracts, a chat request's path through checks, the drawn fault and the reply, SSE).
+(routes, the tokenize contracts, a chat request's path through checks, the picked fault and the reply, SSE).
 
 The handler reads its state from the owning :class:`~.openai_server.OpenAICompatServer` (typed ``Any`` here: that
 module imports this one, and a type-only import back would close a circle).
@@ -283,7 +283,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self._send_json(200, answer)
 
     def _chat(self, record: RecordedRequest, body: Any, stream: bool) -> None:
-        """One chat request's path, in the order a real server takes it: checks, the drawn fault, the reply."""
+        """One chat request's path, in the order a real server takes it: checks, the picked fault, the reply."""
         responder = self._admit(record, body)
         if responder is None:
             return None
@@ -339,7 +339,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _fault_before_reply(self, record: RecordedRequest, fault: str | None, plan: FaultPlan | None) -> bool:
         """Play a fault that comes instead of any reply (an echoed key, HTTP 500/429, a hang, a dropped
-        connection); False when the drawn fault, if any, shapes the reply instead."""
+        connection); False when the picked fault, if any, shapes the reply instead."""
         if plan is not None and plan.echo_key_status is not None:
             self._reject(record, plan.echo_key_status, echo_key(record.headers.get('authorization', '')))
         elif fault == 'http_500':
@@ -364,7 +364,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _draft_reply(
         self, record: RecordedRequest, responder: Responder, fault: str | None
     ) -> tuple[str, Reply | None, str] | None:
-        """The reply's text, what a :class:`Reply` adds, and its finish reason, as the drawn fault shapes them;
+        """The reply's text, what a :class:`Reply` adds, and its finish reason, as the picked fault shapes them;
         None once a failing responder was answered with HTTP 500."""
         extra: Reply | None = None
         if fault == 'empty_content':

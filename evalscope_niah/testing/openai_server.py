@@ -95,7 +95,7 @@ class OpenAICompatServer:
     Args:
         responders: model name -> function from the request's messages to the reply text.
         faults: model name -> :class:`FaultPlan`; the key ``'*'`` applies to models not listed.
-        seed: seed for the fault draws (each model gets its own ``random.Random``).
+        seed: seed for the fault picks (each model gets its own ``random.Random``).
         max_requests: HTTP requests answered normally (all endpoints); later ones get 503.
         max_seconds: a watchdog shuts the server down after this many seconds.
         port: port to bind on 127.0.0.1 (0: a free port).

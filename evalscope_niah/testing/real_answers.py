@@ -122,7 +122,7 @@ def rule_score(item: RealAnswer) -> RuleScore:
         context_length=1000,
         depth_percent=50.0,
         repeat=0,
-        draw=0,
+        pick=0,
         needles=(item.needle,) if item.needle else (),
         question=item.question,
         reference_answer=item.needle or item.key,

@@ -1,6 +1,6 @@
 """A simulated model for the test server: it finds the needle (as :func:`needle_finder`) with a probability that
 falls with the prompt's length beyond a limit and dips at middle depths, and otherwise answers that it cannot tell.
-Deterministic: the draw is a hash of the seed and the prompt, so the same prompt always gets the same answer."""
+Deterministic: the roll is a hash of the seed and the prompt, so the same prompt always gets the same answer."""
 
 from __future__ import annotations
 
@@ -40,5 +40,5 @@ class SimulatedModel:
         at = text.find(found) if found else -1
         depth = at / len(text) if at >= 0 and text else 0.5
         digest = hashlib.sha256(f'{self.seed}\0{text}'.encode()).digest()
-        draw = int.from_bytes(digest[:8], 'big') / 2**64
-        return found if draw < self.probability(approx_tokens(text), depth) else WRONG_ANSWER
+        roll = int.from_bytes(digest[:8], 'big') / 2**64
+        return found if roll < self.probability(approx_tokens(text), depth) else WRONG_ANSWER

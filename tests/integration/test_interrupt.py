@@ -106,7 +106,7 @@ def test_a_dripping_judge_fails_the_judge_check_before_the_model_runs(tmp_path, 
     assert 'did not answer in time' in str(error.value), error.value
 
 
-# The first request is answered, the second drips (seeded draws of FaultPlan(drip=0.5) for this model name).
+# The first request is answered, the second drips (seeded picks of FaultPlan(drip=0.5) for this model name).
 _SEED = 2
 _INTERRUPTED_RUN = """
 import json, sys

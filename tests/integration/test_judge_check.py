@@ -51,7 +51,7 @@ def careful_grader(question: str, reference: str, answer: str) -> int:
     key = 'eat a sandwich and sit in Dolores Park' if 'San Francisco' in question else '上海人工智能实验室'
     language = 'en' if 'San Francisco' in question else 'zh'
     meta = SampleMeta(
-        subset='s', language=language, task='single', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+        subset='s', language=language, task='single', context_length=1, depth_percent=0.0, repeat=0, pick=0,
         needles=(reference,), question=question, reference_answer=reference, answer_keys=(key,), start_token=0,
         divergence_token=0,
     )  # fmt: skip

@@ -118,8 +118,8 @@ def inspect_needle_order(n_needles: int, method: str, fixed_index: int, cells: i
     # sample_needles, stretch_or_squash_needles, repeat_with_shift; sample (run, length, position) takes
     # position + length * n_positions + run * cells.
     sequential = [(fixed_index + i) % rows for i in range(n_needles)]
-    drawn = [fixed_index] * n_needles if method == 'fixed' else sequential
-    per_cell = drawn[:cells] if len(drawn) >= cells else (drawn * (cells // len(drawn) + 1))[:cells]
+    picked = [fixed_index] * n_needles if method == 'fixed' else sequential
+    per_cell = picked[:cells] if len(picked) >= cells else (picked * (cells // len(picked) + 1))[:cells]
     return [per_cell[(row + run) % cells] for run in range(runs) for row in range(cells)]
 
 

@@ -1,7 +1,7 @@
 """OpenCompass NeedleBench v2 configs (configs/datasets/needlebench_v2/needlebench_v2_4k/*.py) run through EvalScope's
 run_task against the 127.0.0.1 test server as their users write them, and what the model was sent is checked against
 what NeedleBench would send: how many samples, their lengths, where the needle sits, and which needle each repeat
-asks (NeedleBench draws ``random.seed(repeat); random.choice(needles of the language)``).
+asks (NeedleBench picks ``random.seed(repeat); random.choice(needles of the language)``).
 
 Only the folder and the needle file change: the needle file is tests/data/needlebench/needles.jsonl, records of our
 own in NeedleBench's layout. The forms that do not carry over (parallel, multi-reasoning) are refused by name.
@@ -75,15 +75,15 @@ def _folder(tmp_path: Path) -> Path:
     return folder
 
 
-def _needlebench_draws(language: str, repeats: int) -> list[dict[str, str]]:
-    """The records NeedleBench's origin dataset draws, one per repeat counter (written from its description)."""
+def _needlebench_picks(language: str, repeats: int) -> list[dict[str, str]]:
+    """The records NeedleBench's origin dataset picks, one per repeat counter (written from its description)."""
     records = [json.loads(line) for line in NEEDLES_FILE.read_text('utf-8').splitlines() if line.strip()]
     lines = [record for record in records if record['language'] == language]
-    draws = []
+    picks = []
     for counter in range(repeats):
         random.seed(counter)
-        draws.append(random.choice(lines))
-    return draws
+        picks.append(random.choice(lines))
+    return picks
 
 
 def _sent(extra: dict[str, Any], tmp_path: Path, *, right: bool) -> tuple[list[list[dict]], float]:
@@ -107,14 +107,14 @@ def _context(messages: list[dict]) -> str:
 def test_needlebench_v2_single_dict_runs_as_written(config: dict, language: str, tmp_path: Path) -> None:
     sent, accuracy = _sent(config, tmp_path, right=True)
     assert accuracy >= 0.9, accuracy
-    # num_repeats_per_file samples, each asking the needle NeedleBench draws for its repeat.
-    draws = _needlebench_draws(language, config['num_repeats_per_file'])
+    # num_repeats_per_file samples, each asking the needle NeedleBench picks for its repeat.
+    picks = _needlebench_picks(language, config['num_repeats_per_file'])
     assert len(sent) == config['num_repeats_per_file']
-    asked = Counter(next(d['needle'] for d in draws if d['needle'] in _context(m)) for m in sent)
-    assert asked == Counter(d['needle'] for d in draws)
+    asked = Counter(next(d['needle'] for d in picks if d['needle'] in _context(m)) for m in sent)
+    assert asked == Counter(d['needle'] for d in picks)
     for messages in sent:
         question = messages[-1]['content'].split('<question>\n', 1)[1]
-        needle = next(d for d in draws if d['needle'] in _context(messages))
+        needle = next(d for d in picks if d['needle'] in _context(messages))
         assert question.startswith(needle['retrieval_question'])
     # Lengths: the whole prompt in gpt-4's tokenizer measures length - length_buffer, as written.
     tokenizer = load_tokenizer('tiktoken:cl100k_base')
@@ -123,7 +123,7 @@ def test_needlebench_v2_single_dict_runs_as_written(config: dict, language: str,
     # Depth: 100 ends the document with the needle, 0 opens it.
     for messages in sent:
         context = _context(messages)
-        needle = next(d['needle'] for d in draws if d['needle'] in context)
+        needle = next(d['needle'] for d in picks if d['needle'] in context)
         if config['depth'] == 100:
             assert context.rstrip().endswith(needle)
         else:
@@ -134,22 +134,22 @@ def test_needlebench_v2_single_dict_runs_as_written(config: dict, language: str,
 
 def test_needlebench_v2_grid_as_one_run(tmp_path: Path) -> None:
     """Its context_lengths and depths_list as our lists: one sample per (length, depth, repeat), each repeat asking
-    its NeedleBench draw at every length and depth."""
+    its NeedleBench pick at every length and depth."""
     sent, accuracy = _sent(GRID_EN, tmp_path / 'right', right=True)
     assert accuracy >= 0.9, accuracy
     repeats = GRID_EN['num_repeats_per_file']
     assert len(sent) == len(GRID_EN['context_lengths']) * len(DEPTHS_LIST) * repeats
-    draws = _needlebench_draws('English', repeats)
+    picks = _needlebench_picks('English', repeats)
     expected = Counter(
-        (length - GRID_EN['length_buffer'], draw['needle'])
+        (length - GRID_EN['length_buffer'], pick['needle'])
         for length in GRID_EN['context_lengths']
         for _ in DEPTHS_LIST
-        for draw in draws
+        for pick in picks
     )
     tokenizer = load_tokenizer('tiktoken:cl100k_base')
     seen = Counter()
     for messages in sent:
-        needle = next(d['needle'] for d in draws if d['needle'] in _context(messages))
+        needle = next(d['needle'] for d in picks if d['needle'] in _context(messages))
         seen[(tokenizer.count(tokenizer.render_chat(messages)), needle)] += 1
     assert seen == expected
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.making.tokenization import load_tokenizer
-from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE
+from evalscope_niah.tasks.ruler_niah.picks import NOISE_LINE
 from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from tests.support.reports import overall_scores

@@ -42,7 +42,7 @@ FAULTS = FaultPlan(
     http_500=0.20, http_429=0.10, hang=0.05, malformed_json=GARBAGE, empty_content=GARBAGE, length=GARBAGE,
     hang_seconds=3, retry_after_seconds=1,
 )  # fmt: skip
-# With this seed the draws give every fault kind within the first dozen requests of model and judge (asserted).
+# With this seed the picks give every fault kind within the first dozen requests of model and judge (asserted).
 SEED = 227
 # Small client timeout (hangs last 3 s) and no sleep between EvalScope's attempts; the SDK's own 2 retries stay.
 FAST = {'timeout': 1, 'retries': 5, 'retry_interval': 0}

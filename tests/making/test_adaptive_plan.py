@@ -148,10 +148,10 @@ def test_lost_in_the_middle_one_failing_depth_fails_its_length_as_in_the_grid() 
 def test_on_random_curves_of_any_shape_it_names_the_grids_length_and_sends_every_length_up_to_it(seed: int) -> None:
     rng = random.Random(seed)
     # Per length a chance of a right answer that is either clearly above or clearly below the threshold, in any
-    # order (dips, recoveries, falls), and per sample a fixed draw: the grid's answers.
+    # order (dips, recoveries, falls), and per sample a fixed pick: the grid's answers.
     chance = {length: rng.choice([0.98, 0.99, 1.0, 0.3, 0.6]) for length in LENGTHS}
-    draws = {unit.key: rng.random() for unit in _units()}
-    answer = lambda unit: float(draws[unit.key] < chance[unit.context_length])  # noqa: E731
+    picks = {unit.key: rng.random() for unit in _units()}
+    answer = lambda unit: float(picks[unit.key] < chance[unit.context_length])  # noqa: E731
     units = _units()
     _, scores, stop, _ = _sweep(units, answer)
     named = _grid_effective_length(units, answer, scores)

@@ -28,7 +28,7 @@ META = SampleMeta(
     context_length=600,
     depth_percent=50.0,
     repeat=0,
-    draw=0,
+    pick=0,
     needles=('The secret word is apricot.',),
     question='What is the secret word?',
     reference_answer='apricot',
@@ -75,6 +75,17 @@ def test_same_inputs_differ_in_nothing_measured_values_aside() -> None:
 def test_each_recorded_input_is_compared(field: str, value: object) -> None:
     changes = cached_input_changes('english', {0: dataclasses.replace(META, **{field: value})}, {0: _row(META)}, PROMPT)
     assert [change.field for change in changes] == [field]
+
+
+def test_a_row_cached_by_0_1_0_names_its_pick_draw_and_still_matches() -> None:
+    picked = dataclasses.replace(META, pick=1)
+    old = _row(picked)
+    metadata = {('draw' if key == 'pick' else key): value for key, value in old.metadata.items()}
+    old_row = dataclasses.replace(old, metadata=metadata)
+    assert 'pick' not in metadata and metadata['draw'] == 1
+    assert cached_input_changes('english', {0: picked}, {0: old_row}, PROMPT) == []
+    changes = cached_input_changes('english', {0: META}, {0: old_row}, PROMPT)  # another pick: a change, named
+    assert [change.field for change in changes] == ['pick']
 
 
 def test_the_prompt_frame_is_compared() -> None:

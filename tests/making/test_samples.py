@@ -378,7 +378,7 @@ def corpus_text(fixture_corpus_dir: Path, sample: NeedleSample) -> str:
 # ---- grid with controls and replicates -----------------------------------------------------------------------------
 
 
-def test_grid_order_with_control_repeats_and_draws() -> None:
+def test_grid_order_with_control_repeats_and_picks() -> None:
     params = parse_params(
         {
             'context_lengths': [1300, 600],
@@ -390,12 +390,12 @@ def test_grid_order_with_control_repeats_and_draws() -> None:
     )
     cells = grid(params, BOTH)
     expected = [
-        GridCell(subset, length, depth, repeat, draw)
+        GridCell(subset, length, depth, repeat, pick)
         for subset in BOTH
         for length in (600, 1300)
         for depth in (0.0, 50.0, None)
         for repeat in range(2)
-        for draw in range(3)
+        for pick in range(3)
     ]
     assert cells == expected
     assert len(cells) == 2 * 2 * (2 + 1) * 2 * 3
@@ -428,8 +428,8 @@ def test_iter_samples_follows_the_grid_with_controls_and_replicates(fixture_corp
     }
     produced = samples(fixture_corpus_dir, extra, subsets=BOTH)
     cells = grid(parse_params(extra), BOTH)
-    assert [(s.subset, s.context_length, s.depth_percent, s.repeat, s.draw) for s in produced] == [
-        (c.subset, c.context_length, c.depth_percent, c.repeat, c.draw) for c in cells
+    assert [(s.subset, s.context_length, s.depth_percent, s.repeat, s.pick) for s in produced] == [
+        (c.subset, c.context_length, c.depth_percent, c.repeat, c.pick) for c in cells
     ]
     assert [s.control for s in produced] == [c.control for c in cells]
     for s in produced:
@@ -485,12 +485,12 @@ def test_multi_retrieval_needles_keys_and_question(fixture_corpus_dir: Path) -> 
             assert context.count(value) == 1
         assert len(s.achieved_depth_percents) == 4
         assert list(s.achieved_depth_percents) == sorted(s.achieved_depth_percents)
-    # Every (subset, depth) draws its own key and numbers, and asks the same ones at every length.
+    # Every (subset, depth) picks its own key and numbers, and asks the same ones at every length.
     by_position: dict[tuple[str, float | None], set[tuple[str, ...]]] = {}
     for s in produced:
         by_position.setdefault((s.subset, s.depth_percent), set()).add(s.answer_keys)
-    assert all(len(drawn) == 1 for drawn in by_position.values())
-    assert len({next(iter(drawn)) for drawn in by_position.values()}) == len(by_position) == len(produced) // 2
+    assert all(len(picked) == 1 for picked in by_position.values())
+    assert len({next(iter(picked)) for picked in by_position.values()}) == len(by_position) == len(produced) // 2
 
 
 def test_multi_retrieval_is_deterministic_and_follows_the_seed(fixture_corpus_dir: Path) -> None:
@@ -633,7 +633,7 @@ def _bank_entries(language: str):
 
 
 @pytest.mark.parametrize('method', ['sequential', 'fixed', 'random'])
-def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
+def test_needle_bank_picks(fixture_corpus_dir: Path, method: str) -> None:
     extra = {
         'n_needles': 2,
         'n_runs': 2,
@@ -644,17 +644,17 @@ def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
     }
     params = parse_params(extra)
     # inspect_evals: the two needles spread over the two cells, the second run shifted by one; a sample per run.
-    assert parameter_value(params, 'needle_bank') == 'builtin' and params.draws_per_cell() == 2
+    assert parameter_value(params, 'needle_bank') == 'builtin' and params.needles_per_cell() == 2
     produced = samples(fixture_corpus_dir, extra, subsets=BOTH)
     assert len(produced) == 2 * 2 * 2
     for subset in BOTH:
         mine = [s for s in produced if s.subset == subset]
         entries = _bank_entries(LANGUAGE[subset])
-        assert [(s.depth_percent, s.draw) for s in mine] == [(20.0, 0), (20.0, 1), (60.0, 0), (60.0, 1)]
-        drawn = []
+        assert [(s.depth_percent, s.pick) for s in mine] == [(20.0, 0), (20.0, 1), (60.0, 0), (60.0, 1)]
+        picked = []
         for s in mine:
             (entry,) = [item for item in entries if item.needle == s.needles[0]]  # the bank's, in the language
-            drawn.append(entry)
+            picked.append(entry)
             assert s.needles == (entry.needle,)
             assert context_of(s).count(entry.needle) == 1
             assert s.question == entry.question
@@ -662,11 +662,11 @@ def test_needle_bank_draws(fixture_corpus_dir: Path, method: str) -> None:
             assert s.reference_answer == entry.needle
             assert rendered_tokens(s) == 700
         if method == 'sequential':  # cell (20, run 0), (20, run 1), (60, run 0), (60, run 1)
-            assert drawn == [entries[3], entries[4], entries[4], entries[3]]
+            assert picked == [entries[3], entries[4], entries[4], entries[3]]
         elif method == 'fixed':
-            assert drawn == [entries[3]] * 4
+            assert picked == [entries[3]] * 4
         else:  # two distinct entries, each cell given both over the runs
-            assert drawn[0] == drawn[3] != drawn[1] == drawn[2]
+            assert picked[0] == picked[3] != picked[1] == picked[2]
     if method == 'random':
         assert records_json(samples(fixture_corpus_dir, extra, subsets=BOTH)) == records_json(produced)
 
@@ -678,7 +678,7 @@ def test_needle_bank_sequential_config_entries_match_the_subset_language(fixture
         (entry,) = [item for item in load_needle_bank('builtin') if item.needle == s.needles[0]]
         assert entry.language == s.language == LANGUAGE[s.subset]
         position = [25, 75].index(s.depth_percent)
-        assert entry == _bank_entries(s.language)[(position + s.draw) % 2]
+        assert entry == _bank_entries(s.language)[(position + s.pick) % 2]
 
 
 # ---- repeats: haystacks from different corpus points ---------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""NeedleBench v2's needle records and draws read as ours (params/needlebench_names.py, the single task's bank)."""
+"""NeedleBench v2's needle records and picks read as ours (params/needlebench_names.py, the single task's bank)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ from pathlib import Path
 import pytest
 
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.params.needlebench_names import draw_per_repeat
+from evalscope_niah.params.needlebench_names import pick_per_repeat
 from evalscope_niah.tasks.compose import parse_params
+from evalscope_niah.tasks.kit import task_params
 from evalscope_niah.tasks.registry import get_task
 from evalscope_niah.tasks.single.bank import load_needle_bank
 from evalscope_niah.tasks.single.params import SingleParams
@@ -65,27 +66,27 @@ def test_our_layout_with_a_needlebench_key_names_both_layouts(tmp_path: Path) ->
     assert "unknown key 'arg1'" in str(info.value) and "NeedleBench's: needle, retrieval_question" in str(info.value)
 
 
-def test_draw_per_repeat_is_needlebench_draw() -> None:
+def test_pick_per_repeat_is_needlebench_pick() -> None:
     entries = list(range(7))
     expected = []
     for counter in range(12):
         random.seed(counter)
         expected.append(random.choice(entries))
-    assert list(draw_per_repeat(entries, 12)) == expected
+    assert list(pick_per_repeat(entries, 12)) == expected
 
 
 def test_needle_file_name_sets_the_bank_and_resolves_in_the_corpus_folder(tmp_path: Path) -> None:
     params = parse_params({'needle_file_name': 'needles.jsonl', 'num_repeats_per_file': 3})
-    assert params.task_params(SingleParams).needle_bank == 'needles.jsonl'
+    assert task_params(params, SingleParams).needle_bank == 'needles.jsonl'
     (tmp_path / 'needles.jsonl').write_bytes(NEEDLES_FILE.read_bytes())
     resolved = get_task('single').with_corpus_folder(params, tmp_path)
-    assert resolved.task_params(SingleParams).needle_bank == str(tmp_path / 'needles.jsonl')
-    assert resolved.num_repeats == 3 and resolved.draws_per_cell() == 1
+    assert task_params(resolved, SingleParams).needle_bank == str(tmp_path / 'needles.jsonl')
+    assert resolved.num_repeats == 3 and resolved.needles_per_cell() == 1
     absolute = parse_params({'needle_file_name': str(NEEDLES_FILE)})
     assert get_task('single').with_corpus_folder(absolute, tmp_path) is absolute
 
 
-def test_needle_file_name_with_bank_draw_options_is_refused() -> None:
+def test_needle_file_name_with_bank_pick_options_is_refused() -> None:
     with pytest.raises(NiahConfigError) as info:
         parse_params({'needle_file_name': 'needles.jsonl', 'sample_method': 'random'})
     assert info.value.param == 'needle_file_name' and 'sample_method' in str(info.value)

@@ -574,14 +574,14 @@ def test_bank_options_at_their_defaults_keep_the_subset_needles() -> None:
     defaults = {'n_needles': 1, 'sample_method': 'fixed', 'fixed_index': 0, 'n_runs': 1}
     params = parse_params(defaults)
     assert parameter_value(params, 'needle_bank') is None
-    assert params.draws_per_cell() == 1
+    assert params.needles_per_cell() == 1
     # As EvalScope passes them: every spec value, defaults included.
     everything = {name: entry['value'] for name, entry in extra_params_spec().items()}
     assert parameter_value(parse_params(everything), 'needle_bank') is None
 
 
 @pytest.mark.parametrize(
-    ('extra', 'draws'),
+    ('extra', 'picks'),
     [
         ({}, 1),
         # inspect_evals spreads n_needles over the cells: one sample per cell and run.
@@ -589,12 +589,12 @@ def test_bank_options_at_their_defaults_keep_the_subset_needles() -> None:
         ({'n_runs': 2}, 2),
         ({'n_needles': 2, 'n_runs': 3}, 3),
         ({'needle_bank': 'builtin'}, 1),
-        # Without a bank the bank options are meaningless: one draw.
+        # Without a bank the bank options are meaningless: one pick.
         ({'num_repeats': 4}, 1),
     ],
 )
-def test_draws_per_cell(extra: dict, draws: int) -> None:
-    assert parse_params(extra).draws_per_cell() == draws
+def test_needles_per_cell(extra: dict, picks: int) -> None:
+    assert parse_params(extra).needles_per_cell() == picks
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.tasks import get_task
 from evalscope_niah.tasks.compose import parse_params
-from evalscope_niah.tasks.single.bank import BankNeedle, draw_needles, spread_over_grid
+from evalscope_niah.tasks.single.bank import BankNeedle, pick_needles, spread_over_grid
 
 np = pytest.importorskip('numpy')
 
@@ -78,8 +78,8 @@ def _bank(rows: int) -> tuple[BankNeedle, ...]:
 @pytest.mark.parametrize(('n_needles', 'cells', 'runs', 'rows'), [(3, 4, 2, 10), (1, 6, 3, 5), (7, 4, 2, 5)])
 def test_inspect_needles_spread_over_cells_and_runs(method, n_needles, cells, runs, rows) -> None:
     bank = _bank(rows)
-    drawn = draw_needles(bank, language='en', count=n_needles, sample_method=method, fixed_index=2)
-    spread = spread_over_grid(drawn, cells=cells, runs=runs)
+    picked = pick_needles(bank, language='en', count=n_needles, sample_method=method, fixed_index=2)
+    spread = spread_over_grid(picked, cells=cells, runs=runs)
     assert [int(entry.answer) for entry in spread] == inspect_needles(n_needles, method, 2, rows, cells, runs)
 
 
@@ -89,8 +89,8 @@ def test_inspect_issue_example_gives_eight_samples_of_three_needles() -> None:
         | {'n_needles': 3, 'sample_method': 'sequential', 'fixed_index': 2, 'n_runs': 2}
     )
     assert params.samples_per_subset() == 8
-    draws = get_task('single').draws(params.resolve_subset('english'), params)
-    assert [entry.id for entry in draws] == ['en-03', 'en-04', 'en-05', 'en-03', 'en-04', 'en-05', 'en-03', 'en-03']
+    picks = get_task('single').picks(params.resolve_subset('english'), params)
+    assert [entry.id for entry in picks] == ['en-03', 'en-04', 'en-05', 'en-03', 'en-04', 'en-05', 'en-03', 'en-03']
 
 
 @pytest.mark.parametrize(

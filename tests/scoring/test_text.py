@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from evalscope_niah.errors import NiahConfigError
+from evalscope_niah.scoring.candidates import one_candidate_score
+from evalscope_niah.scoring.result import RuleScore
+from evalscope_niah.scoring.single_needle import single_needle_score
 from evalscope_niah.scoring.text import (
     answer_size,
     key_share,
     key_spans,
     normalise,
+    read_answer,
     text_language,
     zh_fact_units,
     zh_units,
@@ -61,3 +66,21 @@ def test_text_language_is_read_from_the_letters(text: str, language: str) -> Non
 def test_text_language_without_letters_is_the_default() -> None:
     assert text_language('317', '', default='zh') == 'zh'
     assert text_language('317', default='en') == 'en'
+
+
+def test_the_ladders_read_an_answer_the_same_way() -> None:
+    """read_answer is the opening of both ladders: language checked, keys a sequence (named), nothing to score from
+    an empty answer, the scan normalised."""
+    read = read_answer('  The Answer IS  42.\n', language='en', keys=('42',), keys_name='answer_keys')
+    assert read is not None and read.final == 'The Answer IS  42.' and read.text == normalise(read.final)
+    assert read_answer(' \n ', language='zh', keys=(), keys_name='answer_keys') is None
+    with pytest.raises(TypeError, match=r'^candidates must be a sequence'):
+        read_answer('x', language='en', keys='Jack', keys_name='candidates')
+    with pytest.raises(NiahConfigError):
+        read_answer('x', language='fr', keys=(), keys_name='answer_keys')
+    empty = RuleScore.no_final_answer()
+    assert (empty.accuracy, empty.certain, empty.flags) == (0.0, True, ('empty',))
+    assert single_needle_score('  ', needles=('n',), question='q', language='en', answer_keys=('n',)) == empty
+    assert one_candidate_score('', keyword='Jack', candidates=('Jack', 'Pim'), language='en') == empty
+    with pytest.raises(TypeError, match=r'^answer_keys must'):
+        single_needle_score('x', needles=('n',), question='q', language='en', answer_keys='n')

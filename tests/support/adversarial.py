@@ -395,7 +395,7 @@ def user_needle_sample(needles: list[str], question: str, language: str) -> Samp
     )
     return SampleMeta(
         subset=subset.name, language=language, task='single', context_length=1000, depth_percent=50.0, repeat=0,
-        draw=0, needles=choice.needles, question=choice.question, reference_answer=choice.reference_answer,
+        pick=0, needles=choice.needles, question=choice.question, reference_answer=choice.reference_answer,
         answer_keys=choice.answer_keys, start_token=0, divergence_token=0,
     )  # fmt: skip
 
@@ -800,7 +800,7 @@ def score_case(case: Case) -> RuleScore:
         context_length=1000,
         depth_percent=None if case.task == 'control' else 50.0,
         repeat=0,
-        draw=0,
+        pick=0,
         needles=case.needles,
         question=case.question,
         reference_answer=case.reference,

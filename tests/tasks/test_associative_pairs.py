@@ -1,4 +1,4 @@
-"""Associative (one-hop) needles: shipped pairs obey the no-overlap rule, draws cover the set, corpus checks work."""
+"""Associative (one-hop) needles: shipped pairs obey the no-overlap rule, picks cover the set, corpus checks work."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from evalscope_niah.tasks.associative.pairs import (
     PAIRS_FILE,
     AssociativePair,
     check_corpus,
-    draw,
     literal_distractor,
     load_pairs,
     names,
     overlap,
+    pick_pairs,
     shared_terms,
 )
 
@@ -167,24 +167,24 @@ def test_literal_distractor_refuses_the_other_language() -> None:
     assert info.value.param == 'language' and 'en-' in info.value.detail
 
 
-# --- drawing -------------------------------------------------------------------------------------------------------
+# --- picking -------------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize('language', LANGUAGES)
 @pytest.mark.parametrize('seed', [0, 12345])
-def test_draw_covers_the_set_over_as_many_cells(language: str, seed: int) -> None:
+def test_pick_covers_the_set_over_as_many_cells(language: str, seed: int) -> None:
     pairs = load_pairs(language)
-    drawn = [draw(language=language, seed=seed, count=1, cell=cell)[0][0].id for cell in range(len(pairs))]
-    assert sorted(drawn) == sorted(pair.id for pair in pairs)
+    picked = [pick_pairs(language=language, seed=seed, count=1, cell=cell)[0][0].id for cell in range(len(pairs))]
+    assert sorted(picked) == sorted(pair.id for pair in pairs)
 
 
 @pytest.mark.parametrize('language', LANGUAGES)
-def test_draw_gives_different_pairs_and_names_within_a_cell(language: str) -> None:
+def test_pick_gives_different_pairs_and_names_within_a_cell(language: str) -> None:
     pairs = load_pairs(language)
     count = 5
     seen: list[str] = []
     for cell in range(-(-len(pairs) // count)):
-        samples = draw(language=language, seed=3, count=count, cell=cell)
+        samples = pick_pairs(language=language, seed=3, count=count, cell=cell)
         assert len(samples) == count
         assert len({pair.id for pair, _ in samples}) == count
         assert len({name for _, name in samples}) == count
@@ -192,35 +192,35 @@ def test_draw_gives_different_pairs_and_names_within_a_cell(language: str) -> No
         seen.extend(pair.id for pair, _ in samples)
     assert set(seen) == {pair.id for pair in pairs}
     # More samples than pairs: every pair is used before any repeats.
-    many = draw(language=language, seed=3, count=len(pairs) + 2)
+    many = pick_pairs(language=language, seed=3, count=len(pairs) + 2)
     assert {pair.id for pair, _ in many[: len(pairs)]} == {pair.id for pair in pairs}
 
 
-def test_draw_is_reproducible_and_depends_on_the_seed() -> None:
-    first = draw(language='en', seed=7, count=6, cell=2)
-    assert draw(language='en', seed=7, count=6, cell=2) == first
-    assert draw(language='en', seed=8, count=6, cell=2) != first
-    assert draw(language='en', seed=7, count=6, cell=3) != first
+def test_pick_is_reproducible_and_depends_on_the_seed() -> None:
+    first = pick_pairs(language='en', seed=7, count=6, cell=2)
+    assert pick_pairs(language='en', seed=7, count=6, cell=2) == first
+    assert pick_pairs(language='en', seed=8, count=6, cell=2) != first
+    assert pick_pairs(language='en', seed=7, count=6, cell=3) != first
 
 
-def test_draw_leaves_out_what_the_corpus_contains() -> None:
+def test_pick_leaves_out_what_the_corpus_contains() -> None:
     semper, mermaid = _pair('en', 'en-semper'), _pair('en', 'en-little-mermaid')
     skipped_name = names('en')[0]
     corpus = (
         _demo_text('en') + f'\n{semper.distractor}\nThe Little Mermaid statue was repainted.\n{skipped_name} waved.\n'
     )
     pairs = load_pairs('en')
-    drawn = [draw(language='en', seed=1, count=2, cell=cell, corpus_text=corpus) for cell in range(len(pairs))]
-    used_pairs = {pair.id for samples in drawn for pair, _ in samples}
-    used_names = {name for samples in drawn for _, name in samples}
+    picked = [pick_pairs(language='en', seed=1, count=2, cell=cell, corpus_text=corpus) for cell in range(len(pairs))]
+    used_pairs = {pair.id for samples in picked for pair, _ in samples}
+    used_names = {name for samples in picked for _, name in samples}
     assert used_pairs == {pair.id for pair in pairs} - {semper.id, mermaid.id}
     assert skipped_name not in used_names
 
 
-def test_draw_refuses_a_corpus_holding_every_name() -> None:
+def test_pick_refuses_a_corpus_holding_every_name() -> None:
     corpus = '林晓雯。' + '、'.join(names('zh'))
     with pytest.raises(NiahConfigError) as info:
-        draw(language='zh', seed=0, count=1, corpus_text=corpus)
+        pick_pairs(language='zh', seed=0, count=1, corpus_text=corpus)
     assert info.value.param == 'corpus'
     assert 'character name' in info.value.detail and names('zh')[-1] in info.value.detail
 
@@ -237,10 +237,10 @@ def test_draw_refuses_a_corpus_holding_every_name() -> None:
         ({'corpus_text': b'bytes'}, 'corpus'),
     ],
 )
-def test_draw_rejects_bad_options_naming_them(options: dict[str, object], param: str) -> None:
+def test_pick_rejects_bad_options_naming_them(options: dict[str, object], param: str) -> None:
     arguments: dict[str, object] = {'language': 'en', 'seed': 0, 'count': 1, **options}
     with pytest.raises(NiahConfigError) as info:
-        draw(**arguments)  # type: ignore[arg-type]
+        pick_pairs(**arguments)  # type: ignore[arg-type]
     assert info.value.param == param
 
 

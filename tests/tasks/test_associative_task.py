@@ -106,7 +106,7 @@ def _associative_meta(language: str):
         context_length=1000,
         depth_percent=50.0,
         repeat=0,
-        draw=0,
+        pick=0,
         needles=(pair.needle_for(name),),
         question=pair.question,
         reference_answer=name,

@@ -14,7 +14,7 @@ from evalscope_niah.making.haystack import find_needle_in_corpus
 from evalscope_niah.tasks.answer_format import answer_format_guide
 from evalscope_niah.tasks.multi_retrieval.facts import MULTI_KEYS, multi_retrieval_set
 from evalscope_niah.tasks.reasoning.chains import pick_chain, reasoning_chains
-from evalscope_niah.tasks.single.bank import BUILTIN_BANK_FILE, BankNeedle, draw_needles, load_needle_bank
+from evalscope_niah.tasks.single.bank import BUILTIN_BANK_FILE, BankNeedle, load_needle_bank, pick_needles
 
 # Present on a development machine, absent from a fresh clone (CI).
 SHARED_CORPUS_DIR = Path(__file__).parents[3] / 'shared' / 'corpus'
@@ -60,7 +60,7 @@ def test_builtin_bank_loads_with_enough_valid_entries() -> None:
     for item in bank:
         assert item.answer in item.needle, item.id
         assert item.question.strip() and item.question != item.needle
-    # Keyword scoring counts an answer as found when it appears, so distinct answers keep draws distinguishable.
+    # Keyword scoring counts an answer as found when it appears, so distinct answers keep picks distinguishable.
     assert len({(item.language, item.answer) for item in bank}) == len(bank)
 
 
@@ -188,7 +188,7 @@ def test_unusable_bank_files(tmp_path: Path) -> None:
     assert 'no entries' in _bank_error(tmp_path / 'empty.jsonl').detail
 
 
-# --- drawing -------------------------------------------------------------------------------------------------------
+# --- picking -------------------------------------------------------------------------------------------------------
 
 
 def _small_bank() -> tuple[BankNeedle, ...]:
@@ -198,39 +198,39 @@ def _small_bank() -> tuple[BankNeedle, ...]:
     return (item(0, 'en'), item(0, 'zh'), item(1, 'en'), item(2, 'en'), item(1, 'zh'))
 
 
-def test_fixed_draws_repeat_one_entry_of_the_language() -> None:
-    drawn = draw_needles(_small_bank(), language='en', count=3, sample_method='fixed', fixed_index=1)
-    assert [item.id for item in drawn] == ['en-1'] * 3
-    drawn = draw_needles(_small_bank(), language='zh', count=2, sample_method='fixed', fixed_index=1)
-    assert [item.id for item in drawn] == ['zh-1'] * 2
+def test_fixed_picks_repeat_one_entry_of_the_language() -> None:
+    picked = pick_needles(_small_bank(), language='en', count=3, sample_method='fixed', fixed_index=1)
+    assert [item.id for item in picked] == ['en-1'] * 3
+    picked = pick_needles(_small_bank(), language='zh', count=2, sample_method='fixed', fixed_index=1)
+    assert [item.id for item in picked] == ['zh-1'] * 2
 
 
-def test_sequential_draws_wrap_around() -> None:
-    drawn = draw_needles(_small_bank(), language='en', count=5, sample_method='sequential', fixed_index=2)
-    assert [item.id for item in drawn] == ['en-2', 'en-0', 'en-1', 'en-2', 'en-0']
+def test_sequential_picks_wrap_around() -> None:
+    picked = pick_needles(_small_bank(), language='en', count=5, sample_method='sequential', fixed_index=2)
+    assert [item.id for item in picked] == ['en-2', 'en-0', 'en-1', 'en-2', 'en-0']
 
 
-def test_random_draws_are_deterministic_and_follow_the_seed() -> None:
+def test_random_picks_are_deterministic_and_follow_the_seed() -> None:
     bank = load_needle_bank()
 
     def ids(seed: int, language: str = 'en') -> list[str]:
-        drawn = draw_needles(bank, language=language, count=12, sample_method='random', seed=seed)  # type: ignore[arg-type]
-        assert all(item.language == language for item in drawn)
-        return [item.id for item in drawn]
+        picked = pick_needles(bank, language=language, count=12, sample_method='random', seed=seed)  # type: ignore[arg-type]
+        assert all(item.language == language for item in picked)
+        return [item.id for item in picked]
 
     assert ids(0) == ids(0)
     assert ids(0) != ids(1)
-    assert len(set(ids(0))) > 1  # a fresh choice per draw, not one entry repeated
+    assert len(set(ids(0))) > 1  # a fresh choice per pick, not one entry repeated
     assert ids(7, 'zh') == ids(7, 'zh') and ids(7, 'zh') != ids(8, 'zh')
     # Pinned: a string seed is hashed the same on every platform and Python version, so a changed sequence means
     # changed code (and changed samples for everyone who reuses a seed).
-    small = [item.id for item in draw_needles(_small_bank(), language='en', count=8, sample_method='random')]
+    small = [item.id for item in pick_needles(_small_bank(), language='en', count=8, sample_method='random')]
     assert small == ['en-0', 'en-1', 'en-2', 'en-0', 'en-1', 'en-2', 'en-2', 'en-1']
-    # As inspect_evals draws: one shuffle of the bank repeated while whole passes fit, then distinct entries.
+    # As inspect_evals picks: one shuffle of the bank repeated while whole passes fit, then distinct entries.
     assert small[:3] == small[3:6] and sorted(small[:3]) == ['en-0', 'en-1', 'en-2'] and len(set(small[6:])) == 2
 
 
-def test_draw_errors_name_the_parameter() -> None:
+def test_pick_errors_name_the_parameter() -> None:
     bank = _small_bank()
     cases = [
         ({'count': 0}, 'n_needles', 'at least 1'),
@@ -241,11 +241,11 @@ def test_draw_errors_name_the_parameter() -> None:
     for overrides, param, expected in cases:
         kwargs = {'language': 'en', 'count': 2, 'sample_method': 'sequential', **overrides}
         with pytest.raises(NiahConfigError) as info:
-            draw_needles(bank, **kwargs)  # type: ignore[arg-type]
+            pick_needles(bank, **kwargs)  # type: ignore[arg-type]
         assert info.value.param == param and expected in info.value.detail
     english_only = tuple(item for item in bank if item.language == 'en')
     with pytest.raises(NiahConfigError) as info:
-        draw_needles(english_only, language='zh', count=1, sample_method='fixed')
+        pick_needles(english_only, language='zh', count=1, sample_method='fixed')
     assert info.value.param == 'needle_bank' and "no 'zh' entries" in info.value.detail
 
 

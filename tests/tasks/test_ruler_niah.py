@@ -13,9 +13,9 @@ from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.metadata import GridCell
 from evalscope_niah.tasks import get_task
 from evalscope_niah.tasks.compose import parse_params
-from evalscope_niah.tasks.kit import PlanContext
-from evalscope_niah.tasks.ruler_niah.draws import NOISE_LINE, RULER_DEPTHS
+from evalscope_niah.tasks.kit import PlanContext, task_params
 from evalscope_niah.tasks.ruler_niah.params import RulerNiahParams
+from evalscope_niah.tasks.ruler_niah.picks import NOISE_LINE, RULER_DEPTHS
 from evalscope_niah.tasks.ruler_niah.presets import RULER_DEFAULTS
 from evalscope_niah.tasks.ruler_niah.rules import ruler_niah_score, string_match_all
 from evalscope_niah.tasks.ruler_niah.task import RulerNiahData
@@ -26,7 +26,7 @@ VALUE = {'numbers': re.compile(r'^[1-9][0-9]{6}$'), 'uuids': UUID, 'words': re.c
 
 
 def _spec(extra: dict):
-    return parse_params({'task': 'ruler_niah', **extra}).task_params(RulerNiahParams).spec()
+    return task_params(parse_params({'task': 'ruler_niah', **extra}), RulerNiahParams).spec()
 
 
 @pytest.mark.parametrize('name', SYNTHETIC_YAML)
@@ -81,7 +81,7 @@ def test_a_sample_asks_what_ruler_asks(name: str):
     assert f'special magic {kind} for {asked[0]}' in choice.question
     for needle in choice.needles:
         assert re.fullmatch(rf'One of the special magic {value_type} for (\S+) is: (\S+)\.', needle)
-    # every inserted text has its depth: the first asked one at the cell's, the rest drawn from RULER's 40
+    # every inserted text has its depth: the first asked one at the cell's, the rest picked from RULER's 40
     depths = (*choice.needle_depths, *(choice.distractor_depths or ()))
     assert depths[0] == 50.0 and set(depths[1:]) <= set(RULER_DEPTHS)
     assert len(depths) == len(set(depths)) == max(k, q) * v
@@ -194,7 +194,7 @@ def test_rulers_arguments_alone_make_the_config_rulers(name: str):
     for given in (written, {arg: val for arg, val in written.items() if val != RULER_DEFAULTS[arg]} or written):
         params = parse_params(given)
         assert params.task == 'ruler_niah'
-        assert params.task_params(RulerNiahParams).spec() == _spec({'ruler_preset': name})
+        assert task_params(params, RulerNiahParams).spec() == _spec({'ruler_preset': name})
     assert parse_params({'type_haystack': 'noise', 'num_needle_q': 4}).task == 'ruler_niah'
 
 
@@ -224,7 +224,7 @@ def test_the_coming_from_page_example_is_rulers_entry():
     namespace: dict = {}
     exec(code, namespace)  # the page's own text, nothing else
     params = parse_params(namespace['extra_params'])
-    spec = params.task_params(RulerNiahParams).spec()
+    spec = task_params(params, RulerNiahParams).spec()
     haystack, key, value, k, v, q = SYNTHETIC_YAML['niah_multikey_2']
     assert (spec.type_haystack, spec.type_needle_k, spec.type_needle_v) == (haystack, key, value)
     assert (spec.num_needle_k, spec.num_needle_v, spec.num_needle_q) == (k, v, q)

@@ -13,15 +13,15 @@ from evalscope_niah.tasks.single.hooks import (
     calibration_values,
     check_run_params,
     corpus_folder_params,
-    draws_for_subset,
+    picks_for_subset,
     sent_texts,
 )
 
 HOOKS = (
     'asks_user_needles',
     'check_params',
-    'draws_per_cell',
-    'draws',
+    'needles_per_cell',
+    'picks',
     'with_corpus_folder',
     'calibration_values',
     'sent_texts',
@@ -37,7 +37,7 @@ def test_a_task_without_the_hooks_gets_the_plain_answers(tmp_path: Path) -> None
     task = get_task('multi_retrieval')
     params = parse_params({'task': 'multi_retrieval'})
     assert check_run_params(task, params) is None
-    assert draws_for_subset(task, params.resolve_subset('english'), params) == ()
+    assert picks_for_subset(task, params.resolve_subset('english'), params) == ()
     assert corpus_folder_params(task, params, tmp_path) is params
     assert sent_texts(task, params) is None
 
@@ -46,7 +46,7 @@ def test_calibration_values_are_the_answer_keys_when_there_are_several() -> None
     def meta(**fields: object) -> SampleMeta:
         given = {'task': 'multi_retrieval', 'answer_keys': ('x', 'y'), **fields}
         return SampleMeta(
-            subset='english', language='en', context_length=1000, depth_percent=50.0, repeat=0, draw=0,
+            subset='english', language='en', context_length=1000, depth_percent=50.0, repeat=0, pick=0,
             needles=('a', 'b'), question='q', reference_answer='r', start_token=0, divergence_token=0, **given,
         )  # fmt: skip
 

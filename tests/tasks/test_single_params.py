@@ -1,5 +1,5 @@
 """The single task owns its needle bank: its parameters, the checks that refuse a bank where it would be ignored,
-and its draws, which samples ask it for; other tasks draw nothing."""
+and its picks, which samples ask it for; other tasks pick nothing."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.tasks import Task, get_task
 from evalscope_niah.tasks.compose import parameters, parse_params
-from evalscope_niah.tasks.single.hooks import asks_user_needles, draws_per_cell
+from evalscope_niah.tasks.single.hooks import asks_user_needles, needles_per_cell
 from evalscope_niah.tasks.single.params import BANK_OPTIONS, SingleParams
 
 
@@ -25,25 +25,25 @@ def test_a_changed_bank_option_means_the_builtin_bank() -> None:
     assert SingleParams(n_needles=2, n_runs=3).changed_bank_options() == ['n_needles', 'n_runs']
 
 
-def test_draws_per_cell_is_asked_of_the_tasks() -> None:
+def test_needles_per_cell_is_asked_of_the_tasks() -> None:
     single = get_task('single')
     params = parse_params({'n_needles': 2, 'n_runs': 3})
     # inspect_evals spreads n_needles over the cells: one sample per cell and run.
-    assert single.draws_per_cell(params) == 3 == params.draws_per_cell()
-    assert single.draws_per_cell(parse_params({})) == 1
+    assert single.needles_per_cell(params) == 3 == params.needles_per_cell()
+    assert single.needles_per_cell(parse_params({})) == 1
     for name in ('multi_retrieval', 'reasoning', 'associative'):
-        assert draws_per_cell(get_task(name), params) == 1
+        assert needles_per_cell(get_task(name), params) == 1
 
 
-def test_the_draws_are_bank_entries_of_the_subsets_language() -> None:
+def test_the_picks_are_bank_entries_of_the_subsets_language() -> None:
     single = get_task('single')
     subset = parse_params({}).resolve_subset('chinese')
-    assert single.draws(subset, parse_params({})) == ()
+    assert single.picks(subset, parse_params({})) == ()
     params = parse_params({'n_needles': 3, 'sample_method': 'sequential', 'context_lengths': [1000, 2000]})
-    draws = single.draws(subset, params)
-    # One per cell (2 lengths x 10 depths), the three drawn needles cycled over them as inspect_evals does.
-    assert len(draws) == 20 and {entry.language for entry in draws} == {'zh'}
-    assert [entry.id for entry in draws[:4]] == ['zh-01', 'zh-02', 'zh-03', 'zh-01']
+    picks = single.picks(subset, params)
+    # One per cell (2 lengths x 10 depths), the three picked needles cycled over them as inspect_evals does.
+    assert len(picks) == 20 and {entry.language for entry in picks} == {'zh'}
+    assert [entry.id for entry in picks[:4]] == ['zh-01', 'zh-02', 'zh-03', 'zh-01']
     assert single.sent_texts(parse_params({})) is None
     needles, questions = single.sent_texts(params)
     assert {param for param, _ in needles + questions} == {'needle_bank'}

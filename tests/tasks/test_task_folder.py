@@ -78,7 +78,7 @@ def careful_grader(question: str, reference: str, answer: str) -> int:
     needle = reference.removesuffix(f' ({HINT})')
     code = re.search(r'\d{6}', needle).group(0)
     meta = SampleMeta(
-        subset='s', language='en', task='single', context_length=1, depth_percent=0.0, repeat=0, draw=0,
+        subset='s', language='en', task='single', context_length=1, depth_percent=0.0, repeat=0, pick=0,
         needles=(needle,), question=question, reference_answer=needle, answer_keys=(code,), start_token=0,
         divergence_token=0,
     )  # fmt: skip

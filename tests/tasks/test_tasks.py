@@ -62,7 +62,7 @@ def _meta(task: str, **overrides) -> SampleMeta:
         context_length=1000,
         depth_percent=50.0,
         repeat=0,
-        draw=0,
+        pick=0,
         needles=('The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.',),
         question='What is the best thing to do in San Francisco?',
         reference_answer='eat a sandwich and sit in Dolores Park on a sunny day',

@@ -65,7 +65,7 @@ CHINESE_FUNCTION_BIGRAMS: frozenset[str] = frozenset((
 STEM_LENGTH = 5
 MIN_PREFIX_LENGTH = 4
 
-MAX_DRAW_COUNT = 10_000
+MAX_PICK_COUNT = 10_000
 # A haystack corpus is at most tens of megabytes; far beyond that is a wrong file, not a corpus.
 MAX_CORPUS_CHARS = 200_000_000
 
@@ -286,7 +286,7 @@ def check_corpus(text: str, *, language: Language) -> CorpusCheck:
 
 @functools.lru_cache(maxsize=4)
 def _check_corpus_cached(text: str, language: Language) -> CorpusCheck:
-    # Cached because draw() checks the same corpus once per cell; Python caches a str's hash, so a hit is cheap.
+    # Cached because pick_pairs() checks the same corpus once per cell; Python caches a str's hash, so a hit is cheap.
     contains = _chinese_matcher(text) if language == 'zh' else _english_matcher(text)
     names_found = tuple(name for name in names(language) if contains(name))
     pairs_found = {}
@@ -370,25 +370,25 @@ def _chinese_terms() -> tuple[str, ...]:
     return (*names('zh'), *(term for pair in load_pairs('zh') for term in pair.search_terms()))
 
 
-# --- drawing -------------------------------------------------------------------------------------------------------
+# --- picking -------------------------------------------------------------------------------------------------------
 
 
-def draw(
+def pick_pairs(
     *, language: Language, seed: int, count: int, cell: int = 0, corpus_text: str | None = None
 ) -> list[tuple[AssociativePair, str]]:
     """``count`` (pair, name) samples for one grid cell.
 
     The pairs follow one permutation of the set fixed by ``seed``; cell ``cell`` takes the ``count`` pairs starting
     at position ``cell * count``, wrapping around. So a cell's pairs differ (while ``count`` <= the set), and
-    consecutive cells walk the whole set: ``len(set)`` cells of one sample cover every pair. Names are drawn per
+    consecutive cells walk the whole set: ``len(set)`` cells of one sample cover every pair. Names are picked per
     sample, distinct within a cell while there are enough. With ``corpus_text``, names and pairs that the corpus
     contains (``check_corpus``) are left out.
     """
     check_language(language)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise NiahConfigError('seed', f'must be an integer, not {seed!r}')
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_DRAW_COUNT:
-        raise NiahConfigError('count', f'must be an integer between 1 and {MAX_DRAW_COUNT}, got {count!r}')
+    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_PICK_COUNT:
+        raise NiahConfigError('count', f'must be an integer between 1 and {MAX_PICK_COUNT}, got {count!r}')
     if isinstance(cell, bool) or not isinstance(cell, int) or cell < 0:
         raise NiahConfigError('cell', f'must be a non-negative integer, got {cell!r}')
 
@@ -401,10 +401,10 @@ def draw(
             what = 'pair' if not pairs else 'character name'
             raise NiahConfigError(
                 'corpus',
-                f'contains every shipped {language!r} {what}; none is left to draw: ' + '; '.join(check.messages()),
+                f'contains every shipped {language!r} {what}; none is left to pick: ' + '; '.join(check.messages()),
             )
 
-    # String seeds are hashed with SHA-512 by random.seed: the same draws on every platform and PYTHONHASHSEED.
+    # String seeds are hashed with SHA-512 by random.seed: the same picks on every platform and PYTHONHASHSEED.
     order = list(pairs)
     random.Random(f'{seed}:{language}:associative-pairs').shuffle(order)
     start = cell * count
@@ -412,7 +412,7 @@ def draw(
 
     name_rng = random.Random(f'{seed}:{language}:{cell}:associative-names')
     if count <= len(pool_names):
-        drawn_names = name_rng.sample(pool_names, count)
+        picked_names = name_rng.sample(pool_names, count)
     else:
-        drawn_names = [name_rng.choice(pool_names) for _ in range(count)]
-    return list(zip(chosen, drawn_names, strict=True))
+        picked_names = [name_rng.choice(pool_names) for _ in range(count)]
+    return list(zip(chosen, picked_names, strict=True))

@@ -22,7 +22,7 @@ from ..kit import (
     Task,
     one_candidate_score,
 )
-from .pairs import check_corpus, draw, literal_distractor, names
+from .pairs import check_corpus, literal_distractor, names, pick_pairs
 from .params import AssociativeParams
 
 logger = inert_logger(__name__)
@@ -31,7 +31,7 @@ logger = inert_logger(__name__)
 @dataclass(frozen=True)
 class AssociativeData(SampleData):
     candidates: tuple[str, ...] = ()  # every character name of the language: naming several of them is hedging
-    judge_hint: str = ''  # the needle and its hop, so the judge can tell the drawn name is reached by the link
+    judge_hint: str = ''  # the needle and its hop, so the judge can tell the picked name is reached by the link
 
 
 class Associative(Task):
@@ -47,7 +47,7 @@ class Associative(Task):
     effective_length_mode = 'relative'
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
-        # Names and hop targets found in the corpus are left out of the draws; say which, once per subset.
+        # Names and hop targets found in the corpus are left out of the picks; say which, once per subset.
         for message in check_corpus(context.corpus_text, language=context.language).messages():
             logger.warning('needle_haystack subset %r: %s', context.subset.name, message)
         return []
@@ -58,14 +58,14 @@ class Associative(Task):
         # The same pairs at every length of a depth (a row compares lengths on the same facts); repeats of a cell
         # take different pairs, and the depths of a grid walk the set.
         position = depths.index(cell.depth_percent) if cell.depth_percent in depths else len(depths)
-        drawn = draw(
+        picked = pick_pairs(
             language=context.language,
             seed=params.sampling_seed,
             count=params.num_repeats,
             cell=position,
             corpus_text=context.corpus_text,
         )
-        pair, name = drawn[cell.repeat]
+        pair, name = picked[cell.repeat]
         distractors: tuple[str, ...] = ()
         distractor_depths: tuple[float, ...] | None = None
         if context.options(AssociativeParams).associative_distractor:
@@ -85,7 +85,7 @@ class Associative(Task):
         )
 
     def check(self, answer: str, target: RuleTarget) -> RuleScore:
-        # The drawn name asserted once, not negated, and no other character name beside it.
+        # The picked name asserted once, not negated, and no other character name beside it.
         rule = one_candidate_score(
             answer,
             keyword=target.answer_keys[0],

@@ -38,7 +38,7 @@ def string_match_all(answer: str, values: Sequence[str]) -> float:
 
 
 def _candidates(final: str, kind: str) -> set[str]:
-    """Distinct values of ``kind`` the answer states, in the form a value is drawn in."""
+    """Distinct values of ``kind`` the answer states, in the form a value is picked in."""
     found: set[str] = set()
     for match in _PATTERNS[kind].finditer(final):
         text = match.group()

@@ -19,9 +19,10 @@ from ..kit import (
     RuleTarget,
     SampleData,
     Task,
+    task_params,
 )
-from .draws import RULER_DEPTHS, draw_distinct, needle, needle_haystack, noise_haystack, question
 from .params import RulerNiahParams, RulerSpec
+from .picks import RULER_DEPTHS, needle, needle_haystack, noise_haystack, pick_distinct, question
 from .rules import ruler_niah_score
 
 # Generated haystack lines per token the prompts need: every line of either kind is well over 10 tokens.
@@ -53,7 +54,7 @@ class RulerNiah(Task):
     partial_credit = True  # RULER scores the share of the asked values an answer holds, in any order
 
     def haystack_text(self, subset: ResolvedSubset, params: NiahParams, *, tokens: int) -> GeneratedHaystack | None:
-        spec = params.task_params(RulerNiahParams).spec()
+        spec = task_params(params, RulerNiahParams).spec()
         lines = tokens // _TOKENS_PER_LINE + 64
         if spec.type_haystack == 'noise':
             return GeneratedHaystack('ruler:noise', noise_haystack(lines))
@@ -69,8 +70,8 @@ class RulerNiah(Task):
         spec = context.options(RulerNiahParams).spec()
         rng = random.Random(seed)
         haystack = context.corpus_text
-        keys = draw_distinct(spec.type_needle_k, spec.num_needle_k, rng, avoid=lambda key: key in haystack)
-        flat = draw_distinct(
+        keys = pick_distinct(spec.type_needle_k, spec.num_needle_k, rng, avoid=lambda key: key in haystack)
+        flat = pick_distinct(
             spec.type_needle_v,
             spec.num_needle_k * spec.num_needle_v,
             rng,
@@ -107,9 +108,9 @@ class RulerNiah(Task):
 
 
 def _depths(spec: RulerSpec, rng: random.Random, *, first: float) -> tuple[float, ...]:
-    """One depth per needle: the cell's for the first asked one (the heatmap's depth), RULER's 40 depths drawn
+    """One depth per needle: the cell's for the first asked one (the heatmap's depth), RULER's 40 depths picked
     without replacement for the rest (with replacement past 39)."""
     rest = spec.num_needle_k * spec.num_needle_v - 1
     pool = [depth for depth in RULER_DEPTHS if depth != round(first)]
-    drawn = rng.sample(pool, rest) if rest <= len(pool) else rng.choices(pool, k=rest)
-    return (float(first), *(float(depth) for depth in drawn))
+    picked = rng.sample(pool, rest) if rest <= len(pool) else rng.choices(pool, k=rest)
+    return (float(first), *(float(depth) for depth in picked))

@@ -1,5 +1,5 @@
 """Our own word list for RULER's word keys and values: an adjective and a noun joined by a hyphen
-('brave-lantern'), the shape RULER draws from its word list (wonderwords' adjective and noun lists). The words are
+('brave-lantern'), the shape RULER picks from its word list (wonderwords' adjective and noun lists). The words are
 ours, common and unambiguous, so the spelling of a key differs from RULER's while its form and token cost do not."""
 
 from __future__ import annotations

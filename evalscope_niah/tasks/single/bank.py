@@ -1,4 +1,4 @@
-"""The needle bank of the single task: fictional facts drawn with inspect_evals' niah sampling (fixed / sequential /
+"""The needle bank of the single task: fictional facts picked with inspect_evals' niah sampling (fixed / sequential /
 random), the shipped ``needle_bank.jsonl`` or a user's file.
 
 Every fact is invented, so a model can only answer from the haystack, never from what it learnt in training.
@@ -176,7 +176,7 @@ def _kind(value: Any) -> str:
     )
 
 
-def draw_needles(
+def pick_needles(
     bank: Sequence[BankNeedle],
     *,
     language: Language,
@@ -188,7 +188,7 @@ def draw_needles(
     """``count`` entries of ``language`` (in bank order), chosen as inspect_evals' niah does.
 
     fixed: entry ``fixed_index`` every time; sequential: ``fixed_index``, the next, ... wrapping around;
-    random: one pseudo-random entry per draw, the same for the same seed on every platform.
+    random: one pseudo-random entry per pick, the same for the same seed on every platform.
     """
     if count < 1:
         raise NiahConfigError('n_needles', f'must be at least 1, got {count}')
@@ -203,18 +203,18 @@ def draw_needles(
     if sample_method == 'fixed':
         return (entries[fixed_index],) * count
     if sample_method == 'sequential':
-        return tuple(entries[(fixed_index + draw) % n] for draw in range(count))
-    # A string seed is hashed with SHA-512 by random.seed, so draws do not depend on PYTHONHASHSEED or platform.
+        return tuple(entries[(fixed_index + pick) % n] for pick in range(count))
+    # A string seed is hashed with SHA-512 by random.seed, so picks do not depend on PYTHONHASHSEED or platform.
     rng = random.Random(f'{seed}:{language}')
     # As inspect: distinct entries while the bank lasts; beyond it, whole shuffles of the bank and then a distinct rest.
     order = rng.sample(range(n), n) * (count // n) + rng.sample(range(n), count % n)
     return tuple(entries[index] for index in order)
 
 
-def spread_over_grid(drawn: Sequence[BankNeedle], *, cells: int, runs: int) -> tuple[BankNeedle, ...]:
-    """inspect_evals' spread of ``n_needles`` draws over a grid of ``cells`` cells, ``runs`` times: the draws cut or
+def spread_over_grid(picked: Sequence[BankNeedle], *, cells: int, runs: int) -> tuple[BankNeedle, ...]:
+    """inspect_evals' spread of ``n_needles`` picks over a grid of ``cells`` cells, ``runs`` times: the picks cut or
     cycled to one per cell (lengths outer, positions inner), each further run the same list shifted on by one."""
-    per_cell = [drawn[index % len(drawn)] for index in range(cells)]
+    per_cell = [picked[index % len(picked)] for index in range(cells)]
     return tuple(per_cell[(index + run) % cells] for run in range(runs) for index in range(cells))
 
 

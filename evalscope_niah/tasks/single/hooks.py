@@ -1,4 +1,4 @@
-"""What a task may do beyond every task's contract (``Task``), which only ``single`` does today: draw its needles from
+"""What a task may do beyond every task's contract (``Task``), which only ``single`` does today: pick its needles from
 a needle bank, read the user's needles, check the run's parameters as a whole, name a file beside the corpus, and
 grade several values in the judge check.
 
@@ -25,8 +25,8 @@ __all__ = [
     'calibration_values',
     'check_run_params',
     'corpus_folder_params',
-    'draws_for_subset',
-    'draws_per_cell',
+    'needles_per_cell',
+    'picks_for_subset',
     'sent_texts',
     'several_answer_keys',
 ]
@@ -34,7 +34,7 @@ __all__ = [
 
 @runtime_checkable
 class NeedleSourceHooks(Protocol):
-    """The hooks of a task that chooses where its needles come from (``single``: the subset's, or a bank's draws)."""
+    """The hooks of a task that chooses where its needles come from (``single``: the subset's, or a bank's picks)."""
 
     def asks_user_needles(self, *, keyword: str | None) -> bool:
         """Called while the run's parameters are composed, per subset of this task (``keyword``: the subset's or the
@@ -48,14 +48,14 @@ class NeedleSourceHooks(Protocol):
         silently overridden by them); return None when they agree."""
         ...
 
-    def draws_per_cell(self, params: NiahParams) -> int:
+    def needles_per_cell(self, params: NiahParams) -> int:
         """Called once per run after the parameters are composed: how many samples each grid cell holds for this
-        task (``GridCell.draw`` runs over them), 1 or more; the run takes the largest over its tasks."""
+        task (``GridCell.pick`` runs over them), 1 or more; the run takes the largest over its tasks."""
         ...
 
-    def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
-        """Called once per subset before its cells are planned: what the task draws for it (a bank's entries), one
-        entry per draw of a cell; ``choose`` reads them as ``PlanContext.draws``. Return () when it draws nothing."""
+    def picks(self, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
+        """Called once per subset before its cells are planned: what the task picks for it (a bank's entries), one
+        entry per pick of a cell; ``choose`` reads them as ``PlanContext.picks``. Return () when it picks nothing."""
         ...
 
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
@@ -91,14 +91,14 @@ def check_run_params(task: Task, params: NiahParams) -> None:
         task.check_params(params)
 
 
-def draws_per_cell(task: Task, params: NiahParams) -> int:
-    """Samples per grid cell ``task`` draws: its hook, else 1."""
-    return task.draws_per_cell(params) if isinstance(task, NeedleSourceHooks) else 1
+def needles_per_cell(task: Task, params: NiahParams) -> int:
+    """Samples per grid cell ``task`` picks: its hook, else 1."""
+    return task.needles_per_cell(params) if isinstance(task, NeedleSourceHooks) else 1
 
 
-def draws_for_subset(task: Task, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
-    """What ``task`` draws for a subset once (``PlanContext.draws``): its hook, else ()."""
-    return task.draws(subset, params) if isinstance(task, NeedleSourceHooks) else ()
+def picks_for_subset(task: Task, subset: ResolvedSubset, params: NiahParams) -> tuple[Any, ...]:
+    """What ``task`` picks for a subset once (``PlanContext.picks``): its hook, else ()."""
+    return task.picks(subset, params) if isinstance(task, NeedleSourceHooks) else ()
 
 
 def corpus_folder_params(task: Task, params: NiahParams, folder: Path) -> NiahParams:

@@ -1,5 +1,5 @@
-"""The single task's own parameters: where its needles come from (the subset's, or a needle bank drawn as
-inspect_evals' niah draws), as flat extra_params names."""
+"""The single task's own parameters: where its needles come from (the subset's, or a needle bank picked as
+inspect_evals' niah picks), as flat extra_params names."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from ...errors import NiahConfigError
 from ...params.run_size import MAX_GRID_AXIS
 from ..kit import TaskParams
 
-# Bank-drawing options of inspect_evals: changing any of them means the needles come from a needle bank.
+# Bank-picking options of inspect_evals: changing any of them means the needles come from a needle bank.
 BANK_OPTIONS = ('n_needles', 'sample_method', 'fixed_index', 'n_runs')
 
 
 class SingleParams(TaskParams):
     needle_bank: str | None = Field(
         None,
-        description="Draw needles from a needle bank: 'builtin' (fictional facts, English and Chinese, shipped) or "
+        description="Pick needles from a needle bank: 'builtin' (fictional facts, English and Chinese, shipped) or "
         'a path to a JSONL/JSON file of {needle, question, answer, language}. None uses the subset needles, '
         'unless n_needles, sample_method, fixed_index or n_runs is given (then builtin).',
     )
@@ -27,15 +27,15 @@ class SingleParams(TaskParams):
         None,
         description='OpenCompass NeedleBench v2: its needle file (records of needle, retrieval_question, arg1, arg2, '
         'gold_standard_answer, language), read from the corpus folder unless a path is given; one needle a repeat, '
-        'drawn as NeedleBench draws (the needle_bank it sets).',
+        'picked as NeedleBench picks (the needle_bank it sets).',
     )
     n_needles: int = Field(
         1,
-        description='inspect_evals: needles drawn from the bank, spread over the cells as inspect spreads them (cut '
+        description='inspect_evals: needles picked from the bank, spread over the cells as inspect spreads them (cut '
         'or cycled to one per cell, lengths outer, positions inner); each cell is one sample per run.',
     )
     sample_method: Literal['fixed', 'sequential', 'random'] = Field(
-        'fixed', description="inspect_evals: how bank needles are drawn: 'fixed', 'sequential' or 'random'."
+        'fixed', description="inspect_evals: how bank needles are picked: 'fixed', 'sequential' or 'random'."
     )
     fixed_index: int = Field(0, description="inspect_evals: bank index for 'fixed' (start index for 'sequential').")
     n_runs: int = Field(
@@ -46,12 +46,12 @@ class SingleParams(TaskParams):
 
     @model_validator(mode='before')
     @classmethod
-    def _bank_when_drawing(cls, values: Any) -> Any:
+    def _bank_when_picking(cls, values: Any) -> Any:
         if not isinstance(values, Mapping):
             return values
         values = dict(values)
         file_name = values.get('needle_file_name')
-        if file_name is not None:  # NeedleBench's needle file is a needle bank drawn its way
+        if file_name is not None:  # NeedleBench's needle file is a needle bank picked its way
             if values.get('needle_bank') not in (None, file_name):
                 raise NiahConfigError(
                     'needle_file_name', "is NeedleBench's name for the needle bank; give it or needle_bank, not both"
@@ -59,8 +59,8 @@ class SingleParams(TaskParams):
             if _changed(values.get):
                 raise NiahConfigError(
                     'needle_file_name',
-                    f'draws one needle a repeat as NeedleBench does, so {", ".join(_changed(values.get))} would be '
-                    'ignored; give needle_bank to draw with them instead',
+                    f'picks one needle a repeat as NeedleBench does, so {", ".join(_changed(values.get))} would be '
+                    'ignored; give needle_bank to pick with them instead',
                 )
             values['needle_bank'] = file_name
         # EvalScope passes every default along, so only a changed bank option can mean "use the bank".
@@ -89,7 +89,7 @@ class SingleParams(TaskParams):
             raise ValueError("must be 'builtin' or a path to a needle bank file")
         return value
 
-    def draws_per_cell(self) -> int:
+    def needles_per_cell(self) -> int:
         """Samples per cell: one per run with a needle bank (inspect spreads its n_needles over the cells), else one."""
         return self.n_runs if self.needle_bank is not None else 1
 

@@ -1,11 +1,11 @@
-"""The classic test: the subset's needle (or a needle-bank draw) and the question that asks for it; judged."""
+"""The classic test: the subset's needle (or a needle-bank pick) and the question that asks for it; judged."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from ...errors import NiahConfigError
-from ...params.needlebench_names import draw_per_repeat
+from ...params.needlebench_names import pick_per_repeat
 from ...params.run_params import NiahParams
 from ...params.subsets import ResolvedSubset
 from ...safe_files import contained_file
@@ -20,9 +20,10 @@ from ..kit import (
     Task,
     needle_recall,
     single_needle_score,
+    task_params,
     text_language,
 )
-from .bank import BankNeedle, draw_needles, language_entries, load_needle_bank, spread_over_grid
+from .bank import BankNeedle, language_entries, load_needle_bank, pick_needles, spread_over_grid
 from .hooks import several_answer_keys
 from .key_facts import derived_keys
 from .params import SingleParams
@@ -33,7 +34,7 @@ _USER_TEXTS = ('needles', 'retrieval_question', 'answer')
 
 class SingleNeedle(Task):
     name = 'single'
-    description = "the needle(s) and question of each subset (or a needle bank's draws), graded by the LLM judge"
+    description = "the needle(s) and question of each subset (or a needle bank's picks), graded by the LLM judge"
     description_zh = '每个子集的针与问题（或针库抽出的针），由 LLM 裁判模型打分'
     judged = True
     params_model = SingleParams
@@ -42,14 +43,14 @@ class SingleNeedle(Task):
         return True
 
     def check_params(self, params: NiahParams) -> None:
-        """A needle bank draws single needles: refused with another task, and beside needles or a question it would
+        """A needle bank picks single needles: refused with another task, and beside needles or a question it would
         replace."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return
         if params.task != self.name:
             raise NiahConfigError(
-                'needle_bank', f"draws single needles; task {params.task!r} brings its own needles (use task 'single')"
+                'needle_bank', f"picks single needles; task {params.task!r} brings its own needles (use task 'single')"
             )
         reason = f'needles come from needle_bank {options.needle_bank!r}' + (
             f' ({", ".join(changed)} given)' if (changed := options.changed_bank_options()) else ''
@@ -65,21 +66,21 @@ class SingleNeedle(Task):
                     )
         for name, override in params.subsets.items():
             if override.task is not None and override.task != self.name:
-                raise NiahConfigError(f'subsets.{name}.task', "needle_bank draws single needles; use task 'single'")
+                raise NiahConfigError(f'subsets.{name}.task', "needle_bank picks single needles; use task 'single'")
 
-    def draws_per_cell(self, params: NiahParams) -> int:
-        return params.task_params(SingleParams).draws_per_cell()
+    def needles_per_cell(self, params: NiahParams) -> int:
+        return task_params(params, SingleParams).needles_per_cell()
 
-    def draws(self, subset: ResolvedSubset, params: NiahParams) -> tuple[BankNeedle, ...]:
+    def picks(self, subset: ResolvedSubset, params: NiahParams) -> tuple[BankNeedle, ...]:
         """The needle-bank entries of the subset's language spread over the grid as inspect_evals spreads them: one
         per (run, length, position), in that order (none without a bank)."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return ()
-        if options.needle_file_name is not None:  # NeedleBench v2: one needle a repeat, drawn as it draws
+        if options.needle_file_name is not None:  # NeedleBench v2: one needle a repeat, picked as it picks
             entries = language_entries(load_needle_bank(options.needle_bank), subset.language)
-            return draw_per_repeat(entries, params.num_repeats)
-        drawn = draw_needles(
+            return pick_per_repeat(entries, params.num_repeats)
+        picked = pick_needles(
             load_needle_bank(options.needle_bank),
             language=subset.language,
             count=options.n_needles,
@@ -88,7 +89,7 @@ class SingleNeedle(Task):
             seed=params.sampling_seed,
         )
         cells = len(params.context_length_grid()) * len(params.depth_percent_grid())
-        return spread_over_grid(drawn, cells=cells, runs=options.n_runs)
+        return spread_over_grid(picked, cells=cells, runs=options.n_runs)
 
     def calibration_values(self, meta: SampleMeta) -> tuple[str, ...]:
         """Several needles without a short answer (and no key fact derived): the answer is every needle, as the
@@ -99,7 +100,7 @@ class SingleNeedle(Task):
 
     def with_corpus_folder(self, params: NiahParams, folder: Path) -> NiahParams:
         """NeedleBench's needle_file_name names a file beside its corpus files, as file_list does."""
-        options = params.task_params(SingleParams)
+        options = task_params(params, SingleParams)
         name = options.needle_file_name
         if name is None or Path(name).expanduser().is_absolute():  # a path the user gave: read where it points
             return params
@@ -108,23 +109,23 @@ class SingleNeedle(Task):
         return params.replacing_task_params(options.model_copy(update={'needle_bank': str(path)}))
 
     def sent_texts(self, params: NiahParams) -> tuple[list[tuple[str, str]], list[tuple[str, str]]] | None:
-        """With a needle bank, every entry of the bank (any may be drawn)."""
-        options = params.task_params(SingleParams)
+        """With a needle bank, every entry of the bank (any may be picked)."""
+        options = task_params(params, SingleParams)
         if options.needle_bank is None:
             return None
         bank = load_needle_bank(options.needle_bank)
         return [('needle_bank', entry.needle) for entry in bank], [('needle_bank', entry.question) for entry in bank]
 
     def corpus_needles(self, context: PlanContext) -> list[tuple[tuple[str, ...], str]]:
-        if context.draws:
-            # Draws repeat the same entries (fixed, or a bank smaller than the draws): check each distinct one once.
-            return [((needle,), 'needle_bank') for needle in dict.fromkeys(entry.needle for entry in context.draws)]
+        if context.picks:
+            # Picks repeat the same entries (fixed, or a bank smaller than the picks): check each distinct one once.
+            return [((needle,), 'needle_bank') for needle in dict.fromkeys(entry.needle for entry in context.picks)]
         return [(context.subset.needles, f'subsets.{context.subset.name}.needles')]
 
     def choose(self, context: PlanContext, cell: GridCell, *, seed: int) -> NeedleChoice:
-        if context.draws:
-            per_repeat = context.params.task_params(SingleParams).needle_file_name is not None
-            entry: BankNeedle = context.draws[cell.repeat if per_repeat else _spread_index(context.params, cell)]
+        if context.picks:
+            per_repeat = task_params(context.params, SingleParams).needle_file_name is not None
+            entry: BankNeedle = context.picks[cell.repeat if per_repeat else _spread_index(context.params, cell)]
             language = text_language(entry.needle, entry.question, default=context.language)
             return NeedleChoice(
                 needles=(entry.needle,),
@@ -178,8 +179,8 @@ class SingleNeedle(Task):
 
 
 def _spread_index(params: NiahParams, cell: GridCell) -> int:
-    """The cell's place in the bank's spread: run (``cell.draw``) outer, then length, then position (inspect's
+    """The cell's place in the bank's spread: run (``cell.pick``) outer, then length, then position (inspect's
     needle_idx); a control cell takes its length's first position (it inserts nothing)."""
     lengths, depths = params.context_length_grid(), params.depth_percent_grid()
     position = 0 if cell.depth_percent is None else depths.index(cell.depth_percent)
-    return (cell.draw * len(lengths) + lengths.index(cell.context_length)) * len(depths) + position
+    return (cell.pick * len(lengths) + lengths.index(cell.context_length)) * len(depths) + position

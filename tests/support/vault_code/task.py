@@ -1,4 +1,4 @@
-"""The vault-code task: an invented six-digit code of the vault on one floor (its parameter, ``vault_floor``), drawn
+"""The vault-code task: an invented six-digit code of the vault on one floor (its parameter, ``vault_floor``), picked
 from this folder's ``vault.json``; judged, with a hint for the judge, scored by rule as a single needle whose key is
 the code, and one value of its own in every result (``code_found``: the code appears in the answer)."""
 

@@ -1,6 +1,6 @@
-"""RULER's keys, values, needles and generated haystacks, drawn from a seeded random source.
+"""RULER's keys, values, needles and generated haystacks, picked from a seeded random source.
 
-Keys and values are drawn as RULER draws them: a word is an adjective-noun pair of ``words.py``, a number has seven
+Keys and values are picked as RULER picks them: a word is an adjective-noun pair of ``words.py``, a number has seven
 digits (1000000-9999999), a uuid is a version-4 UUID of 128 random bits. A needle reads as RULER's needle template;
 the noise haystack repeats RULER's noise sentences line after line; the needle haystack is lines of needles about
 other keys (RULER's multikey_2/3)."""
@@ -16,7 +16,7 @@ from .words import ADJECTIVES, NOUNS
 # RULER's needle and noise line (the benchmark's format: a model is compared on the same sentences).
 NEEDLE_TEMPLATE = 'One of the special magic {type_needle_v} for {key} is: {value}.'
 NOISE_LINE = 'The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again.'
-# RULER's insertion depths for an essay haystack: 40 evenly spaced percents, rounded, drawn without replacement.
+# RULER's insertion depths for an essay haystack: 40 evenly spaced percents, rounded, picked without replacement.
 RULER_DEPTHS = tuple(round(index * 100 / 39) for index in range(40))
 # Tried before giving up on a key that is not yet in the haystack: collisions are rare (17k words, 9M numbers).
 _MAX_TRIES = 1000
@@ -34,21 +34,21 @@ def _uuid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-DRAW: dict[str, Callable[[random.Random], str]] = {'words': _word, 'numbers': _number, 'uuids': _uuid}
+PICK: dict[str, Callable[[random.Random], str]] = {'words': _word, 'numbers': _number, 'uuids': _uuid}
 
 
-def draw_distinct(kind: str, count: int, rng: random.Random, *, avoid: Callable[[str], bool]) -> list[str]:
-    """``count`` distinct draws of ``kind`` for which ``avoid`` is false (a key already in the haystack would make
+def pick_distinct(kind: str, count: int, rng: random.Random, *, avoid: Callable[[str], bool]) -> list[str]:
+    """``count`` distinct picks of ``kind`` for which ``avoid`` is false (a key already in the haystack would make
     the question ambiguous)."""
     found: list[str] = []
     for _ in range(_MAX_TRIES * count):
         if len(found) == count:
             break
-        item = DRAW[kind](rng)
+        item = PICK[kind](rng)
         if item not in found and not avoid(item):
             found.append(item)
     if len(found) < count:
-        raise RuntimeError(f'could not draw {count} distinct {kind} absent from the haystack')
+        raise RuntimeError(f'could not pick {count} distinct {kind} absent from the haystack')
     return found
 
 
@@ -64,8 +64,8 @@ def noise_haystack(lines: int) -> str:
 def needle_haystack(lines: int, *, type_needle_k: str, type_needle_v: str, seed: int) -> str:
     """RULER's needle haystack: lines of needles of the same form about random other keys."""
     rng = random.Random(seed)
-    draw_key, draw_value = DRAW[type_needle_k], DRAW[type_needle_v]
-    return '\n'.join(needle(type_needle_v, draw_key(rng), draw_value(rng)) for _ in range(lines))
+    pick_key, pick_value = PICK[type_needle_k], PICK[type_needle_v]
+    return '\n'.join(needle(type_needle_v, pick_key(rng), pick_value(rng)) for _ in range(lines))
 
 
 def query_text(keys: list[str]) -> str:
