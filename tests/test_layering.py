@@ -193,6 +193,7 @@ FLOORS: tuple[frozenset[str], ...] = (
             'escaping',
             'safe_names',
             'safe_files',
+            'cache_home',
             'torn_lines',
         }
     ),

@@ -10,7 +10,6 @@ import bisect
 import hashlib
 import itertools
 import math
-import os
 import re
 import sys
 import threading
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..atomic import atomic_writer
+from ..cache_home import cache_dir
 from .tokenizer_protocol import Tokenizer
 
 if TYPE_CHECKING:
@@ -113,10 +113,6 @@ def _machine_array(typecode: str, data: bytes | memoryview) -> array.array:
     values = array.array(typecode)
     values.frombytes(data)
     return values
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get('EVALSCOPE_NIAH_CACHE', Path.home() / '.cache' / 'evalscope_niah'))
 
 
 # Texts are encoded in chunks of about this many characters, so memory stays bounded whatever the text's layout.

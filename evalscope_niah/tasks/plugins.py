@@ -17,6 +17,9 @@ A plugin's import is foreign code running in our host, so it is loaded late, onc
 - **unambiguous**: two entry points whose classes claim one task name are both refused, each naming the other; a
   run with the rule of whichever was found first would mean something else on another machine.
 
+A plugin whose import hung is remembered in the cache directory (``hung_plugins.py``): later processes refuse it at
+once instead of waiting again, until its package changes version or they allow it more seconds.
+
 A plugin that is refused (an import that fails, exits or hangs; not a Task subclass; a name taken) is skipped,
 named in a warning, in ``plugin_report()`` (``doctor`` lists it) and in the error of a run that asks for its task;
 everything else goes on working.
@@ -38,6 +41,7 @@ from importlib.metadata import EntryPoint
 from ..errors import NiahConfigError
 from ..escaping import inert_logger
 from .base import Task
+from .hung_plugins import HungKey, earlier_hang, forget_hang, remember_hang
 from .registry import (
     deferring_registration,
     get_task,
@@ -135,8 +139,9 @@ def _still_importing(entry: EntryPoint) -> bool:
     return module is not None and bool(getattr(getattr(module, '__spec__', None), '_initializing', False))
 
 
-def _contained_import(entry: EntryPoint, timeout: float) -> tuple[object, str | None, str]:
-    """(what the entry point names, why it could not be imported or None, what its import printed).
+def _contained_import(entry: EntryPoint, timeout: float) -> tuple[object, str | None, str, bool]:
+    """(what the entry point names, why it could not be imported or None, what its import printed, whether it
+    timed out).
 
     Bounded by a daemon thread and a join timeout, not by a probe in a subprocess: a probe costs an interpreter
     start on every run and still leaves the real import unbounded (a plugin that hangs now and then passes the probe
@@ -169,15 +174,22 @@ def _contained_import(entry: EntryPoint, timeout: float) -> tuple[object, str | 
             f'its import did not finish within {timeout:g} s (it may hang; {IMPORT_TIMEOUT_SWITCH} sets the seconds '
             'allowed); it goes on in a background thread this process cannot stop'
         )
-        return None, why, printed
+        return None, why, printed, True
     error = outcome.get('error')
     if error is not None:
         kind = type(error).__name__
         said = str(error)
         if isinstance(error, SystemExit):
-            return None, f'its import called sys.exit({error.code!r}) (SystemExit)', printed
-        return None, f'its import raised {kind}' + (f': {said}' if said else ''), printed
-    return outcome.get('value'), None, printed
+            return None, f'its import called sys.exit({error.code!r}) (SystemExit)', printed, False
+        return None, f'its import raised {kind}' + (f': {said}' if said else ''), printed, False
+    return outcome.get('value'), None, printed, False
+
+
+def _hung_key(entry: EntryPoint) -> HungKey | None:
+    """What a hang of this entry point is remembered by (None: no installed package to name, so not remembered)."""
+    if entry.dist is None:
+        return None
+    return (entry.dist.name, entry.dist.version or '', entry.name, entry.value)
 
 
 def _claimed_name(value: object) -> str | None:
@@ -202,10 +214,20 @@ def _load_pending(pending: list[EntryPoint]) -> tuple[str, ...]:
     timeout = _import_timeout()
     imported: list[tuple[EntryPoint, object, str]] = []
     for entry in pending:
-        value, problem, printed = _contained_import(entry, timeout)
+        hung = _hung_key(entry)
+        earlier = earlier_hang(hung, timeout) if hung is not None else None
+        if earlier is not None:  # a hang costs one run its timeout, not every run
+            again = f'it is tried again once its package changes version or {IMPORT_TIMEOUT_SWITCH} allows more seconds'
+            _refuse(entry, f'{earlier}; {again}', '')
+            continue
+        value, problem, printed, timed_out = _contained_import(entry, timeout)
         if problem is not None:
+            if timed_out and hung is not None:
+                remember_hang(hung, timeout)
             _refuse(entry, problem, printed)
         else:
+            if hung is not None:
+                forget_hang(hung)
             imported.append((entry, value, printed))
     clashing = _clashes(imported)
     registered = []

@@ -477,3 +477,40 @@ def test_our_suites_hold_with_a_third_party_task_installed(site: Path) -> None:
         timeout=600,
     )
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+def test_a_plugin_that_hung_once_is_not_waited_for_again(tmp_path: Path) -> None:
+    """A hang costs one process its timeout: the next ones refuse the plugin at once (its import is not even started),
+    naming the earlier run, until they allow it more seconds than it hung in."""
+    site = tmp_path / 'site'
+    site.mkdir()
+    started = tmp_path / 'import-started'
+    prelude = (
+        f'open({str(started)!r}, "a").write("started\\n")\n'
+        'import threading\nthreading.Event().wait()  # never set: the import never ends\n'
+    )
+    _distribution(site, 'stalls', '[evalscope_niah.tasks]\nstalls = stalls_task:Stalls\n', prelude=prelude)
+    code = 'import json\nfrom evalscope_niah.tasks import failed_plugins\nprint(json.dumps(failed_plugins()))'
+    env = {**_env(site), 'EVALSCOPE_NIAH_CACHE': str(tmp_path / 'cache')}
+
+    def failure(timeout: str) -> str:
+        done = subprocess.run(
+            [sys.executable, '-c', code],
+            capture_output=True,
+            text=True,
+            env={**env, 'EVALSCOPE_NIAH_PLUGIN_TIMEOUT': timeout},
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)['stalls (stalls-task)']
+
+    first = failure(IMPORT_TIMEOUT_S)
+    assert f'its import did not finish within {IMPORT_TIMEOUT_S} s (it may hang' in first
+    assert started.read_text() == 'started\n'
+    again = failure(IMPORT_TIMEOUT_S)
+    assert f'its import did not finish within {IMPORT_TIMEOUT_S} s in a run at ' in again
+    assert 'EVALSCOPE_NIAH_PLUGIN_TIMEOUT allows more seconds' in again
+    assert started.read_text() == 'started\n'  # not imported again
+    longer = failure('4')
+    assert 'its import did not finish within 4 s (it may hang' in longer
+    assert started.read_text() == 'started\nstarted\n'  # more seconds allowed: tried again
