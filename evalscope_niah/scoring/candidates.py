@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .bounds import LIST_GAP_CHARS, LISTED_NAME_SCORE, MAX_SCAN_CHARS, MAX_SPANS, UNCERTAIN_SCORE_CAP
+from .bounds import LIST_GAP_CHARS, LISTED_NAME_SCORE, MAX_SCAN_CHARS, MAX_SPANS
 from .cues import cue_near, cue_verdict, excluded_cue_text, is_list_item, other_language
 from .paste import PromptText, paste_evidence
 from .result import RuleScore
@@ -128,13 +128,8 @@ def one_candidate_score(
     paste = paste_evidence(
         final, allowed=(*needles, question, reference, keyword), prompt=prompt, language=language, reference=reference
     )
-    if paste.pasted or paste.too_long:
-        return RuleScore.verdict(
-            UNCERTAIN_SCORE_CAP * paste.factor,
-            True,
-            f'{paste.describe(language)}: pasted text, not an answer',
-            ('paste',) if paste.pasted else ('long',),
-        )
+    if paste.found:
+        return paste.verdict(language, certain=True)
     return _asserted_verdict(
         text, spans, keyword=keyword, candidates=candidates, language=language, reference=reference, original=final
     )

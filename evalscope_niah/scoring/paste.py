@@ -9,7 +9,8 @@ import collections
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .bounds import LAST_RESORT_UNITS, MAX_SCAN_CHARS, PASTE_MIN_UNITS, PASTE_NGRAM
+from .bounds import LAST_RESORT_UNITS, MAX_SCAN_CHARS, PASTE_MIN_UNITS, PASTE_NGRAM, UNCERTAIN_SCORE_CAP
+from .result import RuleScore
 from .text import ZH_UNIT, answer_size, normalise
 
 
@@ -45,6 +46,21 @@ class Paste:
         if self.too_long:
             return self.allowed_units / self.units
         return 1.0 - self.pasted_units / self.units if self.pasted else 1.0
+
+    @property
+    def found(self) -> bool:
+        """The answer is pasted context, or too long to be one: no ladder takes it as a stated answer."""
+        return self.pasted or self.too_long
+
+    def verdict(self, language: str, *, certain: bool, lead: str = '') -> RuleScore:
+        """Both ladders' verdict on an answer that is ``found``: at most the uncertain cap, scaled by the share of it
+        that is not pasted. ``certain`` and ``lead`` (what the ladder saw before the paste) are each ladder's own."""
+        return RuleScore.verdict(
+            UNCERTAIN_SCORE_CAP * self.factor,
+            certain,
+            f'{lead}{self.describe(language)}: pasted text, not an answer',
+            ('paste',) if self.pasted else ('long',),
+        )
 
     def describe(self, language: str) -> str:
         unit = 'words' if language == 'en' else 'characters'

@@ -165,13 +165,8 @@ def _stated_verdict(
         )
     if is_list_item(text, spans, language=language):
         return RuleScore.verdict(LIST_ITEM_SCORE, False, 'the key is one item of a list of candidates', ('list',))
-    if paste.pasted or paste.too_long:
-        return RuleScore.verdict(
-            UNCERTAIN_SCORE_CAP * paste.factor,
-            False,
-            f'states the key, but {paste.describe(language)}: pasted text, not an answer',
-            ('paste',) if paste.pasted else ('long',),
-        )
+    if paste.found:
+        return paste.verdict(language, certain=False, lead='states the key, but ')
     return RuleScore.verdict(1.0, True, 'states the key plainly', ('exact',))
 
 
