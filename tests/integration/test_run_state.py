@@ -15,17 +15,10 @@ pytest.importorskip('evalscope')
 import evalscope_niah
 from evalscope_niah.integration.run_state import RunPlan, RunTally
 from evalscope_niah.integration.score_rows import LOST_SAMPLE_ERROR, error_result
-from evalscope_niah.metadata import SampleMeta
+from tests.support.results import row_meta
 
 INTEGRATION = Path(evalscope_niah.__file__).parent / 'integration'
 ADAPTER = INTEGRATION / 'adapter.py'
-
-
-def _meta(subset: str, depth: float) -> SampleMeta:
-    return SampleMeta(
-        subset=subset, language='en', task='single', context_length=600, depth_percent=depth, repeat=0, pick=0,
-        needles=('n',), question='q', reference_answer='n', answer_keys=('n',), start_token=0, divergence_token=0,
-    )  # fmt: skip
 
 
 def test_before_load_no_subset_is_planned() -> None:
@@ -70,11 +63,11 @@ def test_a_sample_asked_and_never_ended_is_one_error_row_saying_so(tmp_path: Pat
     tally = RunTally()
     prediction_dir = str(tmp_path / 'predictions' / 'model')
     for sample_id, depth in enumerate((0.0, 50.0, 100.0)):
-        tally.asked(sample_id, _meta('a', depth), prediction_dir=prediction_dir)
-    tally.asked(0, _meta('b', 0.0), prediction_dir=prediction_dir)  # ids are per subset
+        tally.asked(sample_id, row_meta('a', depth), prediction_dir=prediction_dir)
+    tally.asked(0, row_meta('b', 0.0), prediction_dir=prediction_dir)  # ids are per subset
     assert tally.report_dir == str(tmp_path / 'reports' / 'model')
-    tally.scored('a', [(0, error_result(_meta('a', 0.0), 'stands in for a score'))])
-    tally.errored(2, error_result(_meta('a', 100.0), 'ValueError: x'))
+    tally.scored('a', [(0, error_result(row_meta('a', 0.0), 'stands in for a score'))])
+    tally.errored(2, error_result(row_meta('a', 100.0), 'ValueError: x'))
     tally.close_lost(['b'])
     tally.close_lost(['b'])  # ended by its row: once only
     assert [row.subset for row in tally.errors_of('b')] == ['b']
@@ -87,11 +80,11 @@ def test_a_sample_asked_and_never_ended_is_one_error_row_saying_so(tmp_path: Pat
 
 def test_a_sample_asked_again_keeps_one_row_its_last() -> None:
     tally = RunTally()
-    tally.errored(7, error_result(_meta('a', 0.0), 'first try'))
+    tally.errored(7, error_result(row_meta('a', 0.0), 'first try'))
     tally.forget_errors('a', [7])
     assert tally.rows() == [] and tally.error_subsets() == set()
-    tally.errored(7, error_result(_meta('a', 0.0), 'second try'))
-    tally.errored(7, error_result(_meta('a', 0.0), 'third try'))
+    tally.errored(7, error_result(row_meta('a', 0.0), 'second try'))
+    tally.errored(7, error_result(row_meta('a', 0.0), 'third try'))
     assert [row.error for row in tally.rows()] == ['third try']
 
 
@@ -101,8 +94,8 @@ def test_worker_threads_fill_the_tally_without_losing_a_row(tmp_path: Path) -> N
 
     def worker(start: int) -> None:
         for sample_id in range(start, start + 500):
-            tally.asked(sample_id, _meta('a', 0.0), prediction_dir=prediction_dir)
-            tally.errored(sample_id, error_result(_meta('a', 0.0), f'E: {sample_id}'))
+            tally.asked(sample_id, row_meta('a', 0.0), prediction_dir=prediction_dir)
+            tally.errored(sample_id, error_result(row_meta('a', 0.0), f'E: {sample_id}'))
 
     threads = [threading.Thread(target=worker, args=(start,)) for start in range(0, 2000, 500)]
     for thread in threads:

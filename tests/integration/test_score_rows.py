@@ -8,17 +8,10 @@ import pytest
 pytest.importorskip('evalscope')
 
 from evalscope_niah.integration.score_rows import error_result
-from evalscope_niah.metadata import SampleMeta
-
-
-def _meta(subset: str, depth: float) -> SampleMeta:
-    return SampleMeta(
-        subset=subset, language='en', task='single', context_length=600, depth_percent=depth, repeat=0, pick=0,
-        needles=('n',), question='q', reference_answer='n', answer_keys=('n',), start_token=0, divergence_token=0,
-    )  # fmt: skip
+from tests.support.results import row_meta
 
 
 def test_an_error_row_keeps_the_cell_and_a_bounded_message() -> None:
-    row = error_result(_meta('a', 50.0), 'X: ' + 'y' * 10_000)
+    row = error_result(row_meta('a', 50.0), 'X: ' + 'y' * 10_000)
     assert (row.context_length, row.depth_percent, row.accuracy, row.judge_status) == (600, 50.0, None, 'not_called')
     assert row.error.startswith('X: y') and len(row.error) == 500

@@ -1,7 +1,9 @@
-"""Builders of `SampleResult` records shared by the result, statistics and OpenCompass tests."""
+"""Builders of `SampleResult` records shared by the result, statistics and OpenCompass tests, and of the sample
+metadata a row is made from (the run-state and score-row tests)."""
 
 from __future__ import annotations
 
+from evalscope_niah.metadata import SampleMeta
 from evalscope_niah.params.run_params import NiahParams
 from evalscope_niah.reporting.sample_record import GUESSED, SampleResult
 from evalscope_niah.reporting.stats import CellSummary
@@ -101,3 +103,11 @@ def curve(*accuracies: float, n: int = 20) -> list[SampleResult]:
         ones = round(accuracy * n)
         results += at_length(1000 * 2**i, [1.0] * ones + [0.0] * (n - ones))
     return results
+
+
+def row_meta(subset: str, depth: float) -> SampleMeta:
+    """A single-needle sample's metadata at 600 tokens and ``depth`` in ``subset``: what a results row is made of."""
+    return SampleMeta(
+        subset=subset, language='en', task='single', context_length=600, depth_percent=depth, repeat=0, pick=0,
+        needles=('n',), question='q', reference_answer='n', answer_keys=('n',), start_token=0, divergence_token=0,
+    )  # fmt: skip
