@@ -195,6 +195,8 @@ FLOORS: tuple[frozenset[str], ...] = (
             'safe_files',
             'cache_home',
             'torn_lines',
+            'languages',
+            'corpus_format',
         }
     ),
     frozenset({'scoring', 'serving'}),

@@ -399,7 +399,7 @@ EXAMPLES: dict[str, str] = {
     'task_config.work_dir': 'outputs/20261128_093000',
     'resuming': '--use-cache outputs/20261128_093000',
     'exc': 'Expecting value: line 1 column 1 (char 0)',
-    'self.dataset_id': '/data/Needle-in-a-Haystack-Corpus',
+    'corpus_location': '/data/Needle-in-a-Haystack-Corpus',
     'tokenizer_path': 'Qwen/Qwen3-8B',
     'self.root': 'http://127.0.0.1:8000',
     'url': 'http://127.0.0.1:8000/v1',

@@ -6,9 +6,8 @@
 from __future__ import annotations
 
 import functools
-import os
-import re
 from collections import defaultdict
+from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
@@ -23,9 +22,8 @@ from evalscope.constants import JudgeStrategy, ScoringPolicy
 
 from ..errors import NiahConfigError
 from ..escaping import inert_logger
-from ..making.corpus import resolve_corpus_dir
 from ..making.prompts import PromptSpec
-from ..making.samples import grid, subset_samplers
+from ..making.samples import subset_samplers
 from ..making.tokenization import SERVER_TOKENIZER
 from ..metadata import GridCell, SampleMeta
 from ..params.run_params import NiahParams
@@ -62,7 +60,6 @@ ELIDED_HAYSTACK = '<haystack elided: stored once, in predictions/>'
 # The dataset holds this until a sample's turn comes: haystacks are built at inference and dropped after it, so
 # memory grows with the requests in flight, not with the grid (a 10 x 10 grid of 1M-token prompts is ~400 MB).
 PENDING_PROMPT = '<haystack built when this sample is sent>'
-_HUB_ID = re.compile(r'[\w.-]+/[\w.-]+')
 
 
 class NiahAdapter(LivePages, DefaultDataAdapter):
@@ -83,8 +80,12 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             refuse_other_model_id(self._task_config, model_id, self.name)  # before EvalScope's identity check
         # What this run is (its subsets join at the end of load) and what it gathers: see run_state.py.
         self._plan = RunPlan(
-            params=params, prompt=prompt, model_id=model_id, redactor=run_redactor(self._task_config)
-        )  # run_redactor: EvalScope's log lines are redacted from here on too
+            params=params,
+            prompt=prompt,
+            pending_messages=tuple(prompt.chat(PENDING_PROMPT)),
+            model_id=model_id,
+            redactor=run_redactor(self._task_config),  # EvalScope's log lines are redacted from here on too
+        )
         self._tally = RunTally(
             server=(self._task_config.api_url or '') if self._task_config is not None else '',
             prefix_gate=PrefixGate(on_hold=_log_hold) if params.request_order != 'grid' else None,
@@ -117,15 +118,11 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     # ---- samples ---------------------------------------------------------------------------------------------
 
     def load(self) -> tuple[DatasetDict, None]:
-        # A task registered after import reports values the registration-time declaration could not know.
-        declare_metric_semantics((self.name,))
-        subsets = self.params.resolve_subsets(self.subset_list)
-        corpus_dir = self._corpus_dir([name for subset in subsets for name in subset.corpus_files])
         endpoint = model_endpoint(self._task_config, model_id=self._plan.model_id)
         samplers = subset_samplers(
             self.params,
-            corpus_dir=corpus_dir,
-            subsets=[subset.name for subset in subsets],
+            corpus_source=self.dataset_id,
+            subsets=self.subset_list,
             prompt=self._plan.prompt,
             limit=self.limit,
             shuffle=self.shuffle,
@@ -140,10 +137,10 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         for name, sampler in by_subset.items():
             # Records are cheap cell descriptions; samples are plans; haystacks are built at inference.
             datasets[name] = build_dataset_from_records(
-                [vars(cell) for cell in grid(self.params, [name])],
+                [vars(cell) for cell in sampler.grid_cells],
                 functools.partial(self.record_to_sample, sampler=sampler),
                 name=name,
-                location=str(corpus_dir),
+                location=self.dataset_id,
                 limit=self.limit,
                 repeats=self.repeats,
                 shuffle=self.shuffle,
@@ -173,33 +170,26 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             return {}
         return qualify_judges(self.init_llm_judges(), plans, mode=self.params.judge_check)
 
-    def _corpus_dir(self, files: list[str]) -> str:
-        local = os.path.isdir(self.dataset_id)
-        if not local and not _HUB_ID.fullmatch(self.dataset_id):  # neither a folder nor an 'owner/name' dataset id
-            raise NiahConfigError(
-                'local_path',
-                f'{self.dataset_id!r} is not a directory; point local_path at the folder holding {", ".join(files)}',
-            )
-        path = resolve_corpus_dir(
-            local_path=self.dataset_id if local else None, files=files, dataset_id=self.dataset_id
-        )
-        return str(path)
-
     def record_to_sample(self, record: dict[str, Any], sampler: Any = None) -> Sample:
         # load() passes the subset's sampler: the run's plan is set only once every dataset is built.
         plan = (sampler or self._plan.samplers[record['subset']]).plan(GridCell(**record))
-        return Sample(input=self._messages(PENDING_PROMPT), target=plan.reference_answer, metadata=plan.meta.to_dict())
+        return Sample(
+            input=self._messages(self._plan.pending_messages),
+            target=plan.reference_answer,
+            metadata=plan.meta.to_dict(),
+        )
 
-    def _messages(self, user_prompt: str) -> list[Any]:
+    @staticmethod
+    def _messages(messages: Iterable[Mapping[str, str]]) -> list[Any]:
         kinds = {'system': ChatMessageSystem, 'user': ChatMessageUser}
-        return [kinds[message['role']](content=message['content']) for message in self._plan.prompt.chat(user_prompt)]
+        return [kinds[message['role']](content=message['content']) for message in messages]
 
     def _build_input(self, sample: Sample) -> None:
         """Build the haystack of a sample about to be sent; measured values join its metadata."""
         meta = SampleMeta.from_dict(sample.metadata)
         sampler = self._plan.samplers[meta.subset]
         built = sampler.build(sampler.plan(meta.cell))
-        sample.input = self._messages(built.user_prompt)
+        sample.input = self._messages(built.messages())
         # The haystack stays out of metadata: it is stored once, in the prediction's messages.
         sample.metadata.update(built.meta.to_dict())
 
@@ -240,7 +230,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         finally:
             if self._tally.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
                 self._tally.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
-            sample.input = self._messages(PENDING_PROMPT)  # the prediction row keeps the prompt; free it here
+            sample.input = self._messages(
+                self._plan.pending_messages
+            )  # the prediction row keeps the prompt; free it here
 
     def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
         self._plan.redactor.exception(exc)  # in place: EvalScope logs the same exception after us
@@ -370,6 +362,9 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
     # ---- aggregation and reports -----------------------------------------------------------------------------
 
     def aggregate_scores(self, sample_scores: list[SampleScore]) -> list[AggScore]:
+        # The report made after this reads each metric's meaning from EvalScope's catalog: declared again (per subset,
+        # idempotent), since a task plugin this run loaded reports values the registration-time declaration missed.
+        declare_metric_semantics((self.name,))
         # Control cells measure guessing, not retrieval: they stay out of accuracy and get their own metrics.
         needle_scores = [score for score in sample_scores if not score_meta(score).control]
         aggregates = super().aggregate_scores(needle_scores) if needle_scores else []

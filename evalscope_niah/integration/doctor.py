@@ -18,8 +18,8 @@ from urllib.parse import urlparse
 
 from packaging.specifiers import SpecifierSet
 
+from ..corpus_format import DATASET_ID
 from ..errors import NiahConfigError
-from ..params.corpus_format import DATASET_ID
 from ..tasks import plugin_report
 from ..tasks.compose import check_dataset_args, dataset_entry, parse_params
 from ..tasks.plugins import LOAD_SWITCH

@@ -5,7 +5,7 @@ EvalScope resolves a report metric's display contract (direction, unit, percent 
 warns about names it does not know, telling users to edit EvalScope. The catalog's per-benchmark table is the
 mechanism it offers for a benchmark's own names, so our names are declared there for both of our benchmark names.
 The values a task reports are declared by the task (``Task.reported_values``) and read from the registered tasks each
-time, so a task registered after import is declared when its run loads its samples.
+time, so a task registered after import is declared when its run aggregates its scores.
 The table is module data, not a registration function, so writing it is guarded like the override: a changed
 EvalScope gets no declarations (its warnings come back) rather than a failed run.
 """

@@ -26,9 +26,9 @@ from evalscope.api.registry import BENCHMARK_REGISTRY, EVALUATOR_REGISTRY, regis
 from evalscope.constants import Tags
 
 from .. import __version__
+from ..corpus_format import DATASET_ID
 from ..escaping import inert_logger
 from ..making.prompts import DEFAULT_SYSTEM_PROMPT, DEFAULT_USER_TEMPLATE
-from ..params.corpus_format import DATASET_ID
 from ..params.subsets import DEFAULT_SUBSETS
 from ..tasks.compose import check_dataset_args
 from ..tasks.registry import without_plugins

@@ -46,6 +46,8 @@ class RunPlan:
 
     params: NiahParams | None = None
     prompt: PromptSpec | None = None  # the run's system prompt and user template, validated once
+    # What a sample holds until its turn comes (its haystack is built then): the system prompt and a placeholder.
+    pending_messages: tuple[Mapping[str, str], ...] = ()
     model_id: str | None = None  # the user's model id (its folder has the safe name)
     redactor: Redactor | None = None  # server text (errors, replies) can quote the run's keys: redacted with it
     samplers: Mapping[str, SubsetSampler] = field(default_factory=dict)  # subset -> its sampler

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from ..errors import NiahConfigError
-from ..scoring.text import CJK_CHAR, EN_STOPWORDS, en_words, text_language
+from ..languages import CJK_CHAR, text_language
+from ..scoring.text import EN_STOPWORDS, en_words
 from ..vocabulary import check_language
 from .calibration_texts import DISTRACTORS, FILLER, TEXT
 from .judge import JUDGE_SYSTEM_PROMPT, judge_user_prompt, parse_verdict

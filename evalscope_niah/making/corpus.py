@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..corpus_format import DATASET_ID, is_jsonl_file
 from ..errors import NiahConfigError
-from ..params.corpus_format import DATASET_ID, is_jsonl_file
 from ..params.prompt_safety import check_sendable
 from ..params.subsets import ResolvedSubset
 from ..safe_files import contained_file, read_bounded
@@ -87,6 +88,25 @@ def resolve_corpus_dir(
             f"dataset_args={{'needle_haystack': {{'local_path': '/path/to/folder'}}}} "
             f'(CLI: --dataset-args \'{{"needle_haystack": {{"local_path": "/path/to/folder"}}}}\').',
         ) from exc
+
+
+def corpus_folder(corpus_location: str, subsets: Sequence[ResolvedSubset]) -> Path:
+    """The folder of a run's corpus as EvalScope names it (``local_path`` when given, else the dataset id):
+    ``corpus_location`` itself when it is a folder, else the ModelScope dataset it names (``owner/name``) with only
+    the files of ``subsets`` fetched; anything else is refused, naming ``local_path``."""
+    files = [name for subset in subsets for name in subset.corpus_files]
+    if os.path.isdir(corpus_location):
+        return resolve_corpus_dir(local_path=corpus_location, files=files)
+    if not _DATASET_ID.fullmatch(corpus_location):
+        raise NiahConfigError(
+            'local_path',
+            f'{corpus_location!r} is not a directory; point local_path at the folder holding {", ".join(files)}',
+        )
+    return resolve_corpus_dir(local_path=None, files=files, dataset_id=corpus_location)
+
+
+# A ModelScope dataset id, as EvalScope passes it in place of a local path.
+_DATASET_ID = re.compile(r'[\w.-]+/[\w.-]+')
 
 
 def load_corpus(directory: str | os.PathLike, subset: ResolvedSubset) -> Corpus:

@@ -18,7 +18,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 
 from ..errors import NiahConfigError
-from ..scoring.text import PROSE_SENTENCE_END, PROSE_SENTENCE_END_CHARACTERS
+from ..languages import PROSE_SENTENCE_END, PROSE_SENTENCE_END_CHARACTERS
 from .prompts import PromptSpec
 from .repeated_corpus import COPY_SEPARATOR, RepeatedCorpus
 from .tokenization import TokenCounter, Tokenizer

@@ -64,6 +64,12 @@ class PromptSpec:
         return self.chat(self.user_message(context=context, question=question))
 
     def chat(self, user_prompt: str) -> list[dict[str, str]]:
-        """The one chat-message builder: the system prompt (when set) and the user prompt as sent."""
-        user = {'role': 'user', 'content': user_prompt}
-        return [{'role': 'system', 'content': self.system_prompt}, user] if self.system_prompt else [user]
+        """The messages of this prompt with ``user_prompt`` as the user's (see ``chat_messages``)."""
+        return chat_messages(self.system_prompt, user_prompt)
+
+
+def chat_messages(system_prompt: str, user_prompt: str) -> list[dict[str, str]]:
+    """The one chat-message builder: the system prompt (when set) and the user prompt as sent. A built sample calls
+    it with texts its ``PromptSpec`` checked once, so nothing is checked again per sample."""
+    user = {'role': 'user', 'content': user_prompt}
+    return [{'role': 'system', 'content': system_prompt}, user] if system_prompt else [user]

@@ -3,8 +3,14 @@ cached token counts of its clean boundaries (see haystack.py for how the counts 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+from ..errors import NiahConfigError
 from ..escaping import json_text
 from .tokenization import TokenIndex
+
+if TYPE_CHECKING:
+    from ..params.subsets import ResolvedSubset
 
 COPY_SEPARATOR = '\n\n'
 # Characters per block of the corpus kept JSON-escaped (see RepeatedCorpus.json_body): a slice joins its whole
@@ -110,3 +116,22 @@ class RepeatedCorpus:
             for copy in range(first, end // self.period + 1)
             if start < copy * self.period + len(self.text) < end
         ]
+
+
+def check_corpus_repeats(
+    *, subset: ResolvedSubset, corpus_tokens: int, max_context_length: int, max_corpus_repeats: int
+) -> None:
+    """Refuse a longest context length that needs the corpus repeated more than ``max_corpus_repeats`` times.
+
+    ``corpus_tokens`` may be a lower bound (a prefix indexed far enough for the longest length): the check only
+    fails when the whole corpus is shorter than the longest length divided by the cap.
+    """
+    if corpus_tokens * max_corpus_repeats >= max_context_length:
+        return
+    times = max_context_length / max(corpus_tokens, 1)
+    raise NiahConfigError(
+        'max_corpus_repeats',
+        f'context length {max_context_length:,} would repeat corpus file {subset.corpus_file!r} of subset '
+        f'{subset.name!r} ({corpus_tokens:,} tokens) {times:,.1f} times, more than max_corpus_repeats='
+        f'{max_corpus_repeats}; use a longer corpus, shorter context lengths, or raise max_corpus_repeats',
+    )

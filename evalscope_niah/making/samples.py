@@ -9,17 +9,16 @@ from pathlib import Path
 
 from ..errors import NiahConfigError
 from ..escaping import inert_logger
+from ..languages import PROSE_SENTENCE_END_RULE, text_language
 from ..metadata import GridCell, SampleMeta
 from ..params.prompt_safety import check_no_delimiters, check_sendable, template_tag_names, warn_judge_instructions
 from ..params.run_params import NiahParams
-from ..params.run_size import check_corpus_repeats
 from ..params.subsets import ResolvedSubset
-from ..scoring.text import PROSE_SENTENCE_END_RULE, text_language
 from ..tasks import ABSENT_REFERENCE, get_task
 from ..tasks.answer_format import guided_question
 from ..tasks.base import PlanContext
 from ..tasks.single.hooks import corpus_folder_params, picks_for_subset, sent_texts
-from .corpus import Corpus, generated_corpus, load_corpus
+from .corpus import Corpus, corpus_folder, generated_corpus, load_corpus
 from .haystack import (
     Haystack,
     HaystackBuilder,
@@ -34,7 +33,8 @@ from .haystack import (
     prompt_frame,
     spread_depths,
 )
-from .prompts import PromptSpec
+from .prompts import PromptSpec, chat_messages
+from .repeated_corpus import check_corpus_repeats
 from .tokenization import Tokenizer, load_tokenizer, shared_counter, token_index
 
 logger = inert_logger(__name__)
@@ -45,7 +45,6 @@ __all__ = [
     'SamplePlan',
     'SubsetSampler',
     'cells_within_limit',
-    'grid',
     'iter_plans',
     'iter_samples',
     'subset_samplers',
@@ -87,28 +86,12 @@ class NeedleSample(_ForwardsToMeta):
     user_prompt: str
 
     def messages(self) -> list[dict[str, str]]:
-        return PromptSpec(system_prompt=self.system_prompt).chat(self.user_prompt)
+        return chat_messages(self.system_prompt, self.user_prompt)
 
     def to_record(self) -> dict:
         record = self.meta.to_dict()
         record['messages'] = self.messages()
         return record
-
-
-def grid(params: NiahParams, subsets: Sequence[str]) -> list[GridCell]:
-    """Every cell in generation order: lengths outer, depths inner (as the built-in), then the control cell of the
-    length, replicates (repeats x needle picks) innermost."""
-    lengths, depths = params.context_length_grid(), params.depth_percent_grid()
-    positions: list[float | None] = [*depths, None] if params.absent_control else list(depths)
-    picks = params.needles_per_cell()
-    return [
-        GridCell(subset, length, depth, repeat, pick)
-        for subset in subsets
-        for length in lengths
-        for depth in positions
-        for repeat in range(params.num_repeats)
-        for pick in range(picks)
-    ]
 
 
 class SubsetSampler:
@@ -123,18 +106,12 @@ class SubsetSampler:
         prompt: PromptSpec,
         max_context_length: int,
         params: NiahParams | None = None,
+        grid_cells: Sequence[GridCell] = (),
     ) -> None:
         params = params or NiahParams()
-        if not has_sentence_boundary(corpus.text, subset.language):
-            # Needles would silently fall back to word starts (or, in Chinese, anywhere): refuse the corpus instead.
-            raise NiahConfigError(
-                subset.corpus_param,
-                f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
-                f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
-                f'{PROSE_SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
-                f'subsets.{subset.name}.language if the file is in another language',
-            )
+        _refuse_corpus_without_sentences(corpus, subset)
         self.subset = subset
+        self.grid_cells = grid_cells  # every cell of the subset, in generation order (EvalScope's --limit picks)
         self.corpus = corpus
         self.tokenizer = tokenizer
         self.prompt = prompt
@@ -375,11 +352,21 @@ class SubsetSampler:
 
 
 _MAX_BUILDERS = 64
-# Characters of a generated haystack its language is read from (it is one text repeated or picked in one language).
-_LANGUAGE_SAMPLE_CHARS = 4000
 # Corpus spans at least this long are announced before they are tokenized.
 _ANNOUNCED_SPAN_TOKENS = 200_000
 _REPEAT_SPAN_TOKENS = 262144  # ~1 MB of English: a few MB of index, a few seconds to tokenize
+
+
+def _refuse_corpus_without_sentences(corpus: Corpus, subset: ResolvedSubset) -> None:
+    if not has_sentence_boundary(corpus.text, subset.language):
+        # Needles would silently fall back to word starts (or, in Chinese, anywhere): refuse the corpus instead.
+        raise NiahConfigError(
+            subset.corpus_param,
+            f'corpus file {subset.corpus_file!r} of subset {subset.name!r} has no sentence boundary, so no '
+            f'needle can be placed at a sentence start. For language {subset.language!r} a sentence ends with '
+            f'{PROSE_SENTENCE_END_RULE[subset.language]}. Use running prose with sentence punctuation, or set '
+            f'subsets.{subset.name}.language if the file is in another language',
+        )
 
 
 def cells_within_limit(cells: list[GridCell], limit: int | float | None, *, shuffle: bool = False) -> list[GridCell]:
@@ -394,7 +381,8 @@ def cells_within_limit(cells: list[GridCell], limit: int | float | None, *, shuf
 def subset_samplers(
     params: NiahParams,
     *,
-    corpus_dir: Path,
+    corpus_dir: Path | None = None,
+    corpus_source: str | None = None,
     subsets: Sequence[str],
     prompt: PromptSpec | None = None,
     limit: int | float | None = None,
@@ -406,7 +394,11 @@ def subset_samplers(
     Everything that can be checked without building a haystack (subsets, corpus files, tokenizer, lengths) is
     checked for all subsets here, so a bad config fails before the first sample and before any model call.
     ``endpoint`` (api_url, model, api_key of the model under test) is what ``tokenizer_path: 'server'`` counts with.
+    The corpus is the folder ``corpus_dir``, or ``corpus_source`` as EvalScope names it (``corpus.corpus_folder``: a
+    folder, or a ModelScope dataset of which only the files these subsets read are fetched).
     """
+    if corpus_dir is None:
+        corpus_dir = corpus_folder(corpus_source or '', params.resolve_subsets(subsets))
     prompt = prompt or PromptSpec()
     params = corpus_folder_params(get_task(params.task), params, Path(corpus_dir))  # e.g. NeedleBench's needle file
     resolved_subsets = params.resolve_subsets(subsets)
@@ -414,7 +406,8 @@ def subset_samplers(
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
     for resolved in resolved_subsets:
-        cells = cells_within_limit(grid(params, [resolved.name]), limit, shuffle=shuffle)
+        grid_cells = params.cells([resolved.name])
+        cells = cells_within_limit(grid_cells, limit, shuffle=shuffle)
         if not cells:
             continue
         longest = max(cell.context_length for cell in cells)
@@ -426,6 +419,7 @@ def subset_samplers(
             prompt=prompt,
             max_context_length=longest,
             params=params,
+            grid_cells=grid_cells,
         )
         sampler.check_lengths(cells)
         samplers.append((sampler, cells))
@@ -441,7 +435,7 @@ def _haystack_source(
     generated = get_task(subset.task).haystack_text(subset, params, tokens=span)
     if generated is None:
         return subset, load_corpus(corpus_dir, subset)
-    language = text_language(generated.text[:_LANGUAGE_SAMPLE_CHARS], default=subset.language)
+    language = text_language(generated.text, default=subset.language)
     subset = subset.model_copy(update={'corpus_file': generated.name, 'file_list': (), 'language': language})
     return subset, generated_corpus(subset, text=generated.text, needle_separator=generated.needle_separator)
 

@@ -1,7 +1,7 @@
 """The run's own parameters in one typed model: every ``extra_params`` name but those a task declares for itself.
 
 ``NiahParams`` is assembled from small groups, one module each, whose fields are flat ``extra_params`` names: the grid
-(``grid``), the subsets (``subset_params``), sample making (``placement``), grading (``scoring``), sending
+(``grid``), the subsets (``subsets``), sample making (``placement``), grading (``scoring``), sending
 (``sending``), run-size bounds (``limits``) and other tools' names (``aliases``, ``kamradt_names``).
 ``tasks.compose.parse_params`` composes it with each registered task's ``TaskParams`` model into the flat
 ``extra_params`` users write; names and defaults of EvalScope's built-in ``needle_haystack`` are kept so existing
@@ -10,12 +10,13 @@ configs keep working. This module knows no task: a task reads its own parameters
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from ..errors import NiahConfigError
+from ..metadata import GridCell
 from .aliases import ALIASES, AliasParams
 from .grading import ScoringParams
 from .grid import GridParams
@@ -24,8 +25,7 @@ from .limits import LimitsParams
 from .placement import PlacementParams
 from .request_routing import SendingParams
 from .run_size import check_sample_count
-from .subset_params import SubsetParams
-from .subsets import ResolvedSubset, check_subset_list
+from .subsets import ResolvedSubset, SubsetParams, check_subset_list
 from .sweep import SweepParams, check_budget_fits
 
 __all__ = ['ALIASES', 'NiahParams', 'TaskParams']
@@ -88,9 +88,24 @@ class NiahParams(
 
     # ---- derived values -------------------------------------------------------------------------------------
 
+    def cells(self, subsets: Sequence[str]) -> list[GridCell]:
+        """Every cell of the grid in generation order: subsets outer, then lengths, then depths (as the built-in),
+        then the length's control cell, replicates (repeats x needle picks) innermost."""
+        lengths, depths = self.context_length_grid(), self.depth_percent_grid()
+        positions: list[float | None] = [*depths, None] if self.absent_control else list(depths)
+        picks = self.needles_per_cell()
+        return [
+            GridCell(subset, length, depth, repeat, pick)
+            for subset in subsets
+            for length in lengths
+            for depth in positions
+            for repeat in range(self.num_repeats)
+            for pick in range(picks)
+        ]
+
     def samples_per_subset(self) -> int:
-        """Samples of one subset: what ``samples.grid`` yields per subset (lengths x depths/control x repeats x
-        picks), computed without building the grid."""
+        """Samples of one subset: what ``cells`` yields per subset (lengths x depths/control x repeats x picks),
+        computed without building the grid."""
         positions = len(self.depth_percent_grid()) + (1 if self.absent_control else 0)
         return len(self.context_length_grid()) * positions * self.num_repeats * self.needles_per_cell()
 

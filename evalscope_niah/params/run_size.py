@@ -4,7 +4,6 @@ table)."""
 from __future__ import annotations
 
 from ..errors import NiahConfigError
-from .subsets import ResolvedSubset
 
 # Largest context length, in tokens: beyond any model's window, small enough that a typo (an extra zero or three)
 # fails at once instead of tokenizing gigabytes.
@@ -35,22 +34,3 @@ def check_sample_count(total: int, *, shape: str, allow_large_grid: bool) -> int
             'allow_large_grid: true',
         )
     return total
-
-
-def check_corpus_repeats(
-    *, subset: ResolvedSubset, corpus_tokens: int, max_context_length: int, max_corpus_repeats: int
-) -> None:
-    """Refuse a longest context length that needs the corpus repeated more than ``max_corpus_repeats`` times.
-
-    ``corpus_tokens`` may be a lower bound (a prefix indexed far enough for the longest length): the check only
-    fails when the whole corpus is shorter than the longest length divided by the cap.
-    """
-    if corpus_tokens * max_corpus_repeats >= max_context_length:
-        return
-    times = max_context_length / max(corpus_tokens, 1)
-    raise NiahConfigError(
-        'max_corpus_repeats',
-        f'context length {max_context_length:,} would repeat corpus file {subset.corpus_file!r} of subset '
-        f'{subset.name!r} ({corpus_tokens:,} tokens) {times:,.1f} times, more than max_corpus_repeats='
-        f'{max_corpus_repeats}; use a longer corpus, shorter context lengths, or raise max_corpus_repeats',
-    )

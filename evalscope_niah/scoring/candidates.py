@@ -6,11 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from ..languages import CJK_CHAR
 from .bounds import LIST_GAP_CHARS, LISTED_NAME_SCORE, MAX_SCAN_CHARS, MAX_SPANS
 from .cues import cue_near, cue_verdict, excluded_cue_text, is_list_item, other_language
 from .paste import PromptText, paste_evidence
 from .result import RuleScore
-from .text import CJK_CHAR, key_spans, normalise, read_answer, zh_key_spans
+from .text import key_spans, normalise, read_answer, zh_key_spans
 
 __all__ = ['en_names', 'one_candidate_score']
 

@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
+from ..languages import CJK_CHAR
 from .bounds import (
     CUE_WINDOW,
     LIST_ITEM_UNITS,
@@ -20,7 +21,7 @@ from .bounds import (
     UNCERTAIN_SCORE_CAP,
 )
 from .result import RuleScore
-from .text import ANSWER_SENTENCE_END, CJK_CHAR, cjk_share, en_words, item_size, normalise
+from .text import ANSWER_SENTENCE_END, cjk_share, en_words, item_size, normalise
 
 # Cue words near the fact that make a stated fact doubtful. Literal alternations only (linear matching).
 _EN_CUES: dict[str, re.Pattern[str]] = {

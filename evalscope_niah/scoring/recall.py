@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..languages import CJK_CHAR
 from .bounds import CERTAIN_PASS, RECALL_LENGTH_FACTOR, RECALL_LENGTH_MARGIN, UNCERTAIN_LOW
-from .text import CJK_CHAR, check_language, en_facts, en_words, stem, zh_facts, zh_present, zh_units
+from .text import check_language, en_facts, en_words, stem, zh_facts, zh_present, zh_units
 
 __all__ = ['needle_recall', 'rule_is_certain']
 

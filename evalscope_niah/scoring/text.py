@@ -8,6 +8,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..languages import CJK, CJK_CHAR, EN_SENTENCE_MARKS, ZH_SENTENCE_MARKS
 from ..vocabulary import check_language
 from .bounds import MAX_SCAN_CHARS
 
@@ -29,37 +30,11 @@ EN_STOPWORDS = frozenset(
 # Chinese function characters that say nothing about the fact itself ("的", "是", ...).
 ZH_FUNCTION_CHARS = frozenset('的是了就也都着吗呢吧啊之和与在')
 
-CJK = r'\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff'
-CJK_CHAR = re.compile(f'[{CJK}]')
 EN_WORD = re.compile(r'[^\W_]+')
 # Chinese text: every CJK character is a unit; runs of other letters/digits ("GPT4", "2023") form one unit.
 ZH_UNIT = re.compile(f'[{CJK}]|[^\\W_{CJK}]+')
 
 
-# --- where a sentence ends: the one home of the rule, for the haystack (a cut or a needle lands there) and the rules
-# (a cue counts only inside the key's sentence). The marks are shared; the two uses differ on purpose, as said below.
-EN_SENTENCE_MARKS = '.!?'
-# The strong marks end a sentence anywhere; a semicolon or an ellipsis ends one in running Chinese prose (where a cut
-# may land) but not in an answer, where the clause after it still speaks of the key.
-ZH_SENTENCE_MARKS = '。！？'
-ZH_PAUSE_MARKS = '；…'
-EN_CLOSERS = '"\'”’)]'  # a closing quote or bracket may follow the mark
-ZH_CLOSERS = '」”’』）)'
-# A sentence boundary in running prose: a mark (with its closers) and the whitespace after it. The haystack cuts and
-# inserts needles only there, so the prose around a needle stays whole sentences.
-PROSE_SENTENCE_END = {
-    'en': re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}][{re.escape(EN_CLOSERS)}]*\\s+'),
-    'zh': re.compile(f'[{ZH_SENTENCE_MARKS}{ZH_PAUSE_MARKS}]+[{re.escape(ZH_CLOSERS)}]*\\s*'),
-}
-# The same rule in words, for the error about a corpus without any sentence boundary.
-PROSE_SENTENCE_END_RULE = {
-    'en': "'.', '!' or '?' followed by whitespace (a closing quote or bracket may come between)",
-    'zh': "'。', '！', '？', '；' or '…'",
-}
-# Every character that may end a sentence of prose, marks and closers of both languages.
-PROSE_SENTENCE_END_CHARACTERS = frozenset(
-    EN_SENTENCE_MARKS + EN_CLOSERS + ZH_SENTENCE_MARKS + ZH_PAUSE_MARKS + ZH_CLOSERS
-)
 # A sentence end in an answer: any strong mark of either language (answers mix them) or a line break, whitespace or
 # not after it (models write '4821937.It is').
 ANSWER_SENTENCE_END = re.compile(f'[{re.escape(EN_SENTENCE_MARKS)}{ZH_SENTENCE_MARKS}\\n]')
@@ -167,25 +142,6 @@ def zh_present(fact: str, answer_norm: str, answer_words: set[str]) -> bool:
     if CJK_CHAR.match(fact):
         return fact in answer_norm
     return fact in answer_words
-
-
-# Words of Latin letters (digits are no language). A Chinese word is one to three characters, an English one a word:
-# text is Chinese when its CJK characters number at least twice its Latin words ('小明的密码是 OpenAI' is Chinese,
-# 'The capital is 北京' English).
-_LATIN_WORD = re.compile(r'[A-Za-z\u00c0-\u024f]+')
-ZH_CHARS_PER_EN_WORD = 2
-
-
-def text_language(*texts: str, default: str) -> str:
-    """The language the texts are written in ('en' or 'zh'), from their own letters; ``default`` when they have
-    none (digits, symbols). A needle, its question and its key are what their text is, whatever the subset."""
-    check_language(default)
-    text = ' '.join(texts)[:MAX_SCAN_CHARS]
-    cjk = len(CJK_CHAR.findall(text))
-    latin = len(_LATIN_WORD.findall(text))
-    if not cjk and not latin:
-        return default
-    return 'zh' if cjk >= ZH_CHARS_PER_EN_WORD * latin else 'en'
 
 
 WHITESPACE = re.compile(r'\s+')

@@ -67,6 +67,7 @@ The bounds every rule shares (``scoring/bounds.py`` says why each is what it is)
 
 from __future__ import annotations
 
+from ..languages import text_language
 from ..metadata import GridCell, SampleMeta
 from ..params.run_params import TaskParams
 from ..scoring.bounds import (
@@ -92,7 +93,7 @@ from ..scoring.paste import Paste, PromptText, paste_evidence
 from ..scoring.recall import needle_recall
 from ..scoring.result import RuleScore
 from ..scoring.single_needle import single_needle_score
-from ..scoring.text import key_share, key_spans, normalise, text_language
+from ..scoring.text import key_share, key_spans, normalise
 from ..vocabulary import check_language
 from .base import (
     GeneratedHaystack,

@@ -37,12 +37,12 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import NiahConfigError
+from ..languages import text_language
 from ..making.corpus import DEMO_CORPUS_DIR, DEMO_CORPUS_FILES
 from ..making.samples import iter_samples
 from ..metadata import GridCell, SampleMeta
 from ..scoring import PromptText, RuleScore
 from ..scoring.bounds import CERTAIN_PASS, UNCERTAIN_SCORE_CAP
-from ..scoring.text import text_language
 from ..tasks import Task, get_task, register_task, score_answer, unregister_task
 from ..tasks.base import PlanContext
 from ..tasks.compose import parse_params

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from evalscope_niah.corpus_format import DATASET_ID
 from evalscope_niah.errors import NiahConfigError
-from evalscope_niah.making.corpus import load_corpus, resolve_corpus_dir
-from evalscope_niah.params.corpus_format import DATASET_ID
+from evalscope_niah.making.corpus import corpus_folder, load_corpus, resolve_corpus_dir
 from evalscope_niah.tasks.compose import parse_params
 
 CORPUS_FILES = ['PaulGraham_Essays.txt', 'Journey_to_the_West.txt']
@@ -153,13 +153,34 @@ def test_local_path_not_a_directory(tmp_path: Path, kind: str) -> None:
     assert 'PaulGraham_Essays.txt, Journey_to_the_West.txt' in str(info.value)
 
 
+# ---- corpus_folder: EvalScope's one value for a local path or a dataset id ------------------------------------
+
+
+def test_a_corpus_location_that_is_a_folder_is_used_as_is(fixture_corpus_dir: Path) -> None:
+    subsets = parse_params({}).resolve_subsets(['english', 'chinese'])
+    assert corpus_folder(str(fixture_corpus_dir), subsets) == fixture_corpus_dir
+
+
+@pytest.mark.parametrize('location', ['no-such-folder', 'a/b/c', '../../no-such-folder', ''])
+def test_a_corpus_location_neither_folder_nor_dataset_id_is_refused_naming_the_files(location: str) -> None:
+    """Nothing is fetched for it: the one error names local_path and the files the chosen subsets read."""
+    subsets = parse_params({}).resolve_subsets(['chinese'])
+    with pytest.raises(NiahConfigError) as info:
+        corpus_folder(location, subsets)
+    assert info.value.param == 'local_path'
+    assert f'{location!r} is not a directory' in str(info.value)
+    assert str(info.value).endswith('the folder holding Journey_to_the_West.txt')
+
+
 _UNREACHABLE_HUB = textwrap.dedent(
     """
     import json, sys
-    from evalscope_niah.making.corpus import resolve_corpus_dir
+    from evalscope_niah.making.corpus import corpus_folder
     from evalscope_niah.errors import NiahConfigError
+    from evalscope_niah.tasks.compose import parse_params
     try:
-        path = resolve_corpus_dir(local_path=None, files=json.loads(sys.argv[1]), dataset_id=sys.argv[2])
+        # EvalScope's dataset id in place of local_path: an 'owner/name' that is no folder is fetched from the hub.
+        path = corpus_folder(sys.argv[2], parse_params({}).resolve_subsets(json.loads(sys.argv[1])))
     except NiahConfigError as exc:
         print(json.dumps({'param': exc.param, 'message': str(exc)}))
     else:
@@ -188,7 +209,7 @@ def test_unreachable_hub_says_how_to_use_local_path(tmp_path: Path) -> None:
     )
     try:
         result = subprocess.run(
-            [sys.executable, '-c', _UNREACHABLE_HUB, json.dumps(CORPUS_FILES), DATASET_ID],
+            [sys.executable, '-c', _UNREACHABLE_HUB, json.dumps(['english', 'chinese']), DATASET_ID],
             capture_output=True,
             text=True,
             env=env,

@@ -17,7 +17,7 @@ import pytest
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.making.haystack import END_MARGIN_TOKENS, SENTENCE_SEARCH_TOKENS
 from evalscope_niah.making.prompts import DEFAULT_SYSTEM_PROMPT, PromptSpec
-from evalscope_niah.making.samples import ABSENT_REFERENCE, GridCell, NeedleSample, grid, iter_samples
+from evalscope_niah.making.samples import ABSENT_REFERENCE, GridCell, NeedleSample, iter_samples
 from evalscope_niah.making.tokenization import load_tokenizer
 from evalscope_niah.params.subsets import EN_ANSWER, EN_NEEDLE, EN_QUESTION, ZH_ANSWER, ZH_NEEDLE, ZH_QUESTION
 from evalscope_niah.tasks.answer_format import answer_format_guide
@@ -48,7 +48,7 @@ SMALL = {'context_lengths': [600, 1300], 'document_depth_percents': [0, 40, 100]
 
 def test_grid_order_lengths_outer_depths_inner() -> None:
     params = parse_params(SMALL)
-    cells = grid(params, ['english', 'chinese'])
+    cells = params.cells(['english', 'chinese'])
     assert cells == [
         GridCell(subset, length, depth)
         for subset in ('english', 'chinese')
@@ -61,7 +61,7 @@ def test_grid_order_lengths_outer_depths_inner() -> None:
 def test_limit_yields_the_first_cells_of_each_subset(fixture_corpus_dir: Path, limit: int) -> None:
     produced = samples(fixture_corpus_dir, SMALL, subsets=['english', 'chinese'], limit=limit)
     params = parse_params(SMALL)
-    expected = [cell for name in ('english', 'chinese') for cell in grid(params, [name])[:limit]]
+    expected = [cell for name in ('english', 'chinese') for cell in params.cells([name])[:limit]]
     assert [(s.subset, s.context_length, s.depth_percent) for s in produced] == [
         (c.subset, c.context_length, c.depth_percent) for c in expected
     ]
@@ -388,7 +388,7 @@ def test_grid_order_with_control_repeats_and_picks() -> None:
             'n_runs': 3,
         }
     )
-    cells = grid(params, BOTH)
+    cells = params.cells(BOTH)
     expected = [
         GridCell(subset, length, depth, repeat, pick)
         for subset in BOTH
@@ -414,8 +414,8 @@ def test_grid_order_with_control_repeats_and_picks() -> None:
 )
 def test_grid_counts(extra: dict, per_subset: int) -> None:
     params = parse_params({**SMALL, **extra})
-    assert len(grid(params, BOTH)) == 2 * per_subset
-    assert len(grid(params, ['english'])) == per_subset
+    assert len(params.cells(BOTH)) == 2 * per_subset
+    assert len(params.cells(['english'])) == per_subset
 
 
 def test_iter_samples_follows_the_grid_with_controls_and_replicates(fixture_corpus_dir: Path) -> None:
@@ -427,7 +427,7 @@ def test_iter_samples_follows_the_grid_with_controls_and_replicates(fixture_corp
         'n_runs': 2,
     }
     produced = samples(fixture_corpus_dir, extra, subsets=BOTH)
-    cells = grid(parse_params(extra), BOTH)
+    cells = parse_params(extra).cells(BOTH)
     assert [(s.subset, s.context_length, s.depth_percent, s.repeat, s.pick) for s in produced] == [
         (c.subset, c.context_length, c.depth_percent, c.repeat, c.pick) for c in cells
     ]
@@ -446,7 +446,7 @@ def test_every_feature_builds_prompts_of_exactly_the_length_asked(
 ) -> None:
     produced = built(fixture_corpus_dir, feature, path)
     params = parse_params(FEATURES[feature])
-    assert len(produced) == len(grid(params, BOTH))
+    assert len(produced) == len(params.cells(BOTH))
     for s in produced:
         target = s.context_length - params.length_buffer
         assert rendered_tokens(s, path) == target == s.prompt_tokens, (s.subset, s.context_length, s.depth_percent)

@@ -16,13 +16,11 @@ import pytest
 
 from evalscope_niah.errors import NiahConfigError
 from evalscope_niah.integration.param_spec import extra_params_spec
-from evalscope_niah.making.samples import grid
 from evalscope_niah.params.run_params import ALIASES, NiahParams
 from evalscope_niah.params.run_size import (
     MAX_CONTEXT_LENGTH,
     MAX_SAMPLES_HARD_LIMIT,
     MAX_SAMPLES_PER_RUN,
-    check_corpus_repeats,
 )
 from evalscope_niah.params.subsets import (
     DEFAULT_SUBSETS,
@@ -821,8 +819,8 @@ def test_each_grid_axis_is_bounded_before_it_is_built(extra: dict) -> None:
 )
 def test_samples_per_subset_is_the_size_of_the_grid(extra: dict) -> None:
     params = parse_params(extra)
-    assert params.samples_per_subset() == len(grid(params, ['english']))
-    assert params.check_run_size(subset_count=2) == len(grid(params, ['english', 'chinese']))
+    assert params.samples_per_subset() == len(params.cells(['english']))
+    assert params.check_run_size(subset_count=2) == len(params.cells(['english', 'chinese']))
 
 
 def test_run_size_cap_counts_subsets_and_prints_the_count() -> None:
@@ -850,28 +848,6 @@ def test_run_size_has_a_hard_limit_even_when_allowed() -> None:
     with pytest.raises(NiahConfigError) as info:
         params.check_run_size(subset_count=2)
     assert info.value.param == 'allow_large_grid' and 'the run has 1,010,000 samples' in info.value.detail
-
-
-def test_corpus_repeats_boundary() -> None:
-    params = parse_params({})
-    subset = params.resolve_subset('english')
-    check_corpus_repeats(
-        subset=subset, corpus_tokens=5_000, max_context_length=100_000, max_corpus_repeats=params.max_corpus_repeats
-    )  # 20 x
-    with pytest.raises(NiahConfigError) as info:
-        check_corpus_repeats(
-            subset=subset, corpus_tokens=4_999, max_context_length=100_000, max_corpus_repeats=params.max_corpus_repeats
-        )
-    assert info.value.param == 'max_corpus_repeats'
-    assert "would repeat corpus file 'PaulGraham_Essays.txt' of subset 'english' (4,999 tokens) 20.0 times" in str(
-        info.value
-    )
-    raised = parse_params({'max_corpus_repeats': 21})
-    check_corpus_repeats(
-        subset=subset, corpus_tokens=4_999, max_context_length=100_000, max_corpus_repeats=raised.max_corpus_repeats
-    )
-    with pytest.raises(NiahConfigError, match='max_corpus_repeats'):
-        parse_params({'max_corpus_repeats': 0})
 
 
 # ---- hardening: nothing silently ignored ------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from evalscope_niah.params.limits import LimitsParams
 from evalscope_niah.params.placement import PlacementParams
 from evalscope_niah.params.request_routing import SendingParams
 from evalscope_niah.params.run_params import NiahParams, TaskParams
-from evalscope_niah.params.subset_params import SubsetParams
+from evalscope_niah.params.subsets import SubsetParams
 from evalscope_niah.params.sweep import SweepParams
 
 GROUPS: tuple[type[BaseModel], ...] = (

@@ -14,7 +14,6 @@ from evalscope_niah.scoring.text import (
     key_spans,
     normalise,
     read_answer,
-    text_language,
     zh_fact_units,
     zh_units,
 )
@@ -46,26 +45,6 @@ def test_sizes_and_key_share() -> None:
     assert answer_size('Eat a sandwich.', 'en') == 3
     assert answer_size('上海实验室', 'zh') == 5
     assert key_share('Sit in Dolores Park.', 'eat a sandwich and sit in Dolores Park') == 3 / 5
-
-
-@pytest.mark.parametrize(
-    ('text', 'language'),
-    [
-        ('The best thing to do in San Francisco is eat a sandwich and sit in Dolores Park on a sunny day.', 'en'),
-        ('小明最喜欢的实习的地点就是上海人工智能实验室。', 'zh'),
-        ('小明的密码是 OpenAI-2024', 'zh'),  # a Latin word in Chinese text
-        ('The capital of the province is 北京', 'en'),  # a Chinese name in English text
-        ('La Giostra的松露通心粉出自一位名叫Jack的厨师之手', 'zh'),
-    ],
-)
-def test_text_language_is_read_from_the_letters(text: str, language: str) -> None:
-    assert text_language(text, default='en') == language
-    assert text_language(text, default='zh') == language
-
-
-def test_text_language_without_letters_is_the_default() -> None:
-    assert text_language('317', '', default='zh') == 'zh'
-    assert text_language('317', default='en') == 'en'
 
 
 def test_the_ladders_read_an_answer_the_same_way() -> None:

@@ -6,8 +6,8 @@ import itertools
 import re
 from collections.abc import Sequence
 
+from ...languages import CJK_CHAR
 from ...scoring.candidates import en_names
-from ...scoring.text import CJK_CHAR
 from ..kit import PromptText, RuleScore, check_language, one_candidate_score
 
 __all__ = ['chain_answer_score', 'chain_candidates']

@@ -17,7 +17,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ...scoring.text import CJK_CHAR, EN_STOPWORDS, stem
+from ...languages import CJK_CHAR
+from ...scoring.text import EN_STOPWORDS, stem
 from ...vocabulary import Language
 from ..kit import normalise
 
