@@ -18,18 +18,26 @@ REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS = sorted(path.name for path in (REPO / 'benchmarks').glob('bench_*.py'))
 # These start real llama.cpp servers (SmolLM2 via xllamacpp; bench_router also vllm-router), like the slow tests.
 NEED_LOCAL_MODEL = {'bench_router.py', 'bench_server_tokenizer.py'}
+# bench_check --quick runs this one as its own command line, in its own process, on a larger quick grid (both grids):
+# running it again alone would check nothing more (the bench_check case below asserts its table was printed).
+RUN_BY_BENCH_CHECK = 'bench_generation.py'
+
 # format_table's rule under the header ('----  ---') or a Markdown table's ('| --- | --- |').
 TABLE_RULE = re.compile(r'^[-| ]*---[-| ]*$', re.MULTILINE)
 
 
 def test_every_benchmark_is_listed() -> None:
     # A new script is picked up by the glob; this guards the glob itself (a moved folder would run nothing).
-    assert {'bench_run.py', 'bench_scale.py', 'bench_generation.py'} <= set(BENCHMARKS)
+    assert {'bench_run.py', 'bench_scale.py', 'bench_generation.py', 'bench_check.py'} <= set(BENCHMARKS)
 
 
 @pytest.mark.parametrize(
     'script',
-    [pytest.param(name, marks=pytest.mark.slow) if name in NEED_LOCAL_MODEL else name for name in BENCHMARKS],
+    [
+        pytest.param(name, marks=pytest.mark.slow) if name in NEED_LOCAL_MODEL else name
+        for name in BENCHMARKS
+        if name != RUN_BY_BENCH_CHECK
+    ],
 )
 def test_quick_mode_runs_and_prints_its_table(script: str) -> None:
     env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'TRANSFORMERS_VERBOSITY': 'error'}
@@ -44,6 +52,11 @@ def test_quick_mode_runs_and_prints_its_table(script: str) -> None:
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-6000:]
     assert TABLE_RULE.search(done.stdout), done.stdout[-6000:]
+    if script == 'bench_check.py':  # its children's command lines and tables go to its stderr
+        ran = done.stderr.split(f'{RUN_BY_BENCH_CHECK} --quick', 1)
+        assert len(ran) == 2, done.stderr[-6000:]
+        own_output = ran[1].split('\n$ ', 1)[0]  # up to the next script's command line
+        assert TABLE_RULE.search(own_output), own_output[-6000:]
 
 
 def _bench_check():
