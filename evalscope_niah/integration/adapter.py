@@ -29,6 +29,7 @@ from ..metadata import GridCell, SampleMeta
 from ..params.run_params import NiahParams
 from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
+from ..reporting.result_files import subset_effective
 from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
 from ..scoring import PromptText, strip_reasoning
 from ..serving.prefix_gate import PlannedPrompt, PrefixGate
@@ -388,12 +389,20 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             ):
                 if message:
                     logger.warning('needle_haystack: %s', message)
+        threshold, mode = params.effective_length_threshold, effective_length_mode(params)
+        # One bootstrap per subset: the report's effective length, which the run's files state again.
+        found = {
+            subset: subset_effective([*results, *errors], subset=subset, threshold=threshold, mode=mode)
+            for subset in sorted({row.subset for row in [*results, *errors] if not row.control})
+        }
+        self._tally.effective_found(found)
         records = subset_metrics(
             results,
             errors,
-            threshold=params.effective_length_threshold,
-            mode=effective_length_mode(params),
+            threshold=threshold,
+            mode=mode,
             lengths_are_served_tokens=params.tokenizer_path == SERVER_TOKENIZER,
+            effective={subset: computed.length for subset, computed in found.items()},
         )
         aggregates += [
             AggScore(
@@ -451,6 +460,7 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
             plot=plot,
             model=self._plan.model_id,
             files=OutputFiles(self.name),  # each benchmark name keeps its own files when a run has both
+            known_effective=self._tally.effective(),
             **self.page_options(),
         )
 

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from ..metadata import GridCell
     from ..params.run_params import NiahParams
     from ..reporting.live import LiveRun
+    from ..reporting.result_files import SubsetEffective
     from ..serving.redact import Redactor
 
 __all__ = ['RunPlan', 'RunTally']
@@ -76,6 +77,7 @@ class RunTally:
         self._open: dict[str, dict[Hashable, SampleMeta]] = defaultdict(dict)  # subset -> asked, no row yet
         self._scored: dict[str, list[SampleResult]] = {}  # subset -> its rows, as EvalScope aggregated it
         self._errors: dict[str, dict[Hashable, SampleResult]] = defaultdict(dict)  # subset -> sample id -> row
+        self._effective: dict[str, SubsetEffective] = {}  # subset -> the effective length its report was given
         self._report_dir: str | None = None
         self._sweep_plan: dict[str, Any] | None = None
         self._outputs_written = False
@@ -131,6 +133,16 @@ class RunTally:
         with self._lock:
             for sample_id in sample_ids:
                 self._errors.get(subset, {}).pop(sample_id, None)
+
+    def effective_found(self, found: Mapping[str, SubsetEffective]) -> None:
+        """The effective lengths EvalScope's report was given (per subset, with their rows): the run's files state
+        them again where their rows are the same (``reporting.result_files.subset_effective``)."""
+        with self._lock:
+            self._effective.update(found)
+
+    def effective(self) -> dict[str, SubsetEffective]:
+        with self._lock:
+            return dict(self._effective)
 
     def errors_of(self, subset: str) -> list[SampleResult]:
         with self._lock:

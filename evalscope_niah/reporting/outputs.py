@@ -20,7 +20,14 @@ from .labels import SERVED_COUNT, file_name_part
 from .length_status import EffectiveBound
 from .opencompass import write_opencompass_summary
 from .page_text import EN, page_text, subset_language
-from .result_files import effective_lengths, write_cells_csv, write_results, write_summary_json
+from .result_files import (
+    SubsetEffective,
+    effective_lengths,
+    grid_order,
+    write_cells_csv,
+    write_results,
+    write_summary_json,
+)
 from .run_metrics import effective_length_message
 from .sample_record import SampleResult
 from .stats import CellSummary, EffectiveLength, samples_by_cell, summarize_cells
@@ -157,10 +164,6 @@ def find_results_files(root: str | os.PathLike[str]) -> list[Path]:
 RULE_FALLBACK_NOTE = EN.rule_fallback_note
 
 
-def _grid_order(result: SampleResult) -> tuple:
-    return result.subset, result.context_length, result.depth_percent is None, result.depth_percent or 0.0
-
-
 def write_judge_check(
     output_dir: str | os.PathLike[str], judge_check: Mapping[str, Any], *, files: OutputFiles = OutputFiles()
 ) -> str:
@@ -185,24 +188,26 @@ def write_run_outputs(
     files: OutputFiles = OutputFiles(),
     sweep_plan: Mapping[str, Mapping[str, Any]] | None = None,
     languages: Mapping[str, str] | None = None,
+    known_effective: Mapping[str, SubsetEffective] | None = None,
 ) -> None:
     """Results JSONL, cells CSV, summary JSON, OpenCompass CSVs and (``plot``) heatmaps, in grid order so that the
     files of two runs of one grid line up; named by ``files`` (the benchmark name run). ``model`` is the model's
     name in the OpenCompass CSVs (default: the folder's, which may be its safe form: safe_names.py). Drawing may fail
     without losing the scores: it is logged, not raised. ``sweep_plan`` (an adaptive sweep's subset entries,
     sweep_plan.py): the summary lists the cells not tested and the heatmaps draw them grey, labelled so; no row is
-    made up for them. ``languages`` (subset -> 'en' / 'zh', from the run's subsets): the heatmaps' words."""
+    made up for them. ``languages`` (subset -> 'en' / 'zh', from the run's subsets): the heatmaps' words.
+    ``known_effective``: the effective lengths the run's report was given, stated again where their rows are these."""
     if not results:
         return
-    results = sorted(results, key=_grid_order)
+    results = sorted(results, key=grid_order)
     write_results(os.path.join(output_dir, files.results), results)
     cells = summarize_cells(results)
     # A column per value the tasks report, so the header is the same whichever cells hold one.
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
     summary_path = os.path.join(output_dir, files.summary)
     sweep = sweep_summary(sweep_plan) if sweep_plan else None
-    # Computed once (a bootstrap per subset) for the summary file and the heatmaps alike.
-    effective = effective_lengths(results, threshold=threshold, mode=mode)
+    # Computed once (a bootstrap per subset) for the report, the summary file and the heatmaps alike.
+    effective = effective_lengths(results, threshold=threshold, mode=mode, known=known_effective)
     write_summary_json(
         summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep,
         effective=effective,

@@ -13,7 +13,7 @@ import itertools
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,12 +40,15 @@ __all__ = [
     'CELL_CSV_COLUMNS',
     'NO_ANSWER_COLUMN',
     'UNKNOWN_COLUMN',
+    'SubsetEffective',
     'csv_text',
     'effective_lengths',
+    'grid_order',
     'read_cells_csv',
     'read_results',
     'read_summary_json',
     'spreadsheet_unescape',
+    'subset_effective',
     'write_cells_csv',
     'write_results',
     'write_summary_json',
@@ -283,14 +286,58 @@ def write_summary_json(
     return atomic_write_text(path, json_text(payload, indent=2) + '\n')
 
 
+def grid_order(result: SampleResult) -> tuple:
+    """The order rows are written and summarised in: subsets, then lengths, then depths, controls last (a stable
+    sort: rows of one cell keep the order they came in)."""
+    return result.subset, result.context_length, result.depth_percent is None, result.depth_percent or 0.0
+
+
+def _score_order(result: SampleResult) -> tuple:
+    # Grid order, then the score within a cell: rows that came in another order are the same rows in this one.
+    return (*grid_order(result), result.accuracy is None, result.accuracy or 0.0)
+
+
+@dataclass(frozen=True)
+class SubsetEffective:
+    """A subset's effective length with the rows it was computed from (its needle rows, in ``_score_order``): a later
+    caller holding equal rows passes it on instead of running the bootstrap again (``subset_effective``)."""
+
+    rows: tuple[SampleResult, ...]
+    length: EffectiveLength
+
+
+def subset_effective(
+    results: Iterable[SampleResult],
+    *,
+    subset: str,
+    threshold: float,
+    mode: EffectiveMode = 'absolute',
+    known: SubsetEffective | None = None,
+) -> SubsetEffective:
+    """``subset``'s effective length from ``results``; ``known`` itself when it was computed from equal rows with the
+    same threshold and mode (the run's report and its files then state one computation, not two that could differ)."""
+    rows = tuple(sorted((r for r in results if r.subset == subset and not r.control), key=_score_order))
+    same_rule = known is not None and (known.length.threshold, known.length.mode) == (float(threshold), mode)
+    if known is not None and same_rule and known.rows == rows:
+        return known
+    return SubsetEffective(rows, effective_context_length(rows, subset=subset, threshold=threshold, mode=mode))
+
+
 def effective_lengths(
-    results: Sequence[SampleResult], *, threshold: float, mode: EffectiveMode = 'absolute'
+    results: Sequence[SampleResult],
+    *,
+    threshold: float,
+    mode: EffectiveMode = 'absolute',
+    known: Mapping[str, SubsetEffective] | None = None,
 ) -> dict[str, EffectiveLength]:
     """The effective context length (and its bootstrap interval) of every subset that has needle samples, in subset
-    order: computed once per run and passed on to the summary file and the heatmaps."""
+    order: computed once per run and passed on to the summary file and the heatmaps; ``known``: what the run's
+    report was given, reused where its rows are these (``subset_effective``)."""
+    known = known or {}
     subsets = sorted({r.subset for r in results if not r.control})
     return {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode) for subset in subsets
+        subset: subset_effective(results, subset=subset, threshold=threshold, mode=mode, known=known.get(subset)).length
+        for subset in subsets
     }
 
 

@@ -15,7 +15,7 @@ from ..scoring import RULE_PASS_THRESHOLD
 from .labels import length_unit
 from .length_status import EffectiveBound
 from .sample_record import GUESSED, SampleResult
-from .stats import effective_context_length, summarize_subsets
+from .stats import EffectiveLength, effective_context_length, summarize_subsets
 
 __all__ = [
     'OVERALL_AGGREGATION',
@@ -54,13 +54,15 @@ def subset_metrics(
     threshold: float,
     mode: str,
     lengths_are_served_tokens: bool = False,
+    effective: Mapping[str, EffectiveLength] | None = None,
 ) -> list[MetricRecord]:
     """Metrics of the subset(s) in ``results`` (scored samples) and ``errors`` (samples that raised).
 
     ``lengths_are_served_tokens``: the grid was counted by the model's own server (tokenizer_path 'server'), so
-    every served prompt must equal its length; the samples where it does not are counted."""
+    every served prompt must equal its length; the samples where it does not are counted. ``effective``: the
+    subsets' effective lengths when the caller computed them (to pass them on to the run's files); None computes."""
     needle_results = [result for result in [*results, *errors] if not result.control]
-    records = _effective_lengths(needle_results, threshold=threshold, mode=mode)
+    records = _effective_lengths(needle_results, threshold=threshold, mode=mode, effective=effective or {})
     records += _control_rates([result for result in results if result.control])
     records += _subset_shares(needle_results)
     records += _served_ratio([*results, *errors])
@@ -128,22 +130,26 @@ def served_drift_message(results: Sequence[SampleResult], *, subset: str, tokeni
     )
 
 
-def _effective_lengths(results: Sequence[SampleResult], *, threshold: float, mode: str) -> list[MetricRecord]:
+def _effective_lengths(
+    results: Sequence[SampleResult], *, threshold: float, mode: str, effective: Mapping[str, EffectiveLength]
+) -> list[MetricRecord]:
     records = []
     for subset in sorted({result.subset for result in results}):
-        effective = effective_context_length(results, subset=subset, threshold=threshold, mode=mode)
+        found = effective.get(subset) or effective_context_length(
+            results, subset=subset, threshold=threshold, mode=mode
+        )
         # 0 when even the shortest length falls below the threshold; a bound reports the lengths known to pass, and
         # nothing when even the shortest is unknown (a 0 would read as a finding about the model).
-        if effective.per_length and not (effective.length is None and effective.unknown_length is not None):
-            n = sum(item.n for item in effective.per_length)
-            records.append(MetricRecord('effective_context_length', float(effective.length or 0), n))
+        if found.per_length and not (found.length is None and found.unknown_length is not None):
+            n = sum(item.n for item in found.per_length)
+            records.append(MetricRecord('effective_context_length', float(found.length or 0), n))
             # The same length in the model's own tokens (what its server said it read), when the labels are not.
             served = [
                 r.served_prompt_tokens
                 for r in results
-                if r.subset == subset and r.context_length == effective.length and r.served_prompt_tokens
+                if r.subset == subset and r.context_length == found.length and r.served_prompt_tokens
             ]
-            if served and statistics.median(served) != effective.length:
+            if served and statistics.median(served) != found.length:
                 records.append(
                     MetricRecord('effective_context_length_served', float(statistics.median(served)), len(served))
                 )

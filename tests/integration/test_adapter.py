@@ -208,3 +208,31 @@ def test_rerun_review_of_another_grid_never_mixes_cells(judged_run, corpus_dir, 
         with pytest.raises(NiahConfigError, match=r'subset english: context_length changed \(1200 -> 900\)'):
             run_task(task)
         assert server.requests == []
+
+
+def test_the_report_and_the_files_state_one_effective_length_per_subset(corpus_dir, tmp_path, monkeypatch) -> None:
+    """One bootstrap per subset: the report's effective_context_length, which the summary file states again. Every
+    computation of it is counted (each call goes on to the real one)."""
+    from evalscope_niah.reporting import result_files, run_metrics, stats
+
+    calls: list[str] = []
+
+    def counted(results, *, subset, **options):
+        calls.append(subset)
+        return stats.effective_context_length(results, subset=subset, **options)
+
+    for module in (result_files, run_metrics):  # the adapter's path, and the fallback of a caller without one
+        monkeypatch.setattr(module, 'effective_context_length', counted)
+    with OpenAICompatServer({MODEL: depth_sensitive_model}) as server:
+        report = run_task(_task(server, corpus_dir, tmp_path, judge={'strategy': 'rule'}))['needle_haystack']
+    assert sorted(calls) == ['chinese', 'english']
+    reported = {
+        subset.name: subset.score
+        for metric in report.metrics
+        if metric.identity.name == 'effective_context_length' and metric.identity.dimensions == {'scope': 'overall'}
+        for category in metric.categories
+        for subset in category.subsets
+    }
+    summary = json.loads(next(tmp_path.rglob('needle_haystack_summary.json')).read_text(encoding='utf-8'))
+    written = {subset: found['length'] or 0 for subset, found in summary['effective_context_length'].items()}
+    assert reported == written and set(written) == {'chinese', 'english'}

@@ -14,10 +14,12 @@ from evalscope_niah.reporting.outputs import CELLS_FILE, RESULTS_FILE, SUMMARY_F
 from evalscope_niah.reporting.result_files import (
     CELL_CSV_COLUMNS,
     csv_text,
+    effective_lengths,
     read_cells_csv,
     read_results,
     read_summary_json,
     spreadsheet_unescape,
+    subset_effective,
     write_cells_csv,
     write_results,
     write_summary_json,
@@ -320,3 +322,36 @@ def test_cells_csv_counts_replies_with_no_final_answer(tmp_path: Path) -> None:
     rows = list(csv.DictReader(io.StringIO(path.read_text(encoding='utf-8'))))
     assert [(row['n'], row['no_answer'], row['precision']) for row in rows] == [('2', '1', '0.5')]
     assert read_cells_csv(path) == cells
+
+
+# ---- one effective length per subset, stated by the report and the files alike -----------------------------------
+
+
+def test_an_effective_length_is_passed_on_for_the_same_rows_in_another_order() -> None:
+    rows = curve(1.0, 0.9, 0.5) + at_length(1000, [1.0, 0.0], subset='zh')
+    first = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    again = subset_effective(list(reversed(rows)), subset='en', threshold=EFFECTIVE_THRESHOLD, known=first)
+    assert again is first  # not a second bootstrap
+    assert first.length == effective_context_length(rows, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert effective_lengths(rows, threshold=EFFECTIVE_THRESHOLD, known={'en': first})['en'] is first.length
+
+
+@pytest.mark.parametrize(
+    'change',
+    ['a row changed', 'a row more', 'another threshold', 'another mode'],
+)
+def test_an_effective_length_is_computed_again_when_its_rows_or_rule_differ(change: str) -> None:
+    rows = curve(1.0, 0.9, 0.5)
+    known = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    threshold, mode = EFFECTIVE_THRESHOLD, 'absolute'
+    if change == 'a row changed':
+        rows = [dataclasses.replace(rows[-1], accuracy=1.0), *rows[:-1]]
+    elif change == 'a row more':
+        rows = [*rows, errored(context_length=4000, depth_percent=50.0)]
+    elif change == 'another threshold':
+        threshold = 0.5
+    else:
+        mode = 'relative'
+    found = subset_effective(rows, subset='en', threshold=threshold, mode=mode, known=known)
+    assert found is not known
+    assert found.length == effective_context_length(rows, subset='en', threshold=threshold, mode=mode)
