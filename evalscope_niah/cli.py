@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -121,6 +121,7 @@ def _plot(args: argparse.Namespace) -> int:
     from .reporting.live import find_unfinished_runs
     from .reporting.outputs import OutputFiles, draw_heatmaps, find_results_files, in_served_tokens, results_file_names
     from .reporting.result_files import read_results_to_draw
+    from .reporting.sweep_plan import untested_lengths
 
     found = [path for work_dir in args.work_dirs for path in find_results_files(work_dir)]
     unfinished = [path for work_dir in args.work_dirs for path in find_unfinished_runs(work_dir)]
@@ -145,9 +146,17 @@ def _plot(args: argparse.Namespace) -> int:
             print(f'evalscope-niah plot: error: {exc}', file=sys.stderr)
             return 1
         files = OutputFiles.of_results_file(results_file)  # a run of both names keeps both sets of heatmaps
-        effective = _effective_lengths(results_file.parent, results, files)
-        options = {'prefix': files.heatmap_prefix}
+        sweep = _sweep_plan(results_file.parent / files.sweep_plan)
+        effective = _effective_lengths(results_file.parent, results, files, sweep)
+        options: dict[str, Any] = {'prefix': files.heatmap_prefix, 'sweep_plan': sweep}
         if args.served_tokens:
+            if sweep and any(untested_lengths(entry) for entry in sweep.values()):
+                print(
+                    f'evalscope-niah plot: {results_file.parent} is an adaptive sweep that left lengths untested, '
+                    'which have no served counts: plot it without --served-tokens',
+                    file=sys.stderr,
+                )
+                return 1
             results, effective = in_served_tokens(results, effective)
             options = {'prefix': f'{files.heatmap_prefix}_served', 'served_tokens': True}
         for path in draw_heatmaps(
@@ -185,15 +194,29 @@ def _plot_unfinished(progress_files: Sequence[Path], args: argparse.Namespace) -
     return 0
 
 
+def _sweep_plan(path: Path) -> dict[str, dict[str, Any]] | None:
+    """An adaptive run's plan beside its results (its untested cells are drawn grey); None without one, or when the
+    file is not one (said on stderr: the heatmaps are drawn from the results alone)."""
+    from .reporting.sweep_plan import read_sweep_plan
+
+    if not path.is_file():
+        return None
+    try:
+        return read_sweep_plan(path)
+    except ValueError as exc:
+        print(f'evalscope-niah plot: ignoring {exc}', file=sys.stderr)
+        return None
+
+
 def _effective_lengths(
-    report_dir: Path, results: Sequence[SampleResult], files: OutputFiles
+    report_dir: Path, results: Sequence[SampleResult], files: OutputFiles, sweep: Mapping[str, Any] | None = None
 ) -> dict[str, EffectiveBound]:
     """Effective lengths (a bound names its unknown length) as the run stored them (its threshold and mode), else
-    computed with the defaults."""
-    from .reporting.result_files import read_summary_json
-    from .reporting.stats import effective_context_length
+    computed with the defaults (and the lengths an adaptive ``sweep`` did not send)."""
+    from .reporting.result_files import effective_lengths, read_summary_json
+    from .reporting.sweep_plan import untested_lengths
 
-    grid: dict[str, set[int]] = {}
+    grid: dict[str, set[int]] = {subset: set(entry['context_lengths']) for subset, entry in (sweep or {}).items()}
     for result in results:
         if not result.control:
             grid.setdefault(result.subset, set()).add(result.context_length)
@@ -213,10 +236,9 @@ def _effective_lengths(
             print(f'evalscope-niah plot: ignoring {stored}: {exc}', file=sys.stderr)
     fields = NiahParams.model_fields  # the parameter model owns the defaults
     threshold, mode = fields['effective_length_threshold'].default, fields['effective_length_mode'].default
-    return {
-        subset: effective_context_length(results, subset=subset, threshold=threshold, mode=mode).bound
-        for subset in sorted(grid)
-    }
+    untested = {subset: untested_lengths(entry) for subset, entry in (sweep or {}).items()}
+    found = effective_lengths(results, threshold=threshold, mode=mode, untested=untested)
+    return {subset: length.bound for subset, length in found.items()}
 
 
 def _plot_csv(args: argparse.Namespace) -> int:

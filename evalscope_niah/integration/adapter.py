@@ -31,6 +31,7 @@ from ..reporting.no_answer import no_answer_message
 from ..reporting.outputs import OutputFiles, write_run_outputs
 from ..reporting.result_files import subset_effective
 from ..reporting.run_metrics import judge_failure_message, served_drift_message, subset_metrics
+from ..reporting.sweep_plan import untested_lengths
 from ..scoring import PromptText, strip_reasoning
 from ..serving.prefix_gate import PlannedPrompt, PrefixGate
 from ..serving.routing import routing_headers, routing_key
@@ -391,8 +392,15 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
                     logger.warning('needle_haystack: %s', message)
         threshold, mode = params.effective_length_threshold, effective_length_mode(params)
         # One bootstrap per subset: the report's effective length, which the run's files state again.
+        sweep = self._tally.sweep_plan or {}  # an adaptive sweep's lengths not sent are neither passed nor failed
         found = {
-            subset: subset_effective([*results, *errors], subset=subset, threshold=threshold, mode=mode)
+            subset: subset_effective(
+                [*results, *errors],
+                subset=subset,
+                threshold=threshold,
+                mode=mode,
+                untested=untested_lengths(sweep[subset]) if subset in sweep else None,
+            )
             for subset in sorted({row.subset for row in [*results, *errors] if not row.control})
         }
         self._tally.effective_found(found)

@@ -31,7 +31,7 @@ from .result_files import (
 from .run_metrics import effective_length_message
 from .sample_record import SampleResult
 from .stats import CellSummary, EffectiveLength, samples_by_cell, summarize_cells
-from .sweep_plan import untested_cells
+from .sweep_plan import untested_cells, untested_lengths
 
 __all__ = [
     'CELLS_FILE',
@@ -204,13 +204,12 @@ def write_run_outputs(
     cells = summarize_cells(results)
     # A column per value the tasks report, so the header is the same whichever cells hold one.
     write_cells_csv(os.path.join(output_dir, files.cells), cells, value_columns=reported_values())
-    summary_path = os.path.join(output_dir, files.summary)
-    sweep = sweep_summary(sweep_plan) if sweep_plan else None
     # Computed once (a bootstrap per subset) for the report, the summary file and the heatmaps alike.
-    effective = effective_lengths(results, threshold=threshold, mode=mode, known=known_effective)
+    untested = {subset: untested_lengths(entry) for subset, entry in (sweep_plan or {}).items()}
+    effective = effective_lengths(results, threshold=threshold, mode=mode, known=known_effective, untested=untested)
     write_summary_json(
-        summary_path, results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD, mode=mode, sweep=sweep,
-        effective=effective,
+        os.path.join(output_dir, files.summary), results, threshold=threshold, pass_mark=RULE_PASS_THRESHOLD,
+        mode=mode, sweep=sweep_summary(sweep_plan) if sweep_plan else None, effective=effective,
     )  # fmt: skip
     model = model or os.path.basename(os.path.normpath(output_dir))
     write_opencompass_summaries(output_dir, cells, model=model, files=files)

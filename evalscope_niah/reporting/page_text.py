@@ -151,6 +151,8 @@ EN = PageText(
         'cut replies': '{n} cut replies',
         'reply with no final answer': '{n} reply with no final answer',
         'replies with no final answer': '{n} replies with no final answer',
+        'sample not tested': '{n} sample not tested',
+        'samples not tested': '{n} samples not tested',
     },
     list_separator=', ',
 )
@@ -229,6 +231,8 @@ ZH = PageText(
         'cut replies': '{n} 个被截断的回复',
         'reply with no final answer': '{n} 个没有最终答案的回复',
         'replies with no final answer': '{n} 个没有最终答案的回复',
+        'sample not tested': '{n} 个样本未测试',
+        'samples not tested': '{n} 个样本未测试',
     },
     list_separator='、',
 )

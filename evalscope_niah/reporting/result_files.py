@@ -8,6 +8,7 @@ plotting and CLI code can group and sort without parsing.  No evalscope import.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import itertools
 import json
@@ -299,11 +300,13 @@ def _score_order(result: SampleResult) -> tuple:
 
 @dataclass(frozen=True)
 class SubsetEffective:
-    """A subset's effective length with the rows it was computed from (its needle rows, in ``_score_order``): a later
-    caller holding equal rows passes it on instead of running the bootstrap again (``subset_effective``)."""
+    """A subset's effective length with what it was computed from (its needle rows, in ``_score_order``, and the
+    grid lengths the run did not send): a later caller holding the same passes it on instead of running the bootstrap
+    again (``subset_effective``)."""
 
     rows: tuple[SampleResult, ...]
     length: EffectiveLength
+    untested: tuple[tuple[int, str], ...] = ()  # (length, why) of each grid length not sent
 
 
 def subset_effective(
@@ -313,14 +316,39 @@ def subset_effective(
     threshold: float,
     mode: EffectiveMode = 'absolute',
     known: SubsetEffective | None = None,
+    untested: Mapping[int, str] | None = None,
 ) -> SubsetEffective:
     """``subset``'s effective length from ``results``; ``known`` itself when it was computed from equal rows with the
-    same threshold and mode (the run's report and its files then state one computation, not two that could differ)."""
+    same threshold, mode and untested lengths (the run's report and its files then state one computation, not two
+    that could differ). ``untested``: the grid lengths the run did not send (an adaptive sweep that stopped on its
+    budget), each with why: the walk up the lengths cannot pass one, so reaching it makes the effective length a
+    bound."""
     rows = tuple(sorted((r for r in results if r.subset == subset and not r.control), key=_score_order))
+    untested_pairs = tuple(sorted((untested or {}).items()))
     same_rule = known is not None and (known.length.threshold, known.length.mode) == (float(threshold), mode)
-    if known is not None and same_rule and known.rows == rows:
+    if known is not None and same_rule and known.rows == rows and known.untested == untested_pairs:
         return known
-    return SubsetEffective(rows, effective_context_length(rows, subset=subset, threshold=threshold, mode=mode))
+    found = effective_context_length(rows, subset=subset, threshold=threshold, mode=mode)
+    return SubsetEffective(rows, _bounded_by_untested(found, dict(untested_pairs)), untested_pairs)
+
+
+def _bounded_by_untested(found: EffectiveLength, untested: Mapping[int, str]) -> EffectiveLength:
+    """``found`` (over the lengths sent) as a bound at the first untested length the walk reaches: a length not sent
+    is neither passed nor failed, so the effective length is at least the passing lengths below it, and no more."""
+    stop = next((score.context_length for score in found.per_length if score.status != 'pass'), None)
+    gap = next((length for length in sorted(untested) if stop is None or length < stop), None)
+    if gap is None:
+        return found
+    passing = [score.context_length for score in found.per_length if score.context_length < gap]
+    point = passing[-1] if passing else None  # every tested length below the gap passes: the walk reached it
+    return dataclasses.replace(
+        found,
+        length=point,
+        ci_low=min(found.ci_low or 0, point or 0) or None,
+        ci_high=min(found.ci_high or 0, point or 0) or None,
+        unknown_length=gap,
+        unknown_reason=untested[gap],
+    )
 
 
 def effective_lengths(
@@ -329,16 +357,18 @@ def effective_lengths(
     threshold: float,
     mode: EffectiveMode = 'absolute',
     known: Mapping[str, SubsetEffective] | None = None,
+    untested: Mapping[str, Mapping[int, str]] | None = None,
 ) -> dict[str, EffectiveLength]:
     """The effective context length (and its bootstrap interval) of every subset that has needle samples, in subset
     order: computed once per run and passed on to the summary file and the heatmaps; ``known``: what the run's
-    report was given, reused where its rows are these (``subset_effective``)."""
-    known = known or {}
-    subsets = sorted({r.subset for r in results if not r.control})
-    return {
-        subset: subset_effective(results, subset=subset, threshold=threshold, mode=mode, known=known.get(subset)).length
-        for subset in subsets
-    }
+    report was given, reused where it was computed from the same (``subset_effective``); ``untested``: per subset,
+    the grid lengths the run did not send and why."""
+    known, untested = known or {}, untested or {}
+    found = {}
+    for subset in sorted({r.subset for r in results if not r.control}):
+        options = {'known': known.get(subset), 'untested': untested.get(subset)}
+        found[subset] = subset_effective(results, subset=subset, threshold=threshold, mode=mode, **options).length
+    return found
 
 
 def _effective_from_dict(data: Mapping[str, Any]) -> EffectiveLength:

@@ -96,8 +96,14 @@ def effective_length_message(bound: EffectiveBound, *, subset: str, tokenizer: s
     if not bound.is_bound:
         return None
     text = bound.describe(lambda length: f'{length:,}')
-    errored = 'server error' in (bound.reason or '')
-    retry = '; resume the run with --use-cache DIR to retry the errored samples' if errored else ''
+    reason = bound.reason or ''
+    retry = (
+        '; resume the run with --use-cache DIR to retry the errored samples'
+        if 'server error' in reason
+        else '; the adaptive sweep stopped before it (its budget): raise sweep_budget_prompts or sweep_budget_tokens'
+        if 'not tested' in reason
+        else ''
+    )
     return f'subset {subset}: effective context length {text} ({length_unit(tokenizer)}): unknown, not failed{retry}'
 
 

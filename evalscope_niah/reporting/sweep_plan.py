@@ -24,6 +24,7 @@ rewritten after every round, so a run cut short leaves the rounds it finished.
 
 from __future__ import annotations
 
+import json
 import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -31,11 +32,27 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import atomic_write_text
+from ..errors import NiahConfigError
 from ..escaping import json_text
+from ..safe_files import read_bounded
 
-__all__ = ['PLAN_FORMAT', 'planned_axes', 'subset_plan', 'untested_cells', 'write_sweep_plan']
+__all__ = [
+    'PLAN_FORMAT',
+    'UNTESTED_KIND',
+    'planned_axes',
+    'read_sweep_plan',
+    'subset_plan',
+    'untested_cells',
+    'untested_lengths',
+    'write_sweep_plan',
+]
 
 PLAN_FORMAT = 1
+# A plan file past this is no plan this package wrote (the largest grid allowed plans a few MB): refused unread.
+MAX_PLAN_BYTES = 64 * 1024 * 1024
+_STOPS = (None, 'pinned', 'errors', 'budget', 'exhausted')
+# Why a length the sweep did not send is unknown, as a reader counts it (one, many): page_text has the words.
+UNTESTED_KIND = ('sample not tested', 'samples not tested')
 
 Cell = tuple[int, float]  # (context_length, depth_percent)
 
@@ -87,5 +104,62 @@ def untested_cells(entry: Mapping[str, Any]) -> list[Cell]:
     return [(cell['context_length'], cell['depth_percent']) for cell in entry['cells'] if not cell['sent']]
 
 
+def untested_lengths(entry: Mapping[str, Any]) -> dict[int, str]:
+    """The lengths of a subset's entry that no round sent, each with why it is unknown ('6 samples not tested'): the
+    effective length cannot pass one (``result_files.subset_effective``)."""
+    sent = {cell['context_length'] for cell in entry['cells'] if cell['sent']}
+    planned = Counter()
+    for cell in entry['cells']:
+        planned[cell['context_length']] += cell['planned']
+    one, many = UNTESTED_KIND
+    return {
+        length: f'{planned[length]} {one if planned[length] == 1 else many}'
+        for length in entry['context_lengths']
+        if length not in sent
+    }
+
+
 def planned_axes(entry: Mapping[str, Any]) -> tuple[list[int], list[float]]:
     return list(entry['context_lengths']), list(entry['depth_percents'])
+
+
+def read_sweep_plan(path: str | os.PathLike[str]) -> dict[str, dict[str, Any]]:
+    """The subsets' entries of a file written by ``write_sweep_plan``; ValueError when it is not one. The file may
+    have been edited by anyone: it is read bounded and checked whole, never half used."""
+    try:
+        raw = read_bounded(Path(path), limit=MAX_PLAN_BYTES, param='sweep plan', where=str(path))
+        data = json.loads(raw)
+        if not isinstance(data, dict) or data.get('format') != PLAN_FORMAT or not isinstance(data['subsets'], dict):
+            raise ValueError(f'not a sweep plan of format {PLAN_FORMAT}')
+        return {str(subset): _checked_entry(entry) for subset, entry in data['subsets'].items()}
+    # JSONDecodeError is a ValueError; RecursionError: a hostile file nested thousands deep.
+    except (NiahConfigError, KeyError, TypeError, ValueError, RecursionError) as exc:
+        raise ValueError(f'{path}: not a needle_haystack sweep plan: {type(exc).__name__}: {exc}') from None
+
+
+def _checked_entry(entry: Any) -> dict[str, Any]:
+    lengths, depths, cells = entry['context_lengths'], entry['depth_percents'], entry['cells']
+    if not all(_is_int(length) for length in lengths) or not all(_is_number(depth) for depth in depths):
+        raise ValueError('context_lengths must be integers and depth_percents numbers')
+    on_axes = set(lengths), set(depths)
+    for cell in cells:
+        if cell['context_length'] not in on_axes[0] or cell['depth_percent'] not in on_axes[1]:
+            raise ValueError('a cell lies outside the axes of its plan')
+        if not all(_is_int(cell[count]) and cell[count] >= 0 for count in ('planned', 'sent')):
+            raise ValueError('planned and sent must be counts')
+    if entry['stop'] not in _STOPS:
+        raise ValueError(f'stop must be one of {list(_STOPS)}')
+    return {
+        'context_lengths': list(lengths),
+        'depth_percents': list(depths),
+        'cells': list(cells),
+        'stop': entry['stop'],
+    }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value  # NaN is no depth

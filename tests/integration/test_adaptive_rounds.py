@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from evalscope_niah.cli import main as cli_main
 from evalscope_niah.making.adaptive_plan import ERROR_ATTEMPTS
 from evalscope_niah.testing.openai_server import OpenAICompatServer
 from evalscope_niah.testing.responders import message_text, needle_finder
@@ -210,3 +211,45 @@ def test_an_outage_at_one_length_stops_on_errors_never_a_fail_and_a_resume_after
     # The server healed: the resume asks only what had no answer, and the sweep walks on to the longest length.
     assert healed_plan['stop'] == 'pinned'
     assert summary['effective_context_length']['english']['length'] == OUTAGE_GRID['context_lengths'][-1]
+
+
+def test_a_sweep_stopped_by_its_budget_reports_at_least_the_lengths_it_passed(
+    fixture_corpus_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The model finds every needle up to 900; the budget stops the sweep after the shortest lengths. Those pass, the
+    next length was never sent: the effective length is at least the longest sent (in the report, the summary and
+    the heatmap), with the next length unknown and why, never a settled number the model could exceed."""
+    register()
+    extra = {**GRID, 'sweep_budget_prompts': 16}
+    with OpenAICompatServer({MODEL: SIMULATED}) as server:
+        settings = task_settings(
+            server, fixture_corpus_dir, tmp_path, model=MODEL, extra=extra, subsets=['english'], eval_batch_size=1
+        )
+        report = run_task(TaskConfig(**settings))['needle_haystack']
+    reports = _report_dir(tmp_path)
+    plan = json.loads((reports / 'needle_haystack_sweep_plan.json').read_text())['subsets']['english']
+    assert plan['stop'] == 'budget'
+    sent = sorted({cell['context_length'] for cell in plan['cells'] if cell['sent']})
+    next_length = GRID['context_lengths'][len(sent)]
+    assert sent == GRID['context_lengths'][: len(sent)] and next_length <= 900  # it would have passed
+    found = json.loads((reports / 'needle_haystack_summary.json').read_text())['effective_context_length']['english']
+    assert found['length'] == sent[-1]
+    assert found['unknown_length'] == next_length
+    assert found['unknown_reason'] == f'{len(GRID["document_depth_percents"]) * GRID["num_repeats"]} samples not tested'
+    reported = [m.score for m in report.metrics if m.identity.name == 'effective_context_length']
+    assert reported == [sent[-1]]  # the lengths known to pass, as for any bound
+    page = (reports / 'needle_haystack_heatmap_english.html').read_text(encoding='utf-8')
+    assert 'samples not tested' in page
+    # Redrawn by `evalscope-niah plot`: the plan is read back, so the same bound and the untested cells are drawn.
+    page_file = reports / 'needle_haystack_heatmap_english.html'
+    page_file.unlink()
+    capsys.readouterr()
+    assert cli_main(['plot', str(tmp_path)]) == 0
+    assert page_file.read_text(encoding='utf-8') == page and 'ignoring' not in capsys.readouterr().err
+    assert cli_main(['plot', '--served-tokens', str(tmp_path)]) == 1  # untested lengths have no served counts
+    assert 'plot it without --served-tokens' in capsys.readouterr().err
+    # A plan file edited into nonsense is said and left out, never half used: the rows alone are drawn.
+    plan_file = reports / 'needle_haystack_sweep_plan.json'
+    plan_file.write_text(plan_file.read_text().replace('"sent": 0', '"sent": -1'), encoding='utf-8')
+    assert cli_main(['plot', str(tmp_path)]) == 0
+    assert 'not a needle_haystack sweep plan' in capsys.readouterr().err

@@ -173,9 +173,11 @@ def test_every_reason_a_length_is_unknown_has_its_words_in_each_language() -> No
     """length_status counts unscored samples in its own words; a kind added there without words here would show
     English on a Chinese page."""
     from evalscope_niah.reporting.length_status import _UNSCORED_KINDS
+    from evalscope_niah.reporting.sweep_plan import UNTESTED_KIND
 
-    kinds = {words for _, one, many in _UNSCORED_KINDS for words in (one, many)}
+    kinds = {words for _, one, many in _UNSCORED_KINDS for words in (one, many)} | set(UNTESTED_KIND)
     assert kinds == set(EN.unscored_kinds) == set(ZH.unscored_kinds)
     assert reason_text('3 server errors, 1 cut reply', EN) == '3 server errors, 1 cut reply'
     assert reason_text('3 server errors, 1 cut reply', ZH) == '3 个服务错误、1 个被截断的回复'
+    assert reason_text('6 samples not tested', ZH) == '6 个样本未测试'  # a length an adaptive sweep did not send
     assert reason_text(None, ZH) == '已评分的样本太少'

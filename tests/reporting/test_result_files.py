@@ -355,3 +355,40 @@ def test_an_effective_length_is_computed_again_when_its_rows_or_rule_differ(chan
     found = subset_effective(rows, subset='en', threshold=threshold, mode=mode, known=known)
     assert found is not known
     assert found.length == effective_context_length(rows, subset='en', threshold=threshold, mode=mode)
+
+
+# ---- lengths the run did not send (an adaptive sweep stopped on its budget) ----------------------------------------
+
+
+def test_a_length_not_sent_bounds_an_effective_length_it_would_have_extended() -> None:
+    """Every sent length passes, the next grid length was never sent: at least the longest sent, that one unknown
+    (named, with why), never settled: the model may hold the whole grid."""
+    rows = curve(1.0, 1.0)  # 1k and 2k sent, all right
+    found = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, untested={8000: 'x', 4000: 'why'})
+    length = found.length
+    assert (length.length, length.unknown_length, length.unknown_reason) == (2000, 4000, 'why')
+    assert length.bound.is_bound and length.ci_high is not None and length.ci_high <= 2000
+    settled = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD)
+    assert (settled.length.length, settled.length.unknown_length) == (2000, None)
+    again = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, known=settled, untested={4000: 'why'})
+    assert again is not settled and again.length.unknown_length == 4000
+    assert subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, known=found) is not found  # rule differs
+
+
+@pytest.mark.parametrize(
+    ('accuracies', 'expected'),
+    [
+        ((1.0, 0.2), (1000, None)),  # a sent length fails below the untested one: settled, it is not reached
+        ((0.2, 1.0), (None, None)),  # the shortest fails: nothing passes, whatever is above
+    ],
+)
+def test_a_length_not_sent_above_a_failing_one_changes_nothing(accuracies: tuple, expected: tuple) -> None:
+    rows = curve(*accuracies)
+    found = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, untested={4000: 'why'}).length
+    assert (found.length, found.unknown_length) == expected
+
+
+def test_a_length_not_sent_above_an_unknown_one_leaves_the_unknown_one_named() -> None:
+    rows = [*curve(1.0), errored(context_length=2000, depth_percent=50.0)]
+    found = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, untested={4000: 'why'}).length
+    assert (found.length, found.unknown_length, found.unknown_reason) == (1000, 2000, '1 server error')

@@ -8,9 +8,17 @@ import csv
 import json
 from pathlib import Path
 
+import pytest
+
 from evalscope_niah.reporting.outputs import OutputFiles, write_run_outputs
 from evalscope_niah.reporting.sample_record import SampleResult
-from evalscope_niah.reporting.sweep_plan import planned_axes, subset_plan, untested_cells, write_sweep_plan
+from evalscope_niah.reporting.sweep_plan import (
+    planned_axes,
+    subset_plan,
+    untested_cells,
+    untested_lengths,
+    write_sweep_plan,
+)
 
 PLANNED = [(length, depth) for length in (1000, 2000, 3000) for depth in (0.0, 100.0) for _ in range(2)]
 ROUNDS = [[(1000, 0.0), (1000, 100.0), (2000, 0.0)], [(1000, 0.0)]]
@@ -59,3 +67,45 @@ def test_untested_cells_are_listed_and_drawn_empty_never_filled_in(tmp_path: Pat
     assert '3k' in html  # the untested length is a column of the heatmap, not dropped
     plan = json.loads((tmp_path / files.sweep_plan).read_text())
     assert plan['format'] == 1 and plan['subsets']['english']['cells'][-1]['sent'] == 0
+
+
+def test_lengths_no_round_sent_are_named_with_the_samples_they_plan() -> None:
+    planned = [(300, 0.0), (300, 50.0), (500, 0.0), (500, 50.0), (500, 50.0), (700, 0.0)]
+    entry = subset_plan(planned, [[(300, 0.0), (300, 50.0)], [(500, 50.0)]], stop='budget')
+    # 500 is partly sent: tested (its unsent cells are not a length's verdict); 700 never was.
+    assert untested_lengths(entry) == {700: '1 sample not tested'}
+    assert untested_lengths(subset_plan(planned, [], stop='budget')) == {
+        300: '2 samples not tested',
+        500: '3 samples not tested',
+        700: '1 sample not tested',
+    }
+
+
+def test_a_plan_file_reads_back_and_a_hostile_one_is_refused_whole(tmp_path: Path, monkeypatch) -> None:
+    from evalscope_niah.reporting import sweep_plan
+
+    planned = [(300, 0.0), (300, 50.0), (500, 0.0)]
+    entry = subset_plan(planned, [[(300, 0.0)]], stop='budget')
+    path = write_sweep_plan(tmp_path / 'plan.json', {'english': entry}, settings={'threshold': 0.85})
+    read = sweep_plan.read_sweep_plan(path)
+    assert untested_lengths(read['english']) == untested_lengths(entry) == {500: '1 sample not tested'}
+    hostile = {
+        'nested': '[' * 100_000 + ']' * 100_000,
+        'no plan': '{"format": 1, "subsets": []}',
+        'a cell off the axes': json.dumps({'format': 1, 'subsets': {'english': {**entry, 'context_lengths': [300]}}}),
+        'a negative count': json.dumps(
+            {'format': 1, 'subsets': {'english': {**entry, 'cells': [{**entry['cells'][0], 'sent': -1}]}}}
+        ),
+        'a stop it never writes': json.dumps({'format': 1, 'subsets': {'english': {**entry, 'stop': '<b>'}}}),
+        'a length that is no integer': json.dumps(
+            {'format': 1, 'subsets': {'english': {**entry, 'context_lengths': [300, True]}}}
+        ),
+    }
+    for name, text in hostile.items():
+        bad = tmp_path / f'{name}.json'
+        bad.write_text(text, encoding='utf-8')
+        with pytest.raises(ValueError, match='not a needle_haystack sweep plan'):
+            sweep_plan.read_sweep_plan(bad)
+    monkeypatch.setattr(sweep_plan, 'MAX_PLAN_BYTES', 100)
+    with pytest.raises(ValueError, match='at most 100 are read'):
+        sweep_plan.read_sweep_plan(path)  # refused by its size, before it is parsed
