@@ -197,6 +197,7 @@ FLOORS: tuple[frozenset[str], ...] = (
             'torn_lines',
             'languages',
             'corpus_format',
+            'length_verdict',
         }
     ),
     frozenset({'scoring', 'serving'}),

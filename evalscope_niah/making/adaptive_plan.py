@@ -22,7 +22,9 @@ part of its samples; one near the threshold is sent until the grid could know no
 Errors are not answers. A sample that was sent and errored (score None) does not count as a fail: it is asked again
 in a later round, up to ``ERROR_ATTEMPTS`` sends in all, while its length is undecided. A length that no sample left
 to send could settle, because errored samples might still tip it, is unknown: the sweep stops there with ``errors``
-and the effective length is at least the length below it.
+and the effective length is at least the length below it. A length with errored samples is settled only where the
+report of the samples sent (``length_verdict``, errored ones unscored) settles it the same way, so the sweep never
+walks on past a length its report will call unknown, nor stops at one its report will settle.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from ..length_verdict import length_word
 from ..vocabulary import LengthStatus
 
 __all__ = [
@@ -126,6 +129,7 @@ class _Tally:
     pending: tuple[PlanUnit, ...]  # may still be sent: never sent, or errored with attempts left (these first)
     errored: int  # errored with no attempt left: their score stays unknown
     sent: bool  # any of its samples was sent
+    retrying: int = 0  # errored with attempts left (among ``pending``): no score yet
 
     @property
     def open_count(self) -> int:
@@ -144,7 +148,7 @@ def _tally(units: Sequence[PlanUnit], scores: Scores, attempts: Attempts) -> _Ta
             retry.append(unit)
         else:
             errored += 1
-    return _Tally(len(units), total, scored, (*retry, *unsent), errored, len(unsent) < len(units))
+    return _Tally(len(units), total, scored, (*retry, *unsent), errored, len(unsent) < len(units), len(retry))
 
 
 @functools.lru_cache(maxsize=65_536)
@@ -170,18 +174,37 @@ def _status(tally: _Tally, threshold: float, alpha: float) -> Status:
         return 'pass'
     if tally.scored + rest and (tally.total + rest) / (tally.scored + rest) < threshold:
         return 'fail'
-    if tally.scored and math.isfinite(threshold):
-        # The grid passes the length when at least ``needed`` of its samples are right. Could what was seen come
-        # from a length the grid fails (needed - 1 right at most), or from one it passes (needed at least)? Exact for
-        # right/wrong scores; partial ones (a multi-needle share) count by their sum, rounded against the verdict.
-        needed = math.ceil(round(threshold * tally.population, 9))
-        seen_low, seen_high = math.floor(tally.total + 1e-9), math.ceil(tally.total - 1e-9)
-        if needed > 0 and _tail(tally.population, needed - 1, tally.scored, seen_high, upper=True) <= alpha:
-            return 'pass'
-        if needed <= tally.population and _tail(tally.population, needed, tally.scored, seen_low, upper=False) <= alpha:
-            return 'fail'
+    verdict = _sampled_verdict(tally, threshold, alpha)
+    unscored = tally.errored + tally.retrying
+    if unscored and math.isfinite(threshold):
+        # Errored samples are rows of the report, which settles the length only if they could not tip it: a verdict
+        # the report would call unknown is no verdict yet (more samples may still settle it for both).
+        reported = length_word(tally.total, tally.scored, unscored, threshold=threshold)
+        if verdict is not None and verdict != reported:
+            verdict = None
+        if verdict is None and not tally.pending:
+            return reported  # nothing left to send: what the report will say
+    if verdict is not None:
+        return verdict
     # Undecided: more samples may settle it; with none left, only its errors keep it open.
     return 'open' if tally.pending else 'unknown'
+
+
+def _sampled_verdict(tally: _Tally, threshold: float, alpha: float) -> LengthStatus | None:
+    """'pass' or 'fail' when the samples scored so far are too unlikely to come from a length the grid judges the
+    other way; None when they may."""
+    if not (tally.scored and math.isfinite(threshold)):
+        return None
+    # The grid passes the length when at least ``needed`` of its samples are right. Could what was seen come from a
+    # length the grid fails (needed - 1 right at most), or from one it passes (needed at least)? Exact for right/wrong
+    # scores; partial ones (a multi-needle share) count by their sum, rounded against the verdict.
+    needed = math.ceil(round(threshold * tally.population, 9))
+    seen_low, seen_high = math.floor(tally.total + 1e-9), math.ceil(tally.total - 1e-9)
+    if needed > 0 and _tail(tally.population, needed - 1, tally.scored, seen_high, upper=True) <= alpha:
+        return 'pass'
+    if needed <= tally.population and _tail(tally.population, needed, tally.scored, seen_low, upper=False) <= alpha:
+        return 'fail'
+    return None
 
 
 def length_statuses(

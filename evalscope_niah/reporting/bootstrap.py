@@ -8,10 +8,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..length_verdict import CI_LEVEL
+
 # Fixed seed and resample count: the same results must always give the same CI (reports are diffed across runs).
 BOOTSTRAP_SEED = 0
 BOOTSTRAP_RESAMPLES = 2000
-CI_LEVEL = 0.95
 # Bound the (resamples x n) index matrix so a huge cell cannot exhaust memory.
 _MAX_ELEMENTS = 4_000_000
 

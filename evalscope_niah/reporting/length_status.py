@@ -9,30 +9,20 @@ length is unknown, never failed, so a server outage is never read as a finding a
 length bounded by an unknown length is an ``EffectiveBound``: at least the lengths before it, with the unknown one
 named and why.
 
-The words are ``vocabulary.LengthStatus`` ('pass', 'fail', 'unknown'), shared with the adaptive planner.
+The rule itself is ``evalscope_niah/length_verdict.py``, shared with the adaptive planner, as the words
+(``vocabulary.LengthStatus``: 'pass', 'fail', 'unknown') are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from statistics import NormalDist
-
-import numpy as np
 
 from ..vocabulary import LENGTH_STATUSES, LengthStatus
 from .page_text import EN, PageText, reason_text
 from .sample_record import SampleResult
 
-__all__ = [
-    'LENGTH_STATUSES',
-    'EffectiveBound',
-    'LengthStatus',
-    'mean_range',
-    'status_arrays',
-    'statuses',
-    'unscored_reason',
-]
+__all__ = ['LENGTH_STATUSES', 'EffectiveBound', 'LengthStatus', 'unscored_reason']
 
 # Why a sent sample has no score, as a reader counts them: (test, one, many).
 _UNSCORED_KINDS: tuple[tuple[Callable[[SampleResult], bool], str, str], ...] = (
@@ -51,54 +41,6 @@ def unscored_reason(samples: Iterable[SampleResult]) -> str | None:
         if count:
             parts.append(f'{count} {one if count == 1 else many}')
     return ', '.join(parts) or None
-
-
-def mean_range(
-    means: np.ndarray, scores: Sequence[Sequence[float]], unscored: np.ndarray, *, level: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """(lowest, highest) plausible mean per length (last axis of ``means``, NaN where nothing scored): the mean
-    itself where every sample scored; else what both the scored samples allow (a one-sided Wilson bound at ``level``:
-    enough scored samples settle a length) and the unscored could make of it (each 0, or each 1)."""
-    scored = np.array([len(values) for values in scores], dtype=float)
-    total = scored + unscored
-    known = np.nan_to_num(means)
-    sums = known * scored
-    wilson_low, wilson_high = _wilson(known, np.maximum(scored, 1.0), NormalDist().inv_cdf(level))
-    low = np.maximum(sums / total, np.where(scored > 0, wilson_low, 0.0))
-    high = np.minimum((sums + unscored) / total, np.where(scored > 0, wilson_high, 1.0))
-    # Where nothing is missing the mean decides as it always did (the grid measured all it was asked to).
-    return np.where(unscored > 0, low, means), np.where(unscored > 0, high, means)
-
-
-def _wilson(mean: np.ndarray, n: np.ndarray, z: float) -> tuple[np.ndarray, np.ndarray]:
-    centre = (mean + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * np.sqrt(np.clip(mean * (1 - mean), 0.0, None) / n + z * z / (4 * n * n))
-    return centre - half, centre + half
-
-
-def status_arrays(low: np.ndarray, high: np.ndarray, *, threshold: float, mode: str) -> tuple[np.ndarray, np.ndarray]:
-    """(passes, fails) per length, each (..., lengths) like ``low`` and ``high``: the lowest and highest plausible
-    mean of each length (``mean_range``; equal when all its samples scored). Neither: unknown.
-
-    ``absolute``: a pass when even the lowest mean reaches the threshold, a fail when even the highest falls below.
-    ``relative``: the threshold scales by the shortest length's mean, itself a range; a shortest length that scores 0
-    gives no baseline, so then nothing passes (as before), and the shortest length passes when its mean is above 0.
-    """
-    if mode == 'absolute':
-        return low >= threshold, high < threshold
-    base_low, base_high = low[..., :1], high[..., :1]
-    passes = (base_low > 0.0) & (low >= threshold * base_high)
-    # The easiest baseline to pass is the lowest one above 0; from a lowest of 0, any positive mean passes some.
-    fails = (base_high <= 0.0) | np.where(base_low > 0.0, high < threshold * base_low, high <= 0.0)
-    # The shortest length is its own baseline: it passes exactly when it scores above 0.
-    passes[..., 0] = base_low[..., 0] > 0.0
-    fails[..., 0] = base_high[..., 0] <= 0.0
-    return passes, fails
-
-
-def statuses(passes: Sequence[bool], fails: Sequence[bool]) -> list[LengthStatus]:
-    """The word for each length of ``status_arrays``' answer (one row)."""
-    return ['pass' if passed else 'fail' if failed else 'unknown' for passed, failed in zip(passes, fails, strict=True)]
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..length_verdict import CI_LEVEL, mean_range, status_arrays, statuses
 from ..vocabulary import EFFECTIVE_LENGTH_MODES, EffectiveLengthMode, LengthStatus
-from .bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, CI_LEVEL, bootstrap_ci, resampled_means
-from .length_status import EffectiveBound, mean_range, status_arrays, statuses, unscored_reason
+from .bootstrap import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, bootstrap_ci, resampled_means
+from .length_status import EffectiveBound, unscored_reason
 from .sample_record import GUESSED, SampleResult
 
 __all__ = [
@@ -434,7 +435,7 @@ def effective_context_length(
     unscored = np.array([len(by_length[length]) - len(scored) for length, scored in zip(lengths, scores, strict=True)])
     means = [_mean(scored) for scored in scores]
     point_means = np.array([np.nan if m is None else m for m in means])
-    low, high = mean_range(point_means, scores, unscored, level=CI_LEVEL)
+    low, high = mean_range(point_means, [len(scored) for scored in scores], unscored, level=CI_LEVEL)
     passes, fails = status_arrays(low, high, threshold=threshold, mode=mode)
     grid = np.asarray(lengths, dtype=np.int64)
     point = int(_leading_lengths(passes, grid))
@@ -485,7 +486,7 @@ def _effective_length_ci(
         for scores in scores_by_length
     ]
     means = np.stack(columns, axis=1)
-    low, high = mean_range(means, scores_by_length, unscored, level=CI_LEVEL)
+    low, high = mean_range(means, [len(scores) for scores in scores_by_length], unscored, level=CI_LEVEL)
     passes, _ = status_arrays(low, high, threshold=threshold, mode=mode)
     effective = _leading_lengths(passes, grid)
     alpha = (1.0 - CI_LEVEL) / 2.0

@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import pytest
 
+from evalscope_niah.length_verdict import length_word
+from evalscope_niah.making import adaptive_plan
 from evalscope_niah.making.adaptive_plan import (
     ERROR_ATTEMPTS,
     AdaptiveSettings,
@@ -279,3 +281,28 @@ def test_a_length_of_many_samples_settles_a_clear_answer_on_a_small_part_of_them
     _, scores, stop, _ = _sweep(units, lambda unit: 1.0 if unit.context_length < 3000 else float(unit.key[2] % 2))
     assert stop == 'pinned'
     assert {key[0] for key in scores} == {1000, 2000, 3000} and len(scores) < 100
+
+
+# ---- the sweep and its report never disagree about a length ----------------------------------------------------
+
+
+@pytest.mark.parametrize('population', [5, 10, 30, 100])
+@pytest.mark.parametrize('threshold', [0.5, 0.86, 0.95])
+def test_a_length_the_sweep_settles_is_settled_the_same_way_by_its_report(population: int, threshold: float) -> None:
+    """Every mix of right, wrong, errored (no attempt left) and unsent samples of one length: where the sweep settles
+    it, the report of the samples it sent (stats: errored ones unscored) says the same; where nothing is left to send,
+    the two say the same word, unknown included. Before, a sweep could settle a length its report called unknown,
+    and walk on."""
+    step = max(1, population // 10)
+    for errored in range(0, population + 1, step):
+        for scored in range(0, population - errored + 1, step):
+            unsent = population - errored - scored
+            for right in range(scored + 1):
+                tally = adaptive_plan._Tally(population, float(right), scored, tuple(range(unsent)), errored, True)
+                swept = adaptive_plan._status(tally, threshold, (1 - 0.9) / 5)
+                reported = length_word(float(right), scored, errored, threshold=threshold) if scored + errored else None
+                case = (errored, scored, unsent, right, swept, reported)
+                if swept in ('pass', 'fail'):
+                    assert reported == swept, case
+                if not unsent and reported is not None:
+                    assert swept == reported, case
