@@ -295,6 +295,7 @@ def _settling_step(tally: _Tally, threshold: float, alpha: float) -> int:
             tally.pending[extra:],
             tally.errored,
             True,
+            max(0, tally.retrying - extra),  # the samples to retry are sent first (pending lists them first)
         )
         return _status(more, threshold, alpha) == ('pass' if right else 'fail')
 
