@@ -232,9 +232,8 @@ class NiahAdapter(LivePages, DefaultDataAdapter):
         finally:
             if self._tally.prefix_gate is not None:  # failed before its turn (the haystack): nobody waits for it
                 self._tally.prefix_gate.abandon(_prefix_key(SampleMeta.from_dict(sample.metadata), sample))
-            sample.input = self._messages(
-                self._plan.pending_messages
-            )  # the prediction row keeps the prompt; free it here
+            # The prediction row keeps the prompt: free it here.
+            sample.input = self._messages(self._plan.pending_messages)
 
     def _record_error(self, meta: SampleMeta, exc: Exception, sample_id: Any) -> None:
         self._plan.redactor.exception(exc)  # in place: EvalScope logs the same exception after us

@@ -28,6 +28,7 @@ from ..metadata import SampleMeta
 from ..reporting.outputs import OutputFiles
 from ..reporting.sweep_plan import subset_plan, write_sweep_plan
 from ..tasks.compose import effective_length_mode
+from .run_state import report_dir_of
 from .score_rows import sample_result
 
 __all__ = ['AdaptiveRounds', 'sweep_settings']
@@ -118,10 +119,7 @@ class AdaptiveRounds:
         }
 
     def _plan_path(self, prediction_dir: str) -> str:
-        # reports/<model_id> beside predictions/<model_id>, where the results files go (as RunTally.asked).
-        report_dir = os.path.join(
-            os.path.dirname(os.path.dirname(prediction_dir)), 'reports', os.path.basename(prediction_dir)
-        )
+        report_dir = report_dir_of(prediction_dir)
         os.makedirs(report_dir, exist_ok=True)
         return os.path.join(report_dir, OutputFiles(self._benchmark.name).sweep_plan)
 

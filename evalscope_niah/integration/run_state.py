@@ -37,7 +37,12 @@ if TYPE_CHECKING:
     from ..reporting.result_files import SubsetEffective
     from ..serving.redact import Redactor
 
-__all__ = ['RunPlan', 'RunTally']
+__all__ = ['RunPlan', 'RunTally', 'report_dir_of']
+
+
+def report_dir_of(prediction_dir: str) -> str:
+    """reports/<model_id>, the sibling of EvalScope's predictions/<model_id>: where the run's results files go."""
+    return os.path.join(os.path.dirname(os.path.dirname(prediction_dir)), 'reports', os.path.basename(prediction_dir))
 
 
 @dataclass(frozen=True)
@@ -92,9 +97,7 @@ class RunTally:
     def asked(self, sample_id: Hashable, meta: SampleMeta, *, prediction_dir: str) -> None:
         """A sample is sent; its predictions go to ``prediction_dir`` (reports/<model_id> is that folder's sibling,
         kept for runs where every sample errors)."""
-        report_dir = os.path.join(
-            os.path.dirname(os.path.dirname(prediction_dir)), 'reports', os.path.basename(prediction_dir)
-        )
+        report_dir = report_dir_of(prediction_dir)
         with self._lock:
             self._report_dir = report_dir
             self._open[meta.subset][sample_id] = meta

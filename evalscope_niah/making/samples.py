@@ -106,12 +106,10 @@ class SubsetSampler:
         prompt: PromptSpec,
         max_context_length: int,
         params: NiahParams | None = None,
-        grid_cells: Sequence[GridCell] = (),
     ) -> None:
         params = params or NiahParams()
         _refuse_corpus_without_sentences(corpus, subset)
         self.subset = subset
-        self.grid_cells = grid_cells  # every cell of the subset, in generation order (EvalScope's --limit picks)
         self.corpus = corpus
         self.tokenizer = tokenizer
         self.prompt = prompt
@@ -151,6 +149,11 @@ class SubsetSampler:
         self._builders: dict[tuple[tuple[str, ...], str], HaystackBuilder] = {}
         self._frames: dict[str, PromptFrame] = {}
         self._prefix_tokens = self._counter(self._frame(subset.retrieval_question).prefix)
+
+    @property
+    def grid_cells(self) -> list[GridCell]:
+        """Every cell of this subset, in generation order (EvalScope's --limit picks from them)."""
+        return self.params.cells([self.subset.name])
 
     # ---- needles per task ------------------------------------------------------------------------------------
 
@@ -406,8 +409,7 @@ def subset_samplers(
     tokenizer = load_tokenizer(params.tokenizer_path, **(endpoint or {}))
     samplers: list[tuple[SubsetSampler, list[GridCell]]] = []
     for resolved in resolved_subsets:
-        grid_cells = params.cells([resolved.name])
-        cells = cells_within_limit(grid_cells, limit, shuffle=shuffle)
+        cells = cells_within_limit(params.cells([resolved.name]), limit, shuffle=shuffle)
         if not cells:
             continue
         longest = max(cell.context_length for cell in cells)
@@ -419,7 +421,6 @@ def subset_samplers(
             prompt=prompt,
             max_context_length=longest,
             params=params,
-            grid_cells=grid_cells,
         )
         sampler.check_lengths(cells)
         samplers.append((sampler, cells))

@@ -16,6 +16,7 @@ from .labels import length_unit
 from .length_status import EffectiveBound
 from .sample_record import GUESSED, SampleResult
 from .stats import EffectiveLength, effective_context_length, summarize_subsets
+from .sweep_plan import UNTESTED_KIND
 
 __all__ = [
     'OVERALL_AGGREGATION',
@@ -101,7 +102,7 @@ def effective_length_message(bound: EffectiveBound, *, subset: str, tokenizer: s
         '; resume the run with --use-cache DIR to retry the errored samples'
         if 'server error' in reason
         else '; the adaptive sweep stopped before it (its budget): raise sweep_budget_prompts or sweep_budget_tokens'
-        if 'not tested' in reason
+        if any(kind in reason for kind in UNTESTED_KIND)
         else ''
     )
     return f'subset {subset}: effective context length {text} ({length_unit(tokenizer)}): unknown, not failed{retry}'

@@ -29,11 +29,12 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from ..atomic import atomic_write_text
 from ..errors import NiahConfigError
 from ..escaping import json_text
+from ..making.adaptive_plan import StopReason
 from ..safe_files import read_bounded
 
 __all__ = [
@@ -50,7 +51,7 @@ __all__ = [
 PLAN_FORMAT = 1
 # A plan file past this is no plan this package wrote (the largest grid allowed plans a few MB): refused unread.
 MAX_PLAN_BYTES = 64 * 1024 * 1024
-_STOPS = (None, 'pinned', 'errors', 'budget', 'exhausted')
+_STOPS = (None, *get_args(StopReason))  # None: the sweep had not stopped when the file was written
 # Why a length the sweep did not send is unknown, as a reader counts it (one, many): page_text has the words.
 UNTESTED_KIND = ('sample not tested', 'samples not tested')
 

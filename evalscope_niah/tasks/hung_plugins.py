@@ -20,6 +20,8 @@ from pathlib import Path
 
 from ..atomic import atomic_write_text
 from ..cache_home import cache_dir
+from ..errors import NiahConfigError
+from ..safe_files import read_bounded
 
 __all__ = ['HungKey', 'earlier_hang', 'forget_hang', 'remember_hang']
 
@@ -43,10 +45,8 @@ def _name(key: HungKey) -> str:
 def _read() -> dict[str, dict[str, object]]:
     try:
         path = _path()
-        if path.stat().st_size > _MAX_FILE_BYTES:
-            return {}
-        data = json.loads(path.read_text(encoding='utf-8'))
-    except (OSError, ValueError):
+        data = json.loads(read_bounded(path, limit=_MAX_FILE_BYTES, param='plugins', where=str(path)))
+    except (OSError, ValueError, NiahConfigError):  # missing, unreadable, not JSON, or larger than a file of ours
         return {}
     hung = data.get('hung') if isinstance(data, dict) else None
     if not isinstance(hung, dict):
