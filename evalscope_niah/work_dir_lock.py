@@ -94,7 +94,7 @@ def read_holder(work_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     (the holder took the lock a moment ago and is writing it)."""
     try:
         holder = json.loads((Path(work_dir) / HOLDER_FILE).read_text(encoding='utf-8'))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: a file nested deeper than the parser's recursion
         return None
     return holder if isinstance(holder, dict) else None
 

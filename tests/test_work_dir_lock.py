@@ -107,3 +107,8 @@ def test_holds_within_one_process_are_counted(tmp_path: Path) -> None:
     second.release()
     assert _try_from_another_process(work_dir) == 'taken'
     assert (work_dir / LOCK_FILE).exists() and not (work_dir / HOLDER_FILE).exists()
+
+
+def test_a_holder_file_nested_deeper_than_json_reads_as_unreadable(tmp_path: Path) -> None:
+    (tmp_path / HOLDER_FILE).write_text('[' * 5000 + ']' * 5000, encoding='utf-8')
+    assert read_holder(tmp_path) is None

@@ -114,7 +114,7 @@ def read_cached_rows(path: str | Path) -> dict[int, CachedRow]:
         for line in handle:
             try:
                 row = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # a cut row, or one nested deeper than the parser's recursion
                 continue
             if isinstance(row, dict) and isinstance(row.get('index'), int) and not isinstance(row['index'], bool):
                 rows[row['index']] = CachedRow.from_row(row)

@@ -136,7 +136,7 @@ def read_results(path: str | os.PathLike[str]) -> list[SampleResult]:
                 if not isinstance(data, dict):
                     raise ValueError('expected a JSON object')
                 results.append(SampleResult.from_dict(data))
-            except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            except (ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError; a row nested too deep
                 # A hostile row can make the message huge (a value of a megabyte): it is cut.
                 raise ValueError(f'{path}:{line_no}: invalid result line: {str(exc)[:_MAX_PROBLEM_CHARS]}') from exc
     return results
@@ -405,5 +405,6 @@ def read_summary_json(path: str | os.PathLike[str]) -> RunSummary:
             controls=tuple(ControlSummary(**item) for item in data['controls']),
             subsets=tuple(_subset_summary_from_dict(item) for item in data['subsets']),
         )
-    except (KeyError, TypeError, AttributeError, ValueError) as exc:  # JSONDecodeError is a ValueError
+    # JSONDecodeError is a ValueError; RecursionError: a file nested deeper than the parser's recursion.
+    except (KeyError, TypeError, AttributeError, ValueError, RecursionError) as exc:
         raise ValueError(f'{path}: not a needle_haystack summary: {type(exc).__name__}: {exc}') from exc

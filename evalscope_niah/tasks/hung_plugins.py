@@ -46,7 +46,8 @@ def _read() -> dict[str, dict[str, object]]:
     try:
         path = _path()
         data = json.loads(read_bounded(path, limit=_MAX_FILE_BYTES, param='plugins', where=str(path)))
-    except (OSError, ValueError, NiahConfigError):  # missing, unreadable, not JSON, or larger than a file of ours
+    # Missing, unreadable, not JSON, larger than a file of ours, or nested deeper than the parser's recursion.
+    except (OSError, ValueError, NiahConfigError, RecursionError):
         return {}
     hung = data.get('hung') if isinstance(data, dict) else None
     if not isinstance(hung, dict):

@@ -51,6 +51,7 @@ def _row(meta: SampleMeta, *, index: int = 0, prompt: PromptSpec = PROMPT, hayst
 def test_rows_are_read_as_evalscope_reads_them(tmp_path: Path) -> None:
     path = tmp_path / 'predictions.jsonl'
     lines = [json.dumps({'index': 0, 'v': 1}), '{"index": 1, "v"', json.dumps({'index': 0, 'metadata': {'v': 2}}), '[]']
+    lines.append('[' * 5000 + ']' * 5000)  # nested deeper than json's recursion: skipped as a cut row is
     path.write_text('\n'.join(lines) + '\n', encoding='utf-8')
     # The last row of an index wins; cut rows skipped.
     assert read_cached_rows(path) == {0: CachedRow.from_row({'index': 0, 'metadata': {'v': 2}})}

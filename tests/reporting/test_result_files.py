@@ -392,3 +392,16 @@ def test_a_length_not_sent_above_an_unknown_one_leaves_the_unknown_one_named() -
     rows = [*curve(1.0), errored(context_length=2000, depth_percent=50.0)]
     found = subset_effective(rows, subset='en', threshold=EFFECTIVE_THRESHOLD, untested={4000: 'why'}).length
     assert (found.length, found.unknown_length, found.unknown_reason) == (1000, 2000, '1 server error')
+
+
+def test_a_results_or_summary_file_nested_deeper_than_json_is_refused_naming_it(tmp_path: Path) -> None:
+    """A few KB of brackets exceed json's recursion: each reader raises its one ValueError, never RecursionError."""
+    deep = '[' * 5000 + ']' * 5000
+    results = tmp_path / RESULTS_FILE
+    results.write_text(json.dumps(dataclasses.asdict(mixed_results()[0])) + '\n' + deep + '\n', encoding='utf-8')
+    with pytest.raises(ValueError, match=':2: invalid result line'):
+        read_results(results)
+    summary = tmp_path / SUMMARY_FILE
+    summary.write_text(deep, encoding='utf-8')
+    with pytest.raises(ValueError, match='not a needle_haystack summary: RecursionError'):
+        read_summary_json(summary)

@@ -42,8 +42,9 @@ def test_a_hang_is_remembered_until_more_seconds_are_allowed_or_it_loads(cache: 
         json.dumps({'hung': {json.dumps(list(KEY)): {'seconds': 60, 'when': '\x1b[31mred\x1b[0m'}}}).encode(),
         json.dumps({'hung': {json.dumps(list(KEY)): {'seconds': 1e309, 'when': '2026-11-28 12:00 UTC'}}}).encode(),
         b'{"hung": {}}' + b' ' * (hung_plugins._MAX_FILE_BYTES + 1),
+        b'[' * 100_000 + b']' * 100_000,  # within the size bound, deeper than json's recursion
     ],
-    ids=['not-json', 'a-list', 'seconds-a-word', 'when-with-escapes', 'seconds-infinite', 'too-large'],
+    ids=['not-json', 'a-list', 'seconds-a-word', 'when-with-escapes', 'seconds-infinite', 'too-large', 'nested'],
 )
 def test_a_file_not_of_our_shape_remembers_nothing(cache: Path, content: bytes) -> None:
     path = cache / 'plugins' / 'hung.json'

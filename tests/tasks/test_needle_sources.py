@@ -180,6 +180,11 @@ def test_unusable_bank_files(tmp_path: Path) -> None:
     assert 'line 2 is not JSON' in error.detail
     (tmp_path / 'bad.json').write_text('[{', encoding='utf-8')
     assert 'is not JSON' in _bank_error(tmp_path / 'bad.json').detail
+    # Nested deeper than json's recursion (a few KB): one error naming needle_bank, not a traceback.
+    (tmp_path / 'deep.jsonl').write_text('[' * 5000 + ']' * 5000 + '\n', encoding='utf-8')
+    assert 'line 1 is nested deeper than any needle record' in _bank_error(tmp_path / 'deep.jsonl').detail
+    (tmp_path / 'deep.json').write_text('[' * 5000 + ']' * 5000, encoding='utf-8')
+    assert 'is nested deeper than any needle bank' in _bank_error(tmp_path / 'deep.json').detail
     (tmp_path / 'latin1.jsonl').write_bytes('{"needle": "caf\xe9"}'.encode('latin-1'))
     assert 'not valid UTF-8' in _bank_error(tmp_path / 'latin1.jsonl').detail
     (tmp_path / 'dir.jsonl').mkdir()

@@ -109,6 +109,8 @@ def _jsonl_records(path: Path, text: str) -> list[tuple[str, Any]]:
             records.append((where, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise NiahConfigError('needle_bank', f'{where} is not JSON ({exc.msg}, column {exc.colno})') from None
+        except RecursionError:
+            raise NiahConfigError('needle_bank', f'{where} is nested deeper than any needle record') from None
     return records
 
 
@@ -119,6 +121,8 @@ def _json_records(path: Path, text: str) -> list[tuple[str, Any]]:
         raise NiahConfigError(
             'needle_bank', f'{str(path)!r} is not JSON ({exc.msg}, line {exc.lineno} column {exc.colno})'
         ) from None
+    except RecursionError:
+        raise NiahConfigError('needle_bank', f'{str(path)!r} is nested deeper than any needle bank') from None
     if not isinstance(data, list):
         raise NiahConfigError('needle_bank', f'{str(path)!r} must hold a JSON list of objects, not {_kind(data)}')
     return [(f'{str(path)!r} entry {number}', record) for number, record in enumerate(data, start=1)]
